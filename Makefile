@@ -1,0 +1,36 @@
+# hoodie-lab: `make demo` and `make test` are the two set-up commands.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+WITH_ENV := source scripts/env.sh &&
+
+.PHONY: install demo test deep bench report clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip
+	@echo "installing hoodie-lab and its dependencies into $(VENV) (first time: about 1-2 minutes)"
+	@$(BIN)/python -m pip install -q --no-cache-dir -e '.[spark,dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	@$(WITH_ENV) $(BIN)/hoodie-lab demo
+
+test: install
+	@$(WITH_ENV) $(BIN)/python -m pytest -q -m "not slow" --timeout=900
+
+deep: install
+	@$(WITH_ENV) HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q properties -m "not slow or deep" --timeout=0
+
+bench: install
+	@$(WITH_ENV) $(BIN)/python benchmarks/run.py
+
+report: install
+	@$(WITH_ENV) $(BIN)/hoodie-lab report
+
+clean:
+	rm -rf $(VENV) build *.egg-info reports/*.html reports/*.png reports/*.svg

@@ -1,0 +1,187 @@
+"""Instants: times, actions, states and identity.
+
+Hudi facts encoded here (see ``hudi-semantics.md`` section 1):
+
+* instant times are ``yyyyMMddHHmmssSSS`` strings (17 digits) compared
+  lexicographically (``InstantComparison``); legacy 14-digit second-granularity
+  times parse by appending ``999`` and longer strings are truncated to 17
+  (``HoodieInstantTimeGenerator.fixInstantTimeCompatibility``);
+* the actions of ``HoodieTimeline.VALID_ACTIONS_IN_TIMELINE``;
+* states REQUESTED < INFLIGHT < COMPLETED (``HoodieInstant.State`` order);
+* an instant's identity is (requested time, comparable action)
+  (``InstantComparatorV2.COMPARABLE_ACTIONS``) and its visible state is the
+  highest state among its files (``TimelineLayout.filterHoodieInstantsByLatestState``);
+* completed-action mapping compaction->commit, logcompaction->deltacommit,
+  clustering->replacecommit (invariant I4).
+
+The model keeps times in UTC; the time zone of a table only matters for
+rendering wall-clock times, which the model never reads.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+from enum import Enum, IntEnum
+
+TIME_LEN = 17
+LEGACY_TIME_LEN = 14
+
+#: Reserved times from ``HoodieTimeline``.
+INIT_INSTANT_TS = "00000000000000"
+METADATA_BOOTSTRAP_INSTANT_TS = "00000000000001"
+FULL_BOOTSTRAP_INSTANT_TS = "00000000000002"
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+class Action(str, Enum):
+    COMMIT = "commit"
+    DELTACOMMIT = "deltacommit"
+    CLEAN = "clean"
+    ROLLBACK = "rollback"
+    SAVEPOINT = "savepoint"
+    REPLACECOMMIT = "replacecommit"
+    CLUSTERING = "clustering"
+    COMPACTION = "compaction"
+    LOGCOMPACTION = "logcompaction"
+    RESTORE = "restore"
+    INDEXING = "indexing"
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
+class State(IntEnum):
+    """Instant states in ``HoodieInstant.State`` order; comparison gives "highest state"."""
+
+    REQUESTED = 1
+    INFLIGHT = 2
+    COMPLETED = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+#: Actions whose completed form uses another action name (invariant I4).
+COMPLETED_ACTION = {
+    Action.COMPACTION: Action.COMMIT,
+    Action.LOGCOMPACTION: Action.DELTACOMMIT,
+    Action.CLUSTERING: Action.REPLACECOMMIT,
+}
+
+#: Actions that write data files ("write timeline": ``getWriteTimeline``).
+WRITE_ACTIONS = frozenset(
+    {
+        Action.COMMIT,
+        Action.DELTACOMMIT,
+        Action.REPLACECOMMIT,
+        Action.CLUSTERING,
+        Action.COMPACTION,
+        Action.LOGCOMPACTION,
+    }
+)
+
+#: Actions a client starts as a new write (``BaseHoodieWriteClient.startCommit``).
+DATA_WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT})
+
+#: Actions whose first state is INFLIGHT (savepoint has no requested file).
+STARTS_INFLIGHT = frozenset({Action.SAVEPOINT})
+
+#: Actions that exist only in timeline layout 2 (table version 8+).
+LAYOUT2_ONLY = frozenset({Action.CLUSTERING})
+
+
+def comparable_action(action: Action) -> Action:
+    """The action used for identity: compaction~commit, logcompaction~deltacommit, clustering~replacecommit."""
+    return COMPLETED_ACTION.get(action, action)
+
+
+def completed_action(action: Action) -> Action:
+    """The action named in the completed file of an instant started as ``action`` (I4)."""
+    return COMPLETED_ACTION.get(action, action)
+
+
+def is_time(value: object) -> bool:
+    """True for a canonical 17-digit instant time."""
+    return isinstance(value, str) and len(value) == TIME_LEN and value.isdigit()
+
+
+def normalize_time(value: str) -> str:
+    """Parse an instant time as Hudi does: 14-digit legacy gets ``999``, longer is cut to 17.
+
+    Raises ``ValueError`` for anything that is not all digits of a usable length.
+    """
+    if not isinstance(value, str) or not value.isdigit():
+        raise ValueError(f"instant time {value!r} is not a string of digits")
+    if len(value) == LEGACY_TIME_LEN:
+        return value + "999"
+    if len(value) > TIME_LEN:
+        return value[:TIME_LEN]
+    if len(value) != TIME_LEN:
+        raise ValueError(f"instant time {value!r} has {len(value)} digits; expected 14 or 17")
+    return value
+
+
+def format_millis(ms: int) -> str:
+    """Epoch milliseconds (UTC) to a 17-digit instant time."""
+    if ms < 0:
+        raise ValueError(f"negative epoch milliseconds {ms}")
+    d = _EPOCH + _dt.timedelta(milliseconds=ms)
+    return d.strftime("%Y%m%d%H%M%S") + f"{d.microsecond // 1000:03d}"
+
+
+def to_millis(t: str) -> int:
+    """A 17-digit instant time (UTC) to epoch milliseconds."""
+    t = normalize_time(t)
+    d = _dt.datetime.strptime(t[:14], "%Y%m%d%H%M%S").replace(tzinfo=_dt.timezone.utc)
+    return int((d - _EPOCH).total_seconds()) * 1000 + int(t[14:])
+
+
+@dataclass(frozen=True, order=True)
+class InstantKey:
+    """Identity of an instant: (requested time, comparable action)."""
+
+    requested_time: str
+    action: Action  # always a comparable action
+
+    @staticmethod
+    def of(requested_time: str, action: Action) -> "InstantKey":
+        return InstantKey(requested_time, comparable_action(Action(action)))
+
+
+@dataclass(frozen=True)
+class Instant:
+    """A visible instant: the state is the highest state present among its files.
+
+    ``action`` is the action the instant was started with (e.g. ``compaction``);
+    ``completion_time`` is set only for completed instants (layout 2 names it;
+    layout 1 derives it from the file's modification time).
+    """
+
+    requested_time: str
+    action: Action
+    state: State
+    completion_time: str | None = None
+
+    @property
+    def key(self) -> InstantKey:
+        return InstantKey.of(self.requested_time, self.action)
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state is State.COMPLETED
+
+    @property
+    def is_pending(self) -> bool:
+        return self.state is not State.COMPLETED
+
+    @property
+    def shown_action(self) -> Action:
+        """The action as Hudi shows it: the completed action once completed."""
+        return completed_action(self.action) if self.is_completed else self.action
+
+    def __str__(self) -> str:
+        c = f"->{self.completion_time}" if self.completion_time else ""
+        return f"{self.requested_time}{c}.{self.shown_action.value}[{self.state.label}]"

@@ -1,0 +1,255 @@
+"""The active timeline: instants as sets of state files, with guarded operations.
+
+Each operation is one rule of ``ActiveTimelineV2`` / ``ActiveTimelineV1``
+(``hudi-semantics.md`` 1.6-1.8, invariants I2-I5). The model stores, per
+instant identity, which state files exist; the visible state is the highest
+one present. Operations never generate times: callers pass times that a
+:mod:`model.truetime` generator produced, and the timeline checks the rules
+that concern it.
+
+Layout 1 (table version 6) and layout 2 (versions 8/9) share the state machine;
+they differ in file naming (see :mod:`model.filenames`), in where the completion
+time lives (layout 1: file modification time, modelled as the same value), and
+in which actions exist (``clustering`` is layout 2 only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from .errors import TimelineError
+from .instant import (
+    DATA_WRITE_ACTIONS,
+    LAYOUT2_ONLY,
+    STARTS_INFLIGHT,
+    WRITE_ACTIONS,
+    Action,
+    Instant,
+    InstantKey,
+    State,
+    is_time,
+)
+
+LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
+
+
+def layout_for_version(table_version: int) -> int:
+    """Timeline layout of a table version (``HoodieTableVersion`` / ``TimelineLayoutVersion``)."""
+    try:
+        return LAYOUT_OF_VERSION[table_version]
+    except KeyError:
+        raise ValueError(
+            f"unknown table version {table_version}; supported: {sorted(LAYOUT_OF_VERSION)}"
+        ) from None
+
+
+@dataclass
+class _Record:
+    requested_time: str
+    action: Action  # the action the instant was started with
+    states: set[State] = field(default_factory=set)
+    completion_time: str | None = None
+
+    @property
+    def state(self) -> State:
+        return max(self.states)
+
+    def view(self) -> Instant:
+        done = self.state is State.COMPLETED
+        return Instant(self.requested_time, self.action, self.state,
+                       self.completion_time if done else None)
+
+
+class Timeline:
+    """An active timeline of one table.
+
+    >>> tl = Timeline(table_version=8)
+    >>> _ = tl.create("20250101000000000", Action.COMMIT)
+    >>> _ = tl.transition_to_inflight("20250101000000000", Action.COMMIT)
+    >>> _ = tl.complete("20250101000000000", Action.COMMIT, "20250101000000100")
+    >>> [str(i) for i in tl.completed()]
+    ['20250101000000000->20250101000000100.commit[completed]']
+    """
+
+    def __init__(self, table_version: int = 9):
+        self.table_version = table_version
+        self.layout = layout_for_version(table_version)
+        self._records: dict[InstantKey, _Record] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _key(self, requested_time: str, action: Action) -> InstantKey:
+        return InstantKey.of(requested_time, Action(action))
+
+    def _record(self, requested_time: str, action: Action, rule: str) -> _Record:
+        rec = self._records.get(self._key(requested_time, action))
+        if rec is None:
+            raise TimelineError(rule, f"no instant {requested_time}.{Action(action).value} on the timeline")
+        return rec
+
+    def copy(self) -> "Timeline":
+        other = Timeline(self.table_version)
+        for k, r in self._records.items():
+            other._records[k] = _Record(r.requested_time, r.action, set(r.states), r.completion_time)
+        return other
+
+    # --------------------------------------------------------------- operations
+    def create(self, requested_time: str, action: Action, *, allow_during_restore: bool = False) -> Instant:
+        """``createNewInstant``: write the first state file (requested; inflight for savepoint).
+
+        Guards: a canonical time; an action valid in this layout; the file must not
+        exist (immutable create, so an instant is created once); no new data write
+        while a restore is pending (I5, ``BaseHoodieWriteClient.startCommit``).
+        """
+        action = Action(action)
+        if not is_time(requested_time):
+            raise TimelineError("I1.time-format", f"requested time {requested_time!r} is not 17 digits")
+        if action in LAYOUT2_ONLY and self.layout == 1:
+            raise TimelineError("I4.layout-action",
+                                f"action {action.value} does not exist in timeline layout 1 (table version 6)")
+        key = self._key(requested_time, action)
+        if key in self._records:
+            raise TimelineError("I3.create-once",
+                                f"instant {requested_time}.{action.value} already exists ({self._records[key].view()})")
+        if action in DATA_WRITE_ACTIONS and not allow_during_restore:
+            pending_restore = [i for i in self.pending() if i.action is Action.RESTORE]
+            if pending_restore:
+                raise TimelineError("I5.no-write-during-restore",
+                                    f"cannot start {requested_time}.{action.value}: restore "
+                                    f"{pending_restore[0].requested_time} is pending")
+        first = State.INFLIGHT if action in STARTS_INFLIGHT else State.REQUESTED
+        rec = _Record(requested_time, action, {first})
+        self._records[key] = rec
+        return rec.view()
+
+    def transition_to_inflight(self, requested_time: str, action: Action) -> Instant:
+        """``transitionRequestedToInflight``: the requested file must exist, the inflight must not."""
+        rec = self._record(requested_time, action, "I3.legal-transition")
+        if rec.state is not State.REQUESTED:
+            raise TimelineError("I3.legal-transition",
+                                f"{rec.view()} cannot move to inflight: it is {rec.state.label}, not requested")
+        rec.states.add(State.INFLIGHT)
+        return rec.view()
+
+    def complete(self, requested_time: str, action: Action, completion_time: str) -> Instant:
+        """``saveAsComplete``: inflight -> completed with a completion time (I2, I3).
+
+        The completion time must come from the same TrueTime lock section as the
+        creation of the completed file; the timeline checks what it can: the time
+        is canonical and strictly after the requested time, and the instant has
+        never completed.
+        """
+        rec = self._record(requested_time, action, "I3.legal-transition")
+        if rec.state is State.COMPLETED:
+            raise TimelineError("I3.complete-once", f"{rec.view()} is already completed")
+        if rec.state is not State.INFLIGHT:
+            raise TimelineError("I3.legal-transition",
+                                f"{rec.view()} cannot complete: it is {rec.state.label}, not inflight")
+        if not is_time(completion_time):
+            raise TimelineError("I1.time-format", f"completion time {completion_time!r} is not 17 digits")
+        if not completion_time > requested_time:
+            raise TimelineError("I2.requested-before-completion",
+                                f"completion time {completion_time} is not after requested time {requested_time}")
+        rec.states.add(State.COMPLETED)
+        rec.completion_time = completion_time
+        return rec.view()
+
+    def revert_inflight_to_requested(self, requested_time: str, action: Action) -> Instant:
+        """``revertInstantFromInflightToRequested`` (compaction/logcompaction): delete the inflight file."""
+        rec = self._record(requested_time, action, "I3.revert")
+        if rec.action not in (Action.COMPACTION, Action.LOGCOMPACTION):
+            raise TimelineError("I3.revert", f"only compaction/logcompaction revert to requested, not {rec.action.value}")
+        if rec.state is not State.INFLIGHT:
+            raise TimelineError("I3.revert", f"{rec.view()} is not inflight")
+        rec.states.discard(State.INFLIGHT)
+        rec.states.add(State.REQUESTED)
+        return rec.view()
+
+    def revert_to_inflight(self, requested_time: str, action: Action) -> Instant:
+        """``revertToInflight``: make sure requested+inflight files exist, then delete the completed file."""
+        rec = self._record(requested_time, action, "I3.revert")
+        if rec.state is not State.COMPLETED:
+            raise TimelineError("I3.revert", f"{rec.view()} is not completed")
+        rec.states = {State.INFLIGHT} if rec.action in STARTS_INFLIGHT else {State.REQUESTED, State.INFLIGHT}
+        rec.completion_time = None
+        return rec.view()
+
+    def delete(self, requested_time: str, action: Action, *, allow_completed: bool = False) -> Instant:
+        """``deletePending`` / ``deleteInstantFileIfExists``: remove every state file of an instant.
+
+        Deleting a completed instant is only allowed when the caller says so
+        (``deleteCompletedRollback``, restore, archival).
+        """
+        rec = self._record(requested_time, action, "I3.delete")
+        if rec.state is State.COMPLETED and not allow_completed:
+            raise TimelineError("I3.delete", f"{rec.view()} is completed; deleting it needs allow_completed")
+        del self._records[self._key(requested_time, action)]
+        return rec.view()
+
+    # ------------------------------------------------------------------ queries
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self.instants())
+
+    def instants(self) -> list[Instant]:
+        """All instants, ordered by (requested time, action)."""
+        return [self._records[k].view() for k in sorted(self._records)]
+
+    def get(self, requested_time: str, action: Action) -> Instant | None:
+        rec = self._records.get(self._key(requested_time, action))
+        return rec.view() if rec else None
+
+    def find(self, requested_time: str) -> list[Instant]:
+        """Instants with this requested time (normally at most one)."""
+        return [r.view() for k, r in self._records.items() if k.requested_time == requested_time]
+
+    def states_present(self, requested_time: str, action: Action) -> frozenset[State]:
+        rec = self._records.get(self._key(requested_time, action))
+        return frozenset(rec.states) if rec else frozenset()
+
+    def completed(self, actions: Iterable[Action] | None = None) -> list[Instant]:
+        acts = None if actions is None else {Action(a) for a in actions}
+        return [i for i in self.instants()
+                if i.is_completed and (acts is None or i.action in acts or i.shown_action in acts)]
+
+    def pending(self, actions: Iterable[Action] | None = None) -> list[Instant]:
+        acts = None if actions is None else {Action(a) for a in actions}
+        return [i for i in self.instants() if i.is_pending and (acts is None or i.action in acts)]
+
+    def write_timeline(self) -> list[Instant]:
+        """``getWriteTimeline``: commits, deltacommits, compaction, logcompaction, replace/clustering."""
+        return [i for i in self.instants() if i.action in WRITE_ACTIONS]
+
+    def is_completed(self, requested_time: str) -> bool:
+        return any(i.is_completed for i in self.find(requested_time))
+
+    def completion_time(self, requested_time: str) -> str | None:
+        """Completion time of the instant requested at this time, or None while pending/unknown."""
+        for i in self.find(requested_time):
+            if i.is_completed:
+                return i.completion_time
+        return None
+
+    def contiguous_completed_prefix(self) -> list[Instant]:
+        """``getContiguousCompletedWriteTimeline``: completed writes with no pending write before them."""
+        out: list[Instant] = []
+        for i in self.write_timeline():
+            if i.is_pending:
+                break
+            out.append(i)
+        return out
+
+    def completed_in_range(self, start: str | None, end: str | None) -> list[Instant]:
+        """Completed instants whose completion time is in ``(start, end]`` (incremental reads, tv8+).
+
+        ``None`` leaves that end open. Ordered by completion time.
+        """
+        out = [i for i in self.completed()
+               if (start is None or i.completion_time > start) and (end is None or i.completion_time <= end)]
+        return sorted(out, key=lambda i: (i.completion_time, i.requested_time))
+
+    def last_completed(self, actions: Iterable[Action] | None = None) -> Instant | None:
+        done = self.completed(actions)
+        return done[-1] if done else None
