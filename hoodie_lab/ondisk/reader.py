@@ -1,0 +1,324 @@
+"""Read a Hudi table directory into model objects. Never writes to the table.
+
+What is read, and where (``hudi-semantics.md`` 1.2, 1.3, 1.6, 3.5; ``hudi-rs-oracle.md`` 1-2):
+
+* ``.hoodie/hoodie.properties`` -> table facts (name, type, version, layout, time zone, ...).
+  Only table versions 6, 8 and 9 are supported (as in hudi-rs ``table/validation.rs``); version 6
+  must use timeline layout 1 and 8/9 layout 2.
+* the active timeline: ``.hoodie/`` for tv6, ``.hoodie/<hoodie.timeline.path>`` (``timeline``) for
+  tv8/9 -> :class:`model.timeline.Timeline` through :func:`model.filenames.timeline_from_files`.
+  A completed file without a completion time in its name (every tv6 file) gets the file's
+  modification time, formatted in the table's time zone, as Hudi 1.x does for legacy files
+  (``InstantGeneratorV1``; ``CompletionTimeQueryViewV1``).
+* every non-empty timeline file is decoded (:mod:`hoodie_lab.ondisk.metadata`): commit metadata
+  (JSON in tv6, Avro in tv8+) and plans (Avro in every version). From them: completed
+  replacecommits' ``partitionToReplaceFileIds`` (replaced file groups), compaction plans (pending
+  ones give the file groups with a pending compaction; all are kept for I9) and pending
+  clustering plans (``t.clustering.requested`` in tv8+, a pending ``replacecommit`` whose
+  requested metadata has operation ``CLUSTER`` in tv6).
+* base and log files of every partition folder (a folder holding ``.hoodie_partition_metadata``
+  or data files), parsed with :mod:`model.filenames`.
+
+Everything wrong with the input raises :class:`hoodie_lab.errors.UserError` naming the file and
+the problem: missing ``.hoodie``, unreadable or incomplete ``hoodie.properties``, unknown table
+version, an instant or data file name that does not parse, truncated or garbage JSON/Avro.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hoodie_lab.errors import UserError
+from model import filenames as fn
+from model.errors import CodecError
+from model.instant import Action, State
+from model.timeline import LAYOUT_OF_VERSION, Timeline
+
+from . import metadata as md
+from .properties import read_properties
+
+SUPPORTED_VERSIONS = tuple(sorted(LAYOUT_OF_VERSION))
+#: Folders under the base path that never hold table data.
+_SKIP_DIRS = {".hoodie", "__MACOSX"}
+PARTITION_METAFILE = ".hoodie_partition_metadata"
+
+#: (partition path, file id): identity of a file group.
+FileGroupId = tuple[str, str]
+
+
+@dataclass
+class Table:
+    """A table as read from disk: facts, the model timeline, data files and what the plans say.
+
+    ``view(rule)`` builds the model :class:`model.slicing.FileSystemView` over it.
+    """
+
+    base_path: Path
+    properties: dict[str, str]
+    name: str
+    table_type: str
+    version: int
+    layout: int
+    timezone: str
+    timeline_dir: Path
+    timeline: Timeline
+    partitions: list[str]
+    base_files: list[fn.BaseFile]
+    log_files: list[fn.LogFile]
+    #: timeline file name -> decoded content (None for an empty file)
+    timeline_content: dict[str, Any] = field(default_factory=dict)
+    #: requested time -> commit metadata of completed commit/deltacommit/replacecommit instants
+    commit_metadata: dict[str, dict] = field(default_factory=dict)
+    #: file group -> completed replacecommit (requested time) that replaced it
+    replaced: dict[FileGroupId, str] = field(default_factory=dict)
+    #: compaction instant -> plan operations (pending and completed compactions)
+    compaction_plans: dict[str, list[dict]] = field(default_factory=dict)
+    #: file group -> pending compaction instant
+    pending_compactions: dict[FileGroupId, str] = field(default_factory=dict)
+    #: file group -> pending clustering instant (input file groups of the plan)
+    pending_clustering: dict[FileGroupId, str] = field(default_factory=dict)
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
+    @property
+    def default_rule(self) -> str:
+        """The slicing rule the table version implies (tv6: instant time; tv8/9: completion time)."""
+        return "instant-time" if self.version == 6 else "completion-time"
+
+    @property
+    def metadata_partitions(self) -> list[str]:
+        raw = self.properties.get("hoodie.table.metadata.partitions", "")
+        return [p for p in raw.split(",") if p]
+
+    def facts(self) -> dict[str, Any]:
+        """Table facts for display and JSON output."""
+        return {
+            "path": str(self.base_path),
+            "name": self.name,
+            "type": self.table_type,
+            "version": self.version,
+            "timeline_layout": self.layout,
+            "timeline_dir": str(self.timeline_dir.relative_to(self.base_path)),
+            "timezone": self.timezone,
+            "partitions": list(self.partitions),
+            "partition_fields": self.properties.get("hoodie.table.partition.fields", ""),
+            "record_key_fields": self.properties.get("hoodie.table.recordkey.fields", ""),
+            "metadata_partitions": self.metadata_partitions,
+            "instants": len(self.timeline),
+            "base_files": len(self.base_files),
+            "log_files": len(self.log_files),
+        }
+
+    def view(self, rule: str | None = None):
+        """The model file-system view of this table under ``rule`` (default: by table version)."""
+        from model.slicing import FileSystemView
+
+        return FileSystemView(self.timeline, self.base_files, self.log_files, rule=rule,
+                              pending_compactions=self.pending_compactions, replaced=self.replaced,
+                              pending_clustering=self.pending_clustering)
+
+
+# ------------------------------------------------------------------------------ helpers
+def _mtime_time(path: Path, tz: str) -> str:
+    """A file's modification time as a 17-digit instant time in the table time zone.
+
+    ``hoodie.table.timeline.timezone``: ``UTC``, or ``LOCAL`` (default) = this process's zone, as the
+    JVM default zone is for Hudi.
+    """
+    ns = path.stat().st_mtime_ns
+    secs, rem = divmod(ns, 1_000_000_000)
+    if tz.upper() == "UTC":
+        d = _dt.datetime.fromtimestamp(secs, _dt.timezone.utc)
+    else:
+        d = _dt.datetime.fromtimestamp(secs)
+    return d.strftime("%Y%m%d%H%M%S") + f"{rem // 1_000_000:03d}"
+
+
+def find_base_path(path: str | os.PathLike) -> Path:
+    """The table base path: ``path`` itself, which must hold a ``.hoodie`` folder."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{p}: no such directory")
+    if not p.is_dir():
+        raise UserError(f"{p}: not a directory")
+    if not (p / ".hoodie").is_dir():
+        raise UserError(f"{p}: not a Hudi table (no .hoodie folder)")
+    return p
+
+
+def _read_facts(base: Path) -> tuple[dict[str, str], int, int, str]:
+    props_path = base / ".hoodie" / "hoodie.properties"
+    if not props_path.is_file():
+        raise UserError(f"{props_path}: missing")
+    props = read_properties(props_path)
+    raw_version = props.get("hoodie.table.version")
+    if raw_version is None or not raw_version.strip():
+        raise UserError(f"{props_path}: incomplete: hoodie.table.version is missing")
+    try:
+        version = int(raw_version.strip())
+    except ValueError:
+        raise UserError(f"{props_path}: hoodie.table.version={raw_version!r} is not a number") from None
+    if version not in SUPPORTED_VERSIONS:
+        raise UserError(f"{props_path}: unknown table version {version}; supported: "
+                        f"{', '.join(map(str, SUPPORTED_VERSIONS))}")
+    ttype = props.get("hoodie.table.type", "").strip()
+    if not ttype:
+        raise UserError(f"{props_path}: incomplete: hoodie.table.type is missing")
+    if ttype not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        raise UserError(f"{props_path}: hoodie.table.type={ttype!r}; expected COPY_ON_WRITE or MERGE_ON_READ")
+    layout = LAYOUT_OF_VERSION[version]
+    raw_layout = props.get("hoodie.timeline.layout.version", "").strip()
+    if raw_layout and raw_layout != str(layout):
+        raise UserError(f"{props_path}: table version {version} needs timeline layout {layout}, "
+                        f"found hoodie.timeline.layout.version={raw_layout}")
+    tz = props.get("hoodie.table.timeline.timezone", "LOCAL").strip() or "LOCAL"
+    return props, version, layout, tz
+
+
+def _timeline_dir(base: Path, props: dict[str, str], version: int) -> Path:
+    if version == 6:
+        return base / ".hoodie"
+    d = base / ".hoodie" / (props.get("hoodie.timeline.path", "").strip() or "timeline")
+    if not d.is_dir():
+        raise UserError(f"{d}: missing timeline folder of a table version {version} table")
+    return d
+
+
+def _list_timeline(tdir: Path, layout: int, tz: str) -> tuple[list[str], dict[str, str]]:
+    names, mtimes = [], {}
+    for entry in os.scandir(tdir):
+        if not entry.is_file() or not fn.is_timeline_file(entry.name):
+            continue
+        names.append(entry.name)
+        try:
+            tf = fn.parse_timeline_file(entry.name, layout)
+        except CodecError as exc:
+            raise UserError(f"{tdir / entry.name}: {exc.problem}") from None
+        if tf.state is State.COMPLETED and tf.completion_time is None:
+            mtimes[entry.name] = _mtime_time(Path(entry.path), tz)
+    return sorted(names), mtimes
+
+
+def _list_data_files(base: Path) -> tuple[list[str], list[fn.BaseFile], list[fn.LogFile]]:
+    partitions: list[str] = []
+    bases: list[fn.BaseFile] = []
+    logs: list[fn.LogFile] = []
+    for root, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        rel = os.path.relpath(root, base)
+        part = "" if rel == "." else rel.replace(os.sep, "/")
+        found = False
+        for name in sorted(files):
+            try:
+                f = fn.parse_data_file(name, part, os.path.getsize(os.path.join(root, name)))
+            except CodecError as exc:
+                raise UserError(f"{os.path.join(root, name)}: {exc.problem}") from None
+            if isinstance(f, fn.BaseFile):
+                bases.append(f)
+                found = True
+            elif isinstance(f, fn.LogFile):
+                logs.append(f)
+                found = True
+        if found or PARTITION_METAFILE in files:
+            partitions.append(part)
+    return partitions, bases, logs
+
+
+def _plan_operations(plan: dict | None) -> list[dict]:
+    return list((plan or {}).get("operations") or [])
+
+
+def _clustering_groups(requested: dict | None) -> list[FileGroupId]:
+    out: list[FileGroupId] = []
+    plan = (requested or {}).get("clusteringPlan") or {}
+    for group in plan.get("inputGroups") or []:
+        for s in group.get("slices") or []:
+            out.append((s.get("partitionPath") or "", s["fileId"]))
+    return out
+
+
+_COMMIT_LIKE = {Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT}
+
+
+def _decode_file(path: Path, tf: fn.TimelineFile) -> Any:
+    """Decode one timeline file by what it is; ``None`` when empty."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    if not data.strip():
+        return None
+    if tf.action in _COMMIT_LIKE and not data.startswith(md.AVRO_MAGIC):
+        # commit metadata of 0.x (JSON); 1.x writes Avro, and Avro plans are recognised by magic
+        return md.decode_commit_metadata(data, str(path))
+    return md.decode_avro(data, str(path))
+
+
+# ------------------------------------------------------------------------------ entry point
+def read_table(path: str | os.PathLike) -> Table:
+    """Read the table at ``path`` (its base path). Raises :class:`UserError` on bad input."""
+    base = find_base_path(path)
+    props, version, layout, tz = _read_facts(base)
+    tdir = _timeline_dir(base, props, version)
+    names, mtimes = _list_timeline(tdir, layout, tz)
+    try:
+        timeline = fn.timeline_from_files(names, version, mtimes=mtimes)
+    except CodecError as exc:
+        raise UserError(f"{tdir / exc.name}: {exc.problem}") from None
+
+    content: dict[str, Any] = {}
+    parsed = {n: fn.parse_timeline_file(n, layout, mtime=mtimes.get(n)) for n in names}
+    for n in names:
+        content[n] = _decode_file(tdir / n, parsed[n])
+
+    by_state = {(tf.key, tf.state): n for n, tf in parsed.items()}
+
+    def file_of(inst, state: State) -> str | None:
+        return by_state.get((inst.key, state))
+
+    commit_metadata: dict[str, dict] = {}
+    replaced: dict[FileGroupId, str] = {}
+    compaction_plans: dict[str, list[dict]] = {}
+    pending_compactions: dict[FileGroupId, str] = {}
+    pending_clustering: dict[FileGroupId, str] = {}
+    for inst in timeline.instants():
+        states = timeline.states_present(inst.requested_time, inst.action)
+        if inst.is_completed and inst.shown_action in _COMMIT_LIKE:
+            name = file_of(inst, State.COMPLETED)
+            meta = content.get(name) or {}
+            commit_metadata[inst.requested_time] = meta
+            if inst.shown_action is Action.REPLACECOMMIT:
+                for part, ids in (meta.get("partitionToReplaceFileIds") or {}).items():
+                    for fid in ids or []:
+                        key = (part, fid)
+                        # resetFileGroupsReplaced keeps the greater instant on duplicate keys
+                        if key not in replaced or replaced[key] < inst.requested_time:
+                            replaced[key] = inst.requested_time
+        if inst.action is Action.COMPACTION and State.REQUESTED in states:
+            ops = _plan_operations(content.get(file_of(inst, State.REQUESTED)))
+            compaction_plans[inst.requested_time] = ops
+            if inst.is_pending:
+                for op in ops:
+                    pending_compactions[(op.get("partitionPath") or "", op["fileId"])] = inst.requested_time
+        if inst.is_pending and State.REQUESTED in states and (
+                inst.action is Action.CLUSTERING
+                or (inst.action is Action.REPLACECOMMIT
+                    and (content.get(file_of(inst, State.REQUESTED)) or {}).get("operationType") == "CLUSTER")):
+            for fg in _clustering_groups(content.get(file_of(inst, State.REQUESTED))):
+                pending_clustering[fg] = inst.requested_time
+
+    partitions, bases, logs = _list_data_files(base)
+    return Table(
+        base_path=base, properties=props, name=props.get("hoodie.table.name", ""),
+        table_type=props["hoodie.table.type"].strip(), version=version, layout=layout, timezone=tz,
+        timeline_dir=tdir, timeline=timeline, partitions=partitions, base_files=bases, log_files=logs,
+        timeline_content=content, commit_metadata=commit_metadata, replaced=replaced,
+        compaction_plans=compaction_plans, pending_compactions=pending_compactions,
+        pending_clustering=pending_clustering,
+    )

@@ -1,0 +1,286 @@
+"""Invariants I1-I9 of ``hudi-semantics.md`` section 8 over one table state (pure).
+
+Inputs are model objects only: a :class:`model.timeline.Timeline`, a
+:class:`model.slicing.FileSystemView`, :class:`model.filenames.BaseFile` / ``LogFile`` values and
+compaction plans as ``{compaction instant: [log files in the plan]}``. Every check returns a
+:class:`model.invariants.Verdict` whose ``involved`` names the instants or files of a violation.
+:func:`table_verdicts` runs every check that applies to a table version.
+
+Which checks apply (and why):
+
+* I1 time format and uniqueness: every table; completion times only where the file name carries
+  them (layout 2). Layout 1 (tv6) completion times are file modification times
+  (``InstantGeneratorV1``): second-granular, shared by files written in one second, possibly in
+  another zone than the requested time, so they are neither unique nor ordered with requested times.
+* I2 requested < completion: layout 2 only, for the same reason.
+* I3 legal state files and visible state; I4 completed-action mapping; I5 no write during a restore.
+* I6 (tv8, completion-time rule) / I7 (tv6, instant-time rule): every committed base and log file
+  lies in exactly one slice of its file group; I7 also: each log in the slice named by its file name.
+* I8 what readers see: no file of a non-completed instant, no replaced file group, no base file
+  written by a pending clustering/replace.
+* I9 (tv8): a compaction plan at ``tc`` holds only logs whose deltacommit completed before ``tc``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Mapping
+
+from ..instant import COMPLETED_ACTION, DATA_WRITE_ACTIONS, STARTS_INFLIGHT, Action, State
+from . import Verdict
+from . import times as _times
+
+MAX_INVOLVED = 8
+
+
+def _few(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(list(items)[:MAX_INVOLVED])
+
+
+def _verdict(name: str, bad: list[str], what: str, ok_detail: str = "") -> Verdict:
+    if bad:
+        return Verdict(name, False, f"{len(bad)} {what}: {'; '.join(bad[:3])}", _few(bad))
+    return Verdict(name, True, ok_detail)
+
+
+# ----------------------------------------------------------------------------------- I1, I2
+def check_time_format(tl) -> Verdict:
+    """I1.time-format: requested times (and layout-2 completion times) are 17-digit strings."""
+    if tl.layout == 2:
+        return _times.check_timeline_time_format(tl)
+    return _times.check_time_format(i.requested_time for i in tl.instants())
+
+
+def check_unique_times(tl) -> Verdict:
+    """I1.unique: no two instants share a requested time; in layout 2 no completion time equals any
+    other time either (one TrueTime generator, ``hudi-semantics.md`` section 2)."""
+    if tl.layout == 2:
+        return _times.check_timeline_times_unique(tl)
+    return _times.check_times_unique([i.requested_time for i in tl.instants()])
+
+
+def check_requested_before_completion(tl) -> Verdict:
+    """I2 (layout 2): requested < completion for every completed instant (``createCompleteFileInMetaPath``)."""
+    return _times.check_requested_before_completion(tl)
+
+
+# ----------------------------------------------------------------------------------- I3
+def check_state_files(tl) -> Verdict:
+    """I3.legal-states: the state files of each instant form a legal combination.
+
+    A pending instant has its first state file (``requested``; ``inflight`` for savepoint, which has
+    no requested state) and possibly ``inflight``: the forward path creates each file without
+    deleting the earlier ones, a compaction revert deletes only the inflight file, and rollback of
+    a pending instant deletes inflight before requested (``ActiveTimelineV2``). An inflight file
+    without its requested file therefore never arises. A completed file may stand with any subset
+    of the earlier files: archival deletes the pending-state files of archived instants before the
+    completed ones (``TimelineArchiverV2``), so partial sets are legal transients.
+    """
+    bad = []
+    for i in tl.instants():
+        present = tl.states_present(i.requested_time, i.action)
+        if State.COMPLETED in present:
+            continue
+        first = State.INFLIGHT if i.action in STARTS_INFLIGHT else State.REQUESTED
+        if first not in present:
+            labels = "+".join(s.label for s in sorted(present))
+            bad.append(f"{i.requested_time}.{i.action.value} has {labels} but no {first.label} file")
+    return _verdict("I3.legal-states", bad, "instant(s) with an illegal set of state files",
+                    f"{len(tl)} instants")
+
+
+def check_visible_state(tl) -> Verdict:
+    """I3.visible-state: the visible state is the highest state present."""
+    return _times.check_visible_state_is_highest(tl)
+
+
+# ----------------------------------------------------------------------------------- I4
+def check_completed_action(tl) -> Verdict:
+    """I4.completed-action: compaction completes as commit, logcompaction as deltacommit, clustering
+    as replacecommit (``InstantFileNameGeneratorV2.getCompleteFileName``).
+
+    A service instant whose completed file names another action shows up as two instants at one
+    requested time: the pending service and a completed instant of the wrong action.
+    """
+    by_time: dict[str, list] = defaultdict(list)
+    for i in tl.instants():
+        by_time[i.requested_time].append(i)
+    bad = []
+    for t, insts in by_time.items():
+        for svc in insts:
+            if svc.action not in COMPLETED_ACTION or not svc.is_pending:
+                continue
+            for other in insts:
+                if other is not svc and other.is_completed and other.shown_action is not COMPLETED_ACTION[svc.action]:
+                    bad.append(f"{t}.{svc.action.value} completed as {other.shown_action.value}, "
+                               f"not {COMPLETED_ACTION[svc.action].value}")
+    return _verdict("I4.completed-action", bad, "service instant(s) completed under the wrong action")
+
+
+# ----------------------------------------------------------------------------------- I5
+def check_no_write_during_restore(tl) -> Verdict:
+    """I5.no-write-during-restore: no data write (commit/deltacommit/replacecommit) was requested
+    while a restore was pending (``BaseHoodieWriteClient.startCommit``).
+
+    A pending restore at ``r`` forbids every data write requested after ``r``; a completed restore
+    forbids those requested in ``(r, completion)`` -- checked only where completion times are
+    names (layout 2).
+    """
+    bad = []
+    restores = [i for i in tl.instants() if i.action is Action.RESTORE]
+    writes = [i for i in tl.instants() if i.action in DATA_WRITE_ACTIONS]
+    for r in restores:
+        if r.is_pending:
+            end = None
+        elif tl.layout == 2 and r.completion_time:
+            end = r.completion_time
+        else:
+            continue
+        for w in writes:
+            if w.requested_time > r.requested_time and (end is None or w.requested_time < end):
+                bad.append(f"{w.requested_time}.{w.action.value} started while restore {r.requested_time} was pending")
+    return _verdict("I5.no-write-during-restore", bad, "write(s) started during a restore")
+
+
+# ----------------------------------------------------------------------------------- I6, I7
+def _fg(f) -> tuple[str, str]:
+    return (f.partition, f.file_id)
+
+
+def check_files_in_one_slice(view, committed_base: Iterable, committed_logs: Iterable, *, rule: str) -> Verdict:
+    """I6 (completion-time rule) / I7 (instant-time rule): every committed base and log file belongs
+    to exactly one slice of its file group (``AbstractTableFileSystemView.buildFileGroups``).
+
+    Under the instant-time rule (tv6, 0.x ``HoodieFileGroup.addLogFile``) a log must sit in the slice
+    whose base instant is the instant in its name; under the completion-time rule the slice is the
+    one with the greatest base instant <= the log's completion time (``getBaseInstantTime``), which
+    :mod:`model.slicing` computes -- here we check the placement is unique and total.
+    """
+    name = "I7.slice-by-instant-time" if rule == "instant-time" else "I6.slice-by-completion-time"
+    where: dict = defaultdict(list)
+    for fg in view.file_groups():
+        for s in fg.slices:
+            if s.base_file is not None:
+                where[s.base_file].append((fg, s))
+            for lf in s.log_files:
+                where[lf].append((fg, s))
+    bad = []
+    for f in list(committed_base) + list(committed_logs):
+        places = where.get(f, [])
+        if len(places) != 1:
+            bad.append(f"{f.path} is in {len(places)} slices")
+            continue
+        _fg_, s = places[0]
+        if rule == "instant-time" and hasattr(f, "version") and s.base_instant != f.instant_time:
+            bad.append(f"{f.path} names base instant {f.instant_time} but sits in slice {s.base_instant}")
+    return _verdict(name, bad, "committed file(s) not in exactly one (correct) slice")
+
+
+# ----------------------------------------------------------------------------------- I8
+def check_reader_visibility(view, tl, *, replaced: Mapping[tuple[str, str], str] = {},
+                            pending_clustering_instants: Iterable[str] = ()) -> Verdict:
+    """I8.reader-visibility: the latest slices a reader gets hold no base/log file of a
+    non-completed instant (tv8 ``filterUncommittedFiles``; tv6 base files of a pending compaction),
+    no file group replaced by a completed replacecommit, and no base file written by a pending
+    clustering/replace instant (``AbstractTableFileSystemView``).
+
+    For tv6 the log files of pending instants are not filtered at planning time (the log reader
+    skips their blocks), so only base files are checked there.
+    """
+    completed = {i.requested_time for i in tl.completed()}
+    first_active = min((i.requested_time for i in tl.instants()), default=None)
+    pending_cl = set(pending_clustering_instants)
+
+    def committed(t: str) -> bool:  # instants before the active timeline are archived => completed
+        return t in completed or (first_active is not None and t < first_active)
+
+    bad = []
+    for s in view.latest_file_slices():
+        fg = (s.partition, s.file_id)
+        if fg in replaced:
+            bad.append(f"file group {s.partition}/{s.file_id} replaced by {replaced[fg]} is visible")
+        if s.base_file is not None:
+            if not committed(s.base_file.instant_time):
+                bad.append(f"{s.base_file.path} of non-completed instant {s.base_file.instant_time} is visible")
+            if s.base_file.instant_time in pending_cl:
+                bad.append(f"{s.base_file.path} of pending clustering {s.base_file.instant_time} is visible")
+        if tl.layout == 2:
+            for lf in s.log_files:
+                if not committed(lf.delta_commit_time):
+                    bad.append(f"{lf.path} of non-completed deltacommit {lf.delta_commit_time} is visible")
+    return _verdict("I8.reader-visibility", bad, "file(s) a reader must not see")
+
+
+# ----------------------------------------------------------------------------------- I9
+def check_compaction_plans(tl, plans: Mapping[str, Iterable]) -> Verdict:
+    """I9.compaction-plan (tv8, RFC-66): the plan of compaction ``tc`` lists only log files whose
+    deltacommit completed before ``tc`` (``CompletionTimeQueryView.isCompletedBefore``).
+
+    ``plans`` maps compaction instant -> the :class:`~model.filenames.LogFile` values in its plan.
+    A deltacommit older than the active timeline counts as completed before (archived).
+    """
+    first_active = min((i.requested_time for i in tl.instants()), default=None)
+    bad = []
+    for tc, logs in plans.items():
+        for lf in logs:
+            t = lf.delta_commit_time
+            c = tl.completion_time(t)
+            if c is None:
+                if first_active is not None and t < first_active:
+                    continue
+                bad.append(f"compaction {tc} plans {lf.name} of deltacommit {t}, which is not completed")
+            elif not c < tc:
+                bad.append(f"compaction {tc} plans {lf.name}, whose deltacommit {t} completed at {c} >= {tc}")
+    return _verdict("I9.compaction-plan", bad, "planned log file(s) not completed before the plan",
+                    f"{len(plans)} plan(s)")
+
+
+# ----------------------------------------------------------------------------------- all
+def timeline_verdicts(tl) -> list[Verdict]:
+    """The checks that need only the timeline (I1-I5)."""
+    out = [check_time_format(tl), check_unique_times(tl)]
+    if tl.layout == 2:
+        out.append(check_requested_before_completion(tl))
+    out += [check_state_files(tl), check_visible_state(tl), check_completed_action(tl),
+            check_no_write_during_restore(tl)]
+    return out
+
+
+def committed_files(tl, base_files: Iterable, log_files: Iterable) -> tuple[list, list]:
+    """Base and log files written by completed instants (or instants older than the active timeline).
+
+    tv8 logs are attributed to the deltacommit in their name; tv6 log names carry the slice's base
+    instant, not the writer, so every tv6 log counts (the reader filters its blocks instead).
+    """
+    completed = {i.requested_time for i in tl.completed()}
+    first_active = min((i.requested_time for i in tl.instants()), default=None)
+
+    def ok(t: str) -> bool:
+        return t in completed or (first_active is not None and t < first_active)
+
+    bases = [b for b in base_files if ok(b.instant_time)]
+    logs = [lf for lf in log_files if tl.layout == 1 or ok(lf.delta_commit_time)]
+    return bases, logs
+
+
+def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule: str,
+                   compaction_plans: Mapping[str, Iterable] = {},
+                   replaced: Mapping[tuple[str, str], str] = {},
+                   pending_clustering_instants: Iterable[str] = ()) -> list[Verdict]:
+    """Every invariant that applies to a table state, in I1..I9 order."""
+    out = timeline_verdicts(tl)
+    bases, logs = committed_files(tl, base_files, log_files)
+    out.append(check_files_in_one_slice(view, bases, logs, rule=rule))
+    out.append(check_reader_visibility(view, tl, replaced=replaced,
+                                       pending_clustering_instants=pending_clustering_instants))
+    if tl.layout == 2:
+        out.append(check_compaction_plans(tl, compaction_plans))
+    return out
+
+
+__all__ = [
+    "check_time_format", "check_unique_times", "check_requested_before_completion", "check_state_files",
+    "check_visible_state", "check_completed_action", "check_no_write_during_restore",
+    "check_files_in_one_slice", "check_reader_visibility", "check_compaction_plans",
+    "timeline_verdicts", "committed_files", "table_verdicts",
+]

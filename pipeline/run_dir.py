@@ -1,0 +1,215 @@
+"""The run directory: everything one pipeline run leaves behind, and the small durable writes it needs.
+
+Layout (``RUN_DIR``)::
+
+    run.json            the run's configuration (mode, table type/version, records, batches, seed, ...)
+    trace.jsonl         the model trace (model/trace.py format, driver "pipeline"), appended + fsynced per event
+    events.jsonl        what the pipeline saw: batches, acks, commits, rollbacks, restarts, crashes
+    input/              the generated input files (pipeline/source.py), one per micro-batch
+    checkpoint/         Spark's checkpoint dir (offsets/, commits/, sources/)
+    table/              the Hudi table (unless --table points elsewhere)
+    quarantine/         malformed records: a parquet table (one file per batch), columns batch, reason, raw
+    writemeta/<n>.json  write metadata of batch n, persisted atomically before batch n returns to Spark
+    crash/              kill-point hook files of the crash harness (pipeline/crash.py)
+
+Every JSON state file is written to a temp name, fsynced and renamed, so a SIGKILL leaves either the old or
+the new file. Append-only logs are fsynced per line and a torn last line is ignored on read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from hoodie_lab.errors import UserError
+
+RUN_FILE = "run.json"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def atomic_write_json(path: Path, obj) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, sort_keys=True, indent=1) + "\n").encode())
+
+
+def append_line(path: Path, obj: dict | str) -> None:
+    """Append one JSON line (or a ready line) and fsync it: it survives a SIGKILL right after."""
+    line = obj if isinstance(obj, str) else json.dumps(obj, sort_keys=True)
+    with open(path, "a") as f:
+        f.write(line.rstrip("\n") + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_lines(path: Path) -> list[dict]:
+    """The complete JSON lines of an append-only log (a torn last line, from a kill, is dropped)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    lines = path.read_text().split("\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i >= len(lines) - 2:  # torn tail
+                break
+            raise UserError(f"{path}:{i + 1}: not a JSON line") from None
+    return out
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+    table_override: Path | None = None
+
+    @property
+    def run_file(self) -> Path:
+        return self.root / RUN_FILE
+
+    @property
+    def trace(self) -> Path:
+        return self.root / "trace.jsonl"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events.jsonl"
+
+    @property
+    def input(self) -> Path:
+        return self.root / "input"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "checkpoint"
+
+    @property
+    def table(self) -> Path:
+        return self.table_override or self.root / "table"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / "quarantine"
+
+    @property
+    def writemeta(self) -> Path:
+        return self.root / "writemeta"
+
+    @property
+    def crash(self) -> Path:
+        return self.root / "crash"
+
+    def writemeta_file(self, batch: int) -> Path:
+        return self.writemeta / f"{batch:06d}.json"
+
+    def load_config(self) -> dict:
+        if not self.run_file.exists():
+            raise UserError(f"{self.root}: not a pipeline run dir (no {RUN_FILE})")
+        try:
+            return json.loads(self.run_file.read_text())
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{self.run_file}: not JSON ({exc.msg})") from None
+
+    def save_config(self, config: dict) -> None:
+        atomic_write_json(self.run_file, config)
+
+    def log(self, kind: str, **fields) -> None:
+        append_line(self.events, {"kind": kind, **fields})
+
+    def read_events(self) -> list[dict]:
+        return read_lines(self.events)
+
+    def spark_committed_batches(self) -> list[int]:
+        """Batch ids Spark committed (``checkpoint/commits/N``): each one is the ack of checkpoint N."""
+        d = self.checkpoint / "commits"
+        if not d.is_dir():
+            return []
+        return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
+
+    def spark_planned_batches(self) -> list[int]:
+        """Batch ids Spark planned (``checkpoint/offsets/N``, written before batch N runs)."""
+        d = self.checkpoint / "offsets"
+        if not d.is_dir():
+            return []
+        return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
+
+    def persisted_writemeta(self) -> dict[int, dict]:
+        if not self.writemeta.is_dir():
+            return {}
+        out = {}
+        for p in sorted(self.writemeta.glob("*.json")):
+            if p.stem.isdigit():
+                out[int(p.stem)] = json.loads(p.read_text())
+        return out
+
+
+# ---------------------------------------------------------------------------------------------- the table lock
+LOCK_NAME = "hoodie-lab-pipeline.lock"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class TableLock:
+    """One pipeline per table: ``<table>/.hoodie/.aux/hoodie-lab-pipeline.lock`` holds the writer's pid.
+
+    A lock whose pid is dead (a killed run) is taken over; a live one is refused with one line.
+    Created with O_EXCL so two starting pipelines cannot both win.
+    """
+
+    def __init__(self, table: Path):
+        self.path = Path(table) / ".hoodie" / ".aux" / LOCK_NAME
+        self.held = False
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    pid = int(self.path.read_text().strip() or 0)
+                except (OSError, ValueError):
+                    pid = 0
+                if pid and pid != os.getpid() and _pid_alive(pid):
+                    raise UserError(f"{self.path.parent.parent.parent}: another pipeline (pid {pid}) is writing "
+                                    f"this table (lock {self.path})") from None
+                self.path.unlink(missing_ok=True)  # stale: its writer is gone
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{os.getpid()}\n")
+            self.held = True
+            return
+        raise UserError(f"{self.path}: could not take the table lock")
+
+    def release(self) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()

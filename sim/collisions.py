@@ -1,0 +1,149 @@
+"""Instant-time collisions between writers, with and without TrueTime.
+
+N writers of one table each start a commit every ``T (1 ± jitter)`` seconds (uniform jitter, random phase)
+for a simulated day and take the requested time from their own millisecond clock. Without TrueTime that is
+0.x's ``createNewInstantTime`` (:class:`model.truetime.NaiveGenerator`: read the clock, no lock, no wait);
+two writers that read the same millisecond produce the same instant time: a collision. With TrueTime every
+time comes from :class:`model.truetime.SkewAdjustingTimeGenerator` (one lock per table, the skew wait) and
+the count must be zero.
+
+The no-TrueTime runs are vectorised (numpy) because a day of 20 writers committing every second is 1.7 M
+times per run and the experiment wants hundreds of runs. :func:`naive_times` computes exactly what
+``NaiveGenerator.generate`` returns for the same clocks and request times (one writer never reads the same
+millisecond twice at these periods, so the per-process guard never fires); ``tests/test_sim_collisions.py``
+checks the two agree. The TrueTime runs go through the model's generator call by call.
+
+Expected collisions without TrueTime (for the plot): a pair of writers collides when one's request lands in
+the same millisecond as one of the other's, which happens with probability ``1 ms / T`` per request, so a
+pair expects ``(86 400 / T) * (1 / (1000 T)) = 86.4 / T^2`` collisions per day and N writers
+``C(N, 2) * 86.4 / T^2`` (times ``days``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+
+import numpy as np
+
+from model.truetime import Clock, Lock, NaiveGenerator, SkewAdjustingTimeGenerator, TimeGeneratorConfig
+
+DAY_MS = 86_400_000
+
+
+def request_schedule(rng: np.random.Generator, writers: int, period_s: float, jitter: float,
+                     duration_ms: float) -> list[np.ndarray]:
+    """Per writer, the true times (float ms) of its requests: random phase, then ``T (1 ± jitter)`` gaps."""
+    period_ms = period_s * 1000.0
+    n = int(math.ceil(duration_ms / (period_ms * (1 - jitter)))) + 1
+    out = []
+    for _ in range(writers):
+        gaps = period_ms * (1.0 + rng.uniform(-jitter, jitter, size=n))
+        t = rng.uniform(0.0, period_ms) + np.concatenate(([0.0], np.cumsum(gaps[:-1])))
+        out.append(t[t < duration_ms])
+    return out
+
+
+def naive_times(schedule: list[np.ndarray], offsets_ms: list[int]) -> list[np.ndarray]:
+    """Local millisecond readings ``floor(t) + offset`` (``Clock(offset).read(int(t))``) per writer."""
+    return [np.floor(t).astype(np.int64) + off for t, off in zip(schedule, offsets_ms)]
+
+
+def count_collisions(times: list[np.ndarray]) -> int:
+    """Times equal to another writer's time: sum over shared values of (writers sharing it - 1)."""
+    uniq = [np.unique(t) for t in times]  # within one writer a repeated value is not a cross-writer collision
+    allv = np.sort(np.concatenate(uniq))
+    return int(np.count_nonzero(allv[1:] == allv[:-1]))
+
+
+def naive_run(seed: int, writers: int, period_s: float, jitter: float, days: float,
+              clock_offset_ms: float) -> int:
+    rng = np.random.default_rng(seed)
+    sched = request_schedule(rng, writers, period_s, jitter, days * DAY_MS)
+    off = int(clock_offset_ms)
+    offsets = [int(x) for x in rng.integers(-off, off + 1, size=writers)] if off else [0] * writers
+    return count_collisions(naive_times(sched, offsets))
+
+
+def naive_generator_times(schedule: list[np.ndarray], offsets_ms: list[int]) -> list[list[int]]:
+    """The same readings through :class:`model.truetime.NaiveGenerator` (for cross-checking; slow)."""
+    gen = NaiveGenerator(clocks={f"w{i}": Clock(offset_ms=o) for i, o in enumerate(offsets_ms)})
+    events = sorted((int(t), i) for i, ts in enumerate(schedule) for t in np.floor(ts).astype(np.int64))
+    out: list[list[int]] = [[] for _ in schedule]
+    for t, i in events:
+        out[i].append(gen.generate(f"w{i}", t).local_ms)
+    return out
+
+
+def truetime_run(seed: int, writers: int, period_s: float, jitter: float, days: float, clock_offset_ms: float,
+                 max_skew_ms: float, lock_ms: float) -> dict:
+    """All writers of one table share one :class:`SkewAdjustingTimeGenerator`.
+
+    A writer's next request is at its next scheduled time or when its previous call returned, whichever is
+    later (a writer makes one call at a time); requests due after the run's end are not made. Returns
+    collisions (must be 0), calls, and the lock wait / call duration in ms.
+    """
+    duration_ms = days * DAY_MS
+    rng = np.random.default_rng(seed)
+    sched = request_schedule(rng, writers, period_s, jitter, duration_ms)
+    off = int(clock_offset_ms)
+    offsets = [int(x) for x in rng.integers(-off, off + 1, size=writers)] if off else [0] * writers
+    gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=int(max_skew_ms)),
+                                     clocks={f"w{i}": Clock(offset_ms=o) for i, o in enumerate(offsets)},
+                                     lock=Lock(latency_ms=int(lock_ms)))
+    heap = [(int(s[0]), i, 0) for i, s in enumerate(sched) if len(s)]
+    heapq.heapify(heap)
+    times: list[str] = []
+    waits = 0
+    durations = 0
+    while heap:
+        t, i, k = heapq.heappop(heap)
+        rec = gen.generate(f"w{i}", t)
+        times.append(rec.time)
+        waits += rec.lock_wait_ms
+        durations += rec.duration_ms
+        gen.history.clear()  # the generator keeps every record; a day of calls is too many to keep
+        if k + 1 < len(sched[i]):
+            nxt = max(int(sched[i][k + 1]), rec.released_at)
+            if nxt < duration_ms:
+                heapq.heappush(heap, (nxt, i, k + 1))
+    n = len(times)
+    return {"collisions": n - len(set(times)), "calls": n,
+            "lock_wait_ms_mean": waits / n if n else 0.0, "call_ms_mean": durations / n if n else 0.0}
+
+
+def expected_collisions(writers: int, period_s: float, days: float) -> float:
+    return math.comb(writers, 2) * 86.4 / period_s ** 2 * days
+
+
+def run(params: dict, seed: int, quick: bool = False, progress=None) -> list[dict]:
+    """Every (N, T) point: P(>= 1 collision per run), mean collisions, and the TrueTime counts."""
+    c = params["collisions"]
+    tt = params["truetime"]
+    runs = c["quick_runs"] if quick else c["runs"]
+    tt_runs = min(1, c["truetime_runs"]) if quick else c["truetime_runs"]
+    tt_days = c["truetime_days"] / (4 if quick else 1)
+    master = random.Random(seed)
+    rows = []
+    for n in c["writers"]:
+        for period in c["periods_s"]:
+            counts = [naive_run(master.getrandbits(63), n, period, c["jitter"], c["days"], c["clock_offset_ms"])
+                      for _ in range(runs)]
+            tt_res = [truetime_run(master.getrandbits(63), n, period, c["jitter"], tt_days,
+                                   c["clock_offset_ms"], tt["max_skew_ms"], tt["lock_acquire_ms"])
+                      for _ in range(tt_runs)]
+            rows.append({
+                "writers": n, "period_s": period, "runs": runs, "days": c["days"],
+                "p_collision_per_day": float(np.mean([x > 0 for x in counts])),
+                "mean_collisions_per_day": float(np.mean(counts)) / c["days"],
+                "expected_collisions_per_day": expected_collisions(n, period, 1.0),
+                "truetime_runs": tt_runs, "truetime_days": tt_days,
+                "truetime_collisions": int(sum(r["collisions"] for r in tt_res)),
+                "truetime_calls": int(sum(r["calls"] for r in tt_res)),
+                "truetime_lock_wait_ms_mean": float(np.mean([r["lock_wait_ms_mean"] for r in tt_res]))
+                if tt_res else float("nan"),
+            })
+            if progress:
+                progress()
+    return rows

@@ -1,0 +1,360 @@
+"""Experiment files: schema, loading and validation.
+
+An experiment is a TOML file with a few top-level keys and one table per concern. Every key has a type, a
+default, a unit and an allowed range; anything else is refused with **one line** naming the file, the key and
+what is allowed (``hoodie_lab.errors.UserError``, so the CLI exits 2). Shipped experiments live in
+``hoodie_lab/experiments/*.toml`` (package data) and are addressed by name (``blocking-vs-async``); any other
+argument is a path.
+
+Top level: ``name``, ``description``, ``kind`` (``stream`` | ``truetime`` | ``collisions`` | ``recovery``),
+``seed``, ``modes`` (subset of ``["blocking", "async"]``).
+
+Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
+
+* ``[run]`` — simulated duration, sampling bin, number of seeded repetitions, quick-mode duration;
+* ``[source]`` — record rate, bursts (extra rate, period, length), record size;
+* ``[writers]`` — parallelism, buffer size in records (eager flush when full), CPU cost per record, flush
+  latency = base + bytes x per-MB cost (+ storage latency);
+* ``[checkpoint]`` — interval, timeout, minimum pause;
+* ``[coordinator]`` — commit work, number of timeline and metadata-table writes per commit, timeline listing
+  cost (base + per active instant), `write.commit.ack.timeout`;
+* ``[truetime]`` — TrueTime on/off, max expected skew, lock acquisition latency, actual clock offsets, number
+  of tables sharing the lock service;
+* ``[storage]`` — log-normal latency of one storage call (median, sigma) with spikes (probability, factor);
+* ``[faults]`` — lost-ack probability, crash schedule (every N s or at fixed times), what crashes, restart delay;
+* ``[sweep]`` — a grid: dotted key -> list of values (each value validated like the key itself);
+* ``[collisions]``, ``[truetime_study]``, ``[recovery]`` — the parameters of those experiment kinds.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hoodie_lab.errors import UserError
+
+KINDS = ("stream", "truetime", "collisions", "recovery")
+MODES = ("blocking", "async")
+CRASH_TARGETS = ("task", "coordinator", "job")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of the schema: type, default, allowed range, unit, meaning."""
+
+    type: type | tuple
+    default: Any
+    lo: float | None = None
+    hi: float | None = None
+    unit: str = ""
+    doc: str = ""
+    lo_open: bool = False  # lo excluded (value must be > lo)
+    choices: tuple = ()
+
+    def allowed(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.type is bool:
+            return "true or false"
+        if self.type is str:
+            return "a string"
+        lo = "" if self.lo is None else (f"> {self.lo:g}" if self.lo_open else f">= {self.lo:g}")
+        hi = "" if self.hi is None else f"<= {self.hi:g}"
+        rng = " and ".join(x for x in (lo, hi) if x) or "any number"
+        kind = "an integer" if self.type is int else "a number"
+        unit = f" ({self.unit})" if self.unit else ""
+        return f"{kind} {rng}{unit}"
+
+
+def _num(default, lo=None, hi=None, unit="", doc="", lo_open=False):
+    return Key((int, float), default, lo, hi, unit, doc, lo_open)
+
+
+def _int(default, lo=None, hi=None, unit="", doc=""):
+    return Key(int, default, lo, hi, unit, doc)
+
+
+DAY = 86_400.0
+
+#: The schema: table -> key -> Key. Top-level keys live under "".
+SCHEMA: dict[str, dict[str, Key]] = {
+    "": {
+        "name": Key(str, "experiment", doc="experiment name (file stem for shipped ones)"),
+        "description": Key(str, "", doc="one paragraph: what the experiment shows"),
+        "kind": Key(str, "stream", choices=KINDS, doc="which driver runs it"),
+        "seed": _int(1, 0, 2**63 - 1, doc="default seed (--seed overrides)"),
+        "modes": Key(list, list(MODES), choices=MODES, doc="instant-generation modes compared"),
+    },
+    "run": {
+        "duration_s": _num(600.0, 0, 7 * DAY, "s", "simulated time per run", lo_open=True),
+        "quick_duration_s": _num(120.0, 0, 7 * DAY, "s", "simulated time with --quick", lo_open=True),
+        "sample_s": _num(1.0, 0, 3600, "s", "bin width of time series", lo_open=True),
+        "runs": _int(1, 1, 100_000, doc="seeded repetitions per point"),
+        "check_invariants": Key(bool, True, doc="check the model's invariants after every run"),
+        "write_trace": Key(bool, True, doc="write the run's trace (always written when a check fails)"),
+    },
+    "source": {
+        "rate_rps": _num(100_000.0, 0, 1e9, "records/s", "steady source rate", lo_open=True),
+        "burst_rate_rps": _num(0.0, 0, 1e9, "records/s", "extra rate during a burst"),
+        "burst_every_s": _num(0.0, 0, 7 * DAY, "s", "burst period (0: no bursts)"),
+        "burst_s": _num(0.0, 0, 7 * DAY, "s", "burst length"),
+        "record_bytes": _int(200, 1, 100_000_000, "bytes", "serialized record size"),
+    },
+    "writers": {
+        "parallelism": _int(64, 1, 4096, doc="write tasks"),
+        "buffer_records": _int(200_000, 1, 10**12, "records", "buffered records before an eager flush"),
+        "per_record_us": _num(2.0, 0, 1e6, "us", "CPU cost to process one record"),
+        "flush_base_ms": _num(20.0, 0, 3.6e6, "ms", "fixed cost of one flush"),
+        "flush_ms_per_mb": _num(5.0, 0, 3.6e6, "ms/MB", "flush cost per MB written"),
+    },
+    "checkpoint": {
+        "interval_s": _num(10.0, 0, DAY, "s", "Flink checkpoint interval", lo_open=True),
+        "timeout_s": _num(600.0, 0, DAY, "s", "checkpoint timeout (declined after)", lo_open=True),
+        "min_pause_s": _num(0.0, 0, DAY, "s", "minimum pause between checkpoints"),
+    },
+    "coordinator": {
+        "commit_latency_s": _num(0.5, 0, 3600, "s", "commit work besides timeline/metadata writes"),
+        "timeline_writes": _int(2, 0, 100, doc="storage calls for timeline files per commit"),
+        "metadata_writes": _int(1, 0, 100, doc="storage calls for metadata-table files per commit"),
+        "listing_base_ms": _num(5.0, 0, 3.6e6, "ms", "timeline listing fixed cost"),
+        "listing_ms_per_instant": _num(0.2, 0, 3.6e6, "ms", "timeline listing cost per active instant"),
+        "active_instants": _int(30, 1, 10**6, doc="active-timeline size kept after archival"),
+        "ack_timeout_s": _num(600.0, 0, DAY, "s", "write.commit.ack.timeout", lo_open=True),
+    },
+    "truetime": {
+        "enabled": Key(bool, True, doc="generate times with the TrueTime generator (lock + skew wait)"),
+        "max_skew_ms": _num(200.0, 0, 60_000, "ms", "hoodie.time.generator.max_expected_clock_skew_ms"),
+        "lock_acquire_ms": _num(5.0, 0, 60_000, "ms", "lock acquisition latency (uncontended)"),
+        "clock_offset_ms": _num(50.0, 0, 3.6e6, "ms", "actual clock offsets drawn from [-x, x]"),
+        "tables": _int(1, 1, 10_000, doc="tables whose writers share the lock service"),
+    },
+    "storage": {
+        "median_ms": _num(20.0, 0, 3.6e6, "ms", "median latency of one storage call"),
+        "sigma": _num(0.5, 0, 5, doc="log-normal shape"),
+        "spike_probability": _num(0.001, 0, 1, doc="probability a call is a spike"),
+        "spike_factor": _num(50.0, 1, 1e6, doc="latency multiplier of a spike"),
+    },
+    "faults": {
+        "lost_ack_probability": _num(0.0, 0, 1, doc="probability a checkpoint-complete notification is lost"),
+        "crash_every_s": _num(0.0, 0, 7 * DAY, "s", "mean time between crashes (0: none)"),
+        "crash_at_s": Key(list, [], 0, 7 * DAY, "s", "crash times"),
+        "crash_target": Key(str, "job", choices=CRASH_TARGETS, doc="what a crash takes down"),
+        "restart_delay_s": _num(10.0, 0, DAY, "s", "time to restart after a crash"),
+    },
+    "collisions": {
+        "writers": Key(list, [2, 4, 8, 12, 16, 20], 1, 10_000, doc="numbers of writers N"),
+        "periods_s": Key(list, [1.0, 10.0, 60.0], 0, DAY, "s", "commit periods T"),
+        "jitter": _num(0.05, 0, 1, doc="relative jitter of T (uniform +-)"),
+        "days": _num(1.0, 0, 365, "days", "simulated time per run", lo_open=True),
+        "runs": _int(200, 1, 10**7, doc="runs per (N, T) without TrueTime"),
+        "truetime_runs": _int(2, 0, 10**5, doc="runs per (N, T) with TrueTime"),
+        "truetime_days": _num(0.05, 0, 365, "days", "simulated time per TrueTime run", lo_open=True),
+        "clock_offset_ms": _num(0.0, 0, 3.6e6, "ms", "writer clock offsets drawn from [-x, x]"),
+        "quick_runs": _int(20, 1, 10**7, doc="runs with --quick"),
+    },
+    "truetime_study": {
+        "writers": Key(list, [1, 2, 4, 8, 16, 32], 1, 100_000, doc="writers per table"),
+        "tables": Key(list, [1, 4, 16], 1, 100_000, doc="tables"),
+        "skews_ms": Key(list, [1.0, 50.0, 200.0], 0, 60_000, "ms", "max expected skew bounds"),
+        "request_every_s": _num(10.0, 0, DAY, "s", "mean time between a writer's requests", lo_open=True),
+        "lock_service_ms": _num(2.0, 0, 60_000, "ms", "lock-service time per acquisition (shared)"),
+    },
+    "recovery": {
+        "steps": Key(list, ["all"], doc="protocol steps to crash at ('all': every event type)"),
+        "targets": Key(list, list(CRASH_TARGETS), choices=CRASH_TARGETS, doc="what crashes"),
+        "occurrence": _int(3, 1, 10**6, doc="crash at the n-th occurrence of the step"),
+    },
+}
+
+#: [sweep] is free-form: dotted key -> list of values.
+SWEEP_TABLE = "sweep"
+
+
+@dataclass
+class Experiment:
+    """A validated experiment: ``params`` is the full nested dict with defaults filled in."""
+
+    name: str
+    kind: str
+    seed: int
+    modes: tuple[str, ...]
+    description: str
+    params: dict[str, dict[str, Any]]
+    sweep: dict[str, list] = field(default_factory=dict)
+    source: str = ""
+
+    def get(self, dotted: str) -> Any:
+        table, _, key = dotted.rpartition(".")
+        return self.params[table][key]
+
+    def with_values(self, values: dict[str, Any]) -> "Experiment":
+        """A copy with dotted keys replaced (each validated)."""
+        params = copy.deepcopy(self.params)
+        for dotted, v in values.items():
+            table, key = _split(dotted, self.source)
+            params[table][key] = _check(SCHEMA[table][key], v, f"{self.source}: {dotted}")
+        return Experiment(self.name, self.kind, self.seed, self.modes, self.description, params, {}, self.source)
+
+    def grid(self) -> list[dict[str, Any]]:
+        """Every point of the sweep grid (one empty point when there is no sweep)."""
+        keys = list(self.sweep)
+        return [dict(zip(keys, combo)) for combo in itertools.product(*(self.sweep[k] for k in keys))]
+
+
+def shipped_dir() -> Path:
+    return Path(str(resources.files("hoodie_lab") / "experiments"))
+
+
+def shipped_names() -> list[str]:
+    d = shipped_dir()
+    return sorted(p.stem for p in d.glob("*.toml")) if d.is_dir() else []
+
+
+def resolve(name_or_path: str) -> Path:
+    """A shipped experiment name or a path to a TOML file."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists() or "/" in name_or_path:
+        if not p.is_file():
+            raise UserError(f"{name_or_path}: no such experiment file")
+        return p
+    cand = shipped_dir() / f"{name_or_path}.toml"
+    if cand.is_file():
+        return cand
+    raise UserError(f"{name_or_path}: unknown experiment; shipped: {', '.join(shipped_names())} (or give a path)")
+
+
+def load(name_or_path: str) -> Experiment:
+    path = resolve(name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc.__class__.__name__}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    return from_dict(raw, str(path))
+
+
+def from_dict(raw: dict, source: str = "<experiment>") -> Experiment:
+    """Validate a parsed experiment; raise UserError (one line) on the first problem."""
+    params: dict[str, dict[str, Any]] = {t: {k: copy.deepcopy(s.default) for k, s in keys.items()}
+                                         for t, keys in SCHEMA.items()}
+    sweep: dict[str, list] = {}
+    tables = [t for t in SCHEMA if t] + [SWEEP_TABLE]
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            if key not in tables:
+                raise UserError(f"{source}: unknown table [{key}]; allowed: {', '.join(tables)}")
+            if key == SWEEP_TABLE:
+                sweep = _check_sweep(value, source)
+                continue
+            for k, v in value.items():
+                if k not in SCHEMA[key]:
+                    raise UserError(f"{source}: unknown key {key}.{k}; allowed in [{key}]: "
+                                    f"{', '.join(SCHEMA[key])}")
+                params[key][k] = _check(SCHEMA[key][k], v, f"{source}: {key}.{k}")
+        else:
+            if key not in SCHEMA[""]:
+                raise UserError(f"{source}: unknown key {key}; allowed top-level keys: {', '.join(SCHEMA[''])} "
+                                f"and tables [{'], ['.join(tables)}]")
+            params[""][key] = _check(SCHEMA[""][key], value, f"{source}: {key}")
+    top = params.pop("")
+    exp = Experiment(name=top["name"], kind=top["kind"], seed=top["seed"], modes=tuple(top["modes"]),
+                     description=top["description"], params=params, sweep=sweep, source=source)
+    _cross_checks(exp)
+    return exp
+
+
+def _split(dotted: str, source: str) -> tuple[str, str]:
+    table, _, key = dotted.rpartition(".")
+    if not table or table not in SCHEMA or key not in SCHEMA[table]:
+        raise UserError(f"{source}: unknown key {dotted}; use table.key, e.g. checkpoint.interval_s")
+    return table, key
+
+
+def _check_sweep(value: dict, source: str) -> dict[str, list]:
+    out = {}
+    for dotted, values in value.items():
+        where = f"{source}: sweep.{dotted}"
+        if isinstance(values, dict):  # TOML dotted keys without quotes become nested tables
+            for k, v in values.items():
+                out.update(_check_sweep({f"{dotted}.{k}": v}, source))
+            continue
+        table, key = _split(dotted, f"{source}: sweep")
+        if not isinstance(values, list) or not values:
+            raise UserError(f"{where}: must be a non-empty list of values")
+        out[dotted] = [_check(SCHEMA[table][key], v, where) for v in values]
+    return out
+
+
+def _check(spec: Key, value: Any, where: str) -> Any:
+    if spec.type is list:
+        if not isinstance(value, list):
+            raise UserError(f"{where}: must be a list; allowed: {_list_allowed(spec)}")
+        return [_check_item(spec, v, where) for v in value]
+    if spec.type is bool:
+        if not isinstance(value, bool):
+            raise UserError(f"{where}: {value!r} is not true/false")
+        return value
+    if spec.type is str:
+        if not isinstance(value, str) or (spec.choices and value not in spec.choices):
+            raise UserError(f"{where}: {value!r} not allowed; allowed: {spec.allowed()}")
+        return value
+    return _check_number(spec, value, where)
+
+
+def _list_allowed(spec: Key) -> str:
+    if spec.choices:
+        return "a list of " + ", ".join(map(str, spec.choices))
+    item = Key((int, float), None, spec.lo, spec.hi, spec.unit)
+    return f"a list of {item.allowed()}" if spec.lo is not None or spec.hi is not None else "a list"
+
+
+def _check_item(spec: Key, v: Any, where: str) -> Any:
+    if spec.choices:
+        if v not in spec.choices:
+            raise UserError(f"{where}: {v!r} not allowed; allowed: {_list_allowed(spec)}")
+        return v
+    if spec.lo is None and spec.hi is None:
+        if not isinstance(v, str):
+            raise UserError(f"{where}: {v!r} must be a string")
+        return v
+    return _check_number(Key((int, float), None, spec.lo, spec.hi, spec.unit), v, where)
+
+
+def _check_number(spec: Key, value: Any, where: str) -> Any:
+    ok_type = isinstance(value, int) if spec.type is int else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok_type or (isinstance(value, float) and not math.isfinite(value)):
+        raise UserError(f"{where}: {value!r} is not valid; allowed: {spec.allowed()}")
+    if (spec.lo is not None and (value <= spec.lo if spec.lo_open else value < spec.lo)) or \
+            (spec.hi is not None and value > spec.hi):
+        raise UserError(f"{where}: {value!r} is out of range; allowed: {spec.allowed()}")
+    return value
+
+
+def _cross_checks(exp: Experiment) -> None:
+    p, src = exp.params, exp.source
+    if not exp.modes:
+        raise UserError(f"{src}: modes: must name at least one of {', '.join(MODES)}")
+    if p["source"]["burst_rate_rps"] > 0 and p["source"]["burst_every_s"] > 0 and \
+            p["source"]["burst_s"] > p["source"]["burst_every_s"]:
+        raise UserError(f"{src}: source.burst_s: {p['source']['burst_s']!r} is out of range; "
+                        f"allowed: <= source.burst_every_s ({p['source']['burst_every_s']:g} s)")
+    if exp.kind == "collisions":
+        if not p["collisions"]["writers"] or not p["collisions"]["periods_s"]:
+            raise UserError(f"{src}: collisions.writers: must be a non-empty list")
+        if any(w < 2 for w in p["collisions"]["writers"]):
+            raise UserError(f"{src}: collisions.writers: a collision needs >= 2 writers; allowed: integers >= 2")
+        if any(t <= 0 for t in p["collisions"]["periods_s"]):
+            raise UserError(f"{src}: collisions.periods_s: periods must be > 0 s")
+    for dotted in exp.sweep:
+        if dotted.startswith(("collisions.", "truetime_study.", "recovery.")):
+            raise UserError(f"{src}: sweep.{dotted}: only run/source/writers/checkpoint/coordinator/truetime/"
+                            f"storage/faults keys can be swept")

@@ -1,0 +1,201 @@
+"""Running experiments: named files -> runs -> results table + plots.
+
+Entry points:
+
+* :func:`run_named` ``(name_or_path, out_dir, seed=None, quick=False, modes=None, progress=None)`` -> :class:`Outcome`
+  (the paths of the plots, the results table and the summary). ``make demo`` calls
+  ``run_named("blocking-vs-async", out_dir, seed, quick=True)``.
+* :func:`grid_tasks` / :func:`run_task` — the sweep grid as independent, picklable tasks (what
+  ``hoodie-lab sweep`` ships to Spark). Every task's seed is derived from (experiment seed, point index, mode,
+  repetition) only, so a grid gives the same rows serially, on ``local[*]`` or on a cluster.
+
+Results are written to ``out_dir``: ``results.csv`` and ``results.parquet`` (one row per run), plus
+``<plot>.png``/``<plot>.svg`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from . import config as cfg
+from . import plots
+
+
+@dataclass
+class Outcome:
+    experiment: str
+    out_dir: Path
+    table: Path
+    plots: list[Path] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # replay commands of runs whose invariants failed
+
+    @property
+    def paths(self) -> list[Path]:
+        return [*self.plots, self.table]
+
+
+def derive_seed(seed: int, *parts) -> int:
+    """A 63-bit seed from the experiment seed and a task's coordinates (stable across processes)."""
+    h = hashlib.sha256(repr((seed, *parts)).encode()).digest()
+    return int.from_bytes(h[:8], "big") >> 1
+
+
+def quick_grid(sweep: dict[str, list]) -> dict[str, list]:
+    """A small grid for --quick: the smallest and largest value of each key (parallelism: smallest only)."""
+    out = {}
+    for k, vals in sweep.items():
+        vals = sorted(set(vals))
+        out[k] = vals[:1] if k == "writers.parallelism" else sorted({vals[0], vals[-1]})
+    return out
+
+
+# --------------------------------------------------------------------------------------- the grid
+def grid_tasks(exp: cfg.Experiment, seed: int, modes: tuple[str, ...], quick: bool) -> list[dict]:
+    """Independent tasks: one per (grid point, mode, repetition)."""
+    sweep = quick_grid(exp.sweep) if quick else exp.sweep
+    keys = list(sweep)
+    import itertools
+
+    points = [dict(zip(keys, combo)) for combo in itertools.product(*(sweep[k] for k in keys))] if keys else []
+    runs = 1 if quick else exp.params["run"]["runs"]
+    tasks = []
+    for idx, point in enumerate(points):
+        for mode in modes:
+            for rep in range(runs):
+                tasks.append({"source": exp.source, "raw_point": point, "index": idx, "mode": mode, "rep": rep,
+                              "seed": derive_seed(seed, "grid", idx, mode, rep), "quick": quick})
+    return tasks
+
+
+def run_task(task: dict) -> dict:
+    """Run one grid task (in this process or on a Spark executor); returns one results row."""
+    from .engine import run_stream
+
+    exp = cfg.load(task["source"]).with_values(task["raw_point"])
+    res = run_stream(exp, task["mode"], task["seed"], quick=task["quick"], keep_series=False)
+    row = {"index": task["index"], "mode": task["mode"], "rep": task["rep"], "seed": task["seed"]}
+    row.update({f"param.{k}": v for k, v in task["raw_point"].items()})
+    row.update(res.summary)
+    row["invariants"] = res.verdict
+    row["replay"] = res.replay or ""
+    return row
+
+
+# ----------------------------------------------------------------------------------- experiments
+def run_named(name_or_path: str, out_dir: Path | str, seed: int | None = None, quick: bool = False,
+              modes: tuple[str, ...] | None = None, progress: Callable[[str, int], Callable[[], None]] | None = None,
+              grid: bool = True) -> Outcome:
+    """Run a shipped experiment (by name) or an experiment file; write its table and plots to ``out_dir``.
+
+    ``progress(label, total)`` may return a callable advanced once per finished run (the CLI's rich bar).
+    """
+    exp = cfg.load(name_or_path)
+    seed = exp.seed if seed is None else seed
+    modes = tuple(modes or exp.modes)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    runner = {"stream": _stream, "truetime": _truetime, "collisions": _collisions, "recovery": _recovery}[exp.kind]
+    outcome = runner(exp, out, seed, quick, modes, progress or (lambda label, total: None), grid)
+    (out / "summary.json").write_text(json.dumps({
+        "experiment": exp.name, "kind": exp.kind, "seed": seed, "quick": quick, "modes": list(modes),
+        "plots": [str(p) for p in outcome.plots], "table": str(outcome.table), "failures": outcome.failures,
+    }, indent=2))
+    return outcome
+
+
+def write_table(rows: list[dict], out: Path) -> Path:
+    df = pd.DataFrame(rows)
+    csv = out / "results.csv"
+    df.to_csv(csv, index=False)
+    try:
+        df.to_parquet(out / "results.parquet", index=False)
+    except (ImportError, ValueError):  # pragma: no cover - pyarrow is a dependency; CSV is the contract
+        pass
+    return csv
+
+
+def _tick(progress, label, total):
+    step = progress(label, total)
+    return step if step is not None else (lambda: None)
+
+
+def _stream(exp, out, seed, quick, modes, progress, grid) -> Outcome:
+    from .engine import run_stream
+
+    runs = {}
+    rows = []
+    failures = []
+    tick = _tick(progress, "curves", len(modes))
+    for mode in modes:
+        res = run_stream(exp, mode, derive_seed(seed, "base", mode), quick=quick)
+        runs[mode] = res.metrics
+        rows.append({"index": -1, "mode": mode, "rep": 0, "seed": res.seed, **res.summary,
+                     "invariants": res.verdict, "replay": res.replay or ""})
+        if res.replay:
+            failures.append(res.replay)
+        tick()
+    paths = plots.stream_runs(runs, out, f"{exp.name}: {_describe(exp, quick)}")
+    if grid and exp.sweep:
+        tasks = grid_tasks(exp, seed, modes, quick)
+        tick = _tick(progress, "sweep", len(tasks))
+        grid_rows = []
+        for t in tasks:
+            grid_rows.append(run_task(t))
+            tick()
+        failures += [r["replay"] for r in grid_rows if r["replay"]]
+        rows += grid_rows
+        paths += plots.sweep(grid_rows, out, f"{exp.name}: sweep")
+    return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
+
+
+def _describe(exp, quick) -> str:
+    p = exp.params
+    dur = p["run"]["quick_duration_s" if quick else "duration_s"]
+    return (f"{p['writers']['parallelism']} writers, {p['source']['rate_rps']:g} records/s, "
+            f"checkpoint {p['checkpoint']['interval_s']:g} s, commit {p['coordinator']['commit_latency_s']:g} s, "
+            f"{dur:g} s simulated")
+
+
+def _truetime(exp, out, seed, quick, modes, progress, grid) -> Outcome:
+    from . import truetime_study
+
+    st = exp.params["truetime_study"]
+    total = len(st["skews_ms"]) * len(st["tables"]) * len(st["writers"])
+    rows = truetime_study.run(exp.params, seed, quick, _tick(progress, "points", total))
+    failures = [f"duplicate instant times at {r}" for r in rows if r["duplicate_times"]]
+    paths = plots.truetime(rows, out, f"{exp.name}: instant-request latency under the TrueTime lock")
+    return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
+
+
+def _collisions(exp, out, seed, quick, modes, progress, grid) -> Outcome:
+    from . import collisions
+
+    c = exp.params["collisions"]
+    rows = collisions.run(exp.params, seed, quick, _tick(progress, "points", len(c["writers"]) * len(c["periods_s"])))
+    failures = [f"{r['truetime_collisions']} collisions with TrueTime at N={r['writers']} T={r['period_s']}"
+                for r in rows if r["truetime_collisions"]]
+    paths = plots.collisions(rows, out, f"{exp.name}: instant-time collisions per simulated day")
+    return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
+
+
+def _recovery(exp, out, seed, quick, modes, progress, grid) -> Outcome:
+    from . import recovery
+
+    rows = recovery.run(exp, seed, quick, modes, progress)
+    failures = [r["replay"] for r in rows if r.get("replay")]
+    failures += [f"{r['mode']} {r['target']}@{r['step']}: lost {r['lost_records']}, duplicated "
+                 f"{r['duplicated_records']}" for r in rows if r["lost_records"] or r["duplicated_records"]]
+    paths = plots.recovery(rows, out, f"{exp.name}: time to recover after a crash at each protocol step")
+    return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
+
+
+def finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)

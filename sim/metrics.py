@@ -1,0 +1,157 @@
+"""Per-run metrics, collected in aggregate (ranges and intervals, never one entry per record).
+
+* throughput over time: records processed by the writers per second of simulated time (fluid intervals are
+  spread over the bins they cover), and records committed per second;
+* writer blocked time per checkpoint interval (sum over writers and the per-writer distribution: "stalls");
+* end-to-end latency (arrival at the source -> commit of the instant that holds it), p50/p99, from committed
+  offset ranges weighted by record count;
+* source backlog (records arrived but not yet consumed: backpressure) sampled per bin;
+* commits per minute, pending instants over time, recovery time after each crash.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class Series:
+    """A fixed-bin time series: ``add_interval`` spreads an amount uniformly over ``[t0, t1)``."""
+
+    __slots__ = ("bin", "values")
+
+    def __init__(self, duration: float, bin_s: float):
+        self.bin = bin_s
+        self.values = np.zeros(int(math.ceil(duration / bin_s)) + 1)
+
+    def add_interval(self, t0: float, t1: float, amount: float) -> None:
+        n = len(self.values)
+        if t1 <= t0:
+            self.add_at(t0, amount)
+            return
+        b0, b1 = int(t0 / self.bin), int(t1 / self.bin)
+        if b0 == b1:
+            self.values[min(b0, n - 1)] += amount
+            return
+        rate = amount / (t1 - t0)
+        self.values[min(b0, n - 1)] += rate * ((b0 + 1) * self.bin - t0)
+        if b1 - b0 > 1:
+            self.values[b0 + 1:min(b1, n)] += rate * self.bin
+        if b1 < n:
+            self.values[b1] += rate * (t1 - b1 * self.bin)
+
+    def add_at(self, t: float, amount: float) -> None:
+        self.values[min(int(t / self.bin), len(self.values) - 1)] += amount
+
+    def per_second(self) -> np.ndarray:
+        return self.values / self.bin
+
+
+@dataclass
+class Stall:
+    writer: int
+    checkpoint: int
+    start: float
+    end: float
+
+
+@dataclass
+class RunMetrics:
+    duration: float
+    bin_s: float
+    processed: Series = None
+    committed: Series = None
+    backlog: list[tuple[float, float]] = field(default_factory=list)   # (t, records)
+    pending: list[tuple[float, int]] = field(default_factory=list)      # (t, pending instants)
+    stalls: list[Stall] = field(default_factory=list)
+    commits: list[tuple[float, str, int]] = field(default_factory=list)  # (t, instant, records)
+    latency_lo: list[float] = field(default_factory=list)   # weighted latency samples: uniform on [lo, hi]
+    latency_hi: list[float] = field(default_factory=list)
+    latency_w: list[float] = field(default_factory=list)
+    crashes: list[dict] = field(default_factory=list)
+    instant_requests: list[float] = field(default_factory=list)  # seconds from request to reply
+    lock_waits: list[float] = field(default_factory=list)         # seconds waited for the TrueTime lock
+    checkpoints: list[tuple[int, float, float | None]] = field(default_factory=list)  # (id, trigger, complete)
+
+    def __post_init__(self):
+        self.processed = Series(self.duration, self.bin_s)
+        self.committed = Series(self.duration, self.bin_s)
+
+    # ----------------------------------------------------------------- recording
+    def stall(self, writer: int, ckp: int, start: float, end: float) -> None:
+        if end > start:
+            self.stalls.append(Stall(writer, ckp, start, end))
+
+    def latency_range(self, commit_t: float, arrived_lo: float, arrived_hi: float, count: float) -> None:
+        """``count`` records that arrived uniformly in ``[arrived_lo, arrived_hi]``, committed at ``commit_t``."""
+        if count > 0:
+            self.latency_lo.append(commit_t - arrived_hi)
+            self.latency_hi.append(commit_t - arrived_lo)
+            self.latency_w.append(count)
+
+    # ----------------------------------------------------------------- summaries
+    def latency_percentiles(self, qs=(50, 99)) -> dict[int, float]:
+        if not self.latency_w:
+            return {q: float("nan") for q in qs}
+        lo = np.asarray(self.latency_lo)
+        hi = np.asarray(self.latency_hi)
+        w = np.asarray(self.latency_w)
+        # Each range is uniform on [lo, hi]: sample it at K evenly weighted points.
+        k = 8
+        frac = (np.arange(k) + 0.5) / k
+        pts = (lo[:, None] + (hi - lo)[:, None] * frac[None, :]).ravel()
+        ws = np.repeat(w / k, k)
+        order = np.argsort(pts)
+        pts, ws = pts[order], ws[order]
+        cum = np.cumsum(ws) / ws.sum()
+        return {q: float(pts[min(np.searchsorted(cum, q / 100.0), len(pts) - 1)]) for q in qs}
+
+    def stall_per_checkpoint(self) -> dict[int, float]:
+        """Blocked writer-seconds per checkpoint interval, averaged over writers (mean stall per writer)."""
+        out: dict[int, float] = {}
+        for s in self.stalls:
+            out[s.checkpoint] = out.get(s.checkpoint, 0.0) + (s.end - s.start)
+        return out
+
+    def stall_durations(self) -> list[float]:
+        return [s.end - s.start for s in self.stalls]
+
+    def commits_per_minute(self) -> np.ndarray:
+        n = int(math.ceil(self.duration / 60.0)) or 1
+        out = np.zeros(n)
+        for t, _, _ in self.commits:
+            out[min(int(t / 60.0), n - 1)] += 1
+        return out
+
+    def summary(self, writers: int) -> dict[str, float]:
+        p = self.latency_percentiles()
+        stalls = self.stall_per_checkpoint()
+        n_ckp = max(1, sum(1 for c in self.checkpoints if c[2] is not None))
+        total_stall = sum(stalls.values())
+        backlog = [b for _, b in self.backlog]
+        pend = [n for _, n in self.pending]
+        rec = [c["recovery_s"] for c in self.crashes if c.get("recovery_s") is not None]
+        req = self.instant_requests
+        return {
+            "throughput_rps": float(self.processed.values.sum() / self.duration),
+            "committed_rps": float(self.committed.values.sum() / self.duration),
+            "records_committed": float(self.committed.values.sum()),
+            "stall_per_checkpoint_s": total_stall / n_ckp / writers,
+            "stall_max_s": max(self.stall_durations(), default=0.0),
+            "latency_p50_s": p[50],
+            "latency_p99_s": p[99],
+            "backlog_max_records": float(max(backlog, default=0.0)),
+            "backlog_mean_records": float(np.mean(backlog)) if backlog else 0.0,
+            "commits_per_minute": len(self.commits) / (self.duration / 60.0),
+            "commits": float(len(self.commits)),
+            "checkpoints_completed": float(n_ckp if self.checkpoints else 0),
+            "pending_instants_max": float(max(pend, default=0)),
+            "pending_instants_mean": float(np.mean(pend)) if pend else 0.0,
+            "crashes": float(len(self.crashes)),
+            "recovery_s_max": max(rec, default=float("nan")) if self.crashes else float("nan"),
+            "instant_request_p50_s": float(np.percentile(req, 50)) if req else float("nan"),
+            "instant_request_p99_s": float(np.percentile(req, 99)) if req else float("nan"),
+            "lock_wait_mean_s": float(np.mean(self.lock_waits)) if self.lock_waits else float("nan"),
+        }

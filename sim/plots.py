@@ -1,0 +1,162 @@
+"""The simulation's figures (matplotlib, Agg; PNG and SVG; every axis labelled with its unit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+MODE_COLOURS = {"blocking": "#d62728", "async": "#1f77b4"}
+
+
+def save(fig, out_dir: Path, stem: str) -> list[Path]:
+    """Save as ``stem.png`` and ``stem.svg`` in ``out_dir``; returns both paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
+    fig.savefig(paths[0], dpi=110)
+    fig.savefig(paths[1])
+    plt.close(fig)
+    return paths
+
+
+def stream_runs(runs: dict, out_dir: Path, title: str) -> list[Path]:
+    """``runs``: mode -> RunMetrics of one point. Throughput, stalls, backlog and pending instants."""
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7.5))
+    ax = axes[0][0]
+    for mode, m in runs.items():
+        t = np.arange(len(m.processed.values)) * m.bin_s
+        ax.plot(t, m.processed.per_second(), label=f"{mode}: processed", color=MODE_COLOURS.get(mode), lw=1)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("throughput (records/s)")
+    ax.set_title("writer throughput over time")
+    ax.legend(fontsize=8)
+    ax = axes[0][1]
+    data = [[d for d in m.stall_durations()] or [0.0] for m in runs.values()]
+    ax.boxplot(data, showfliers=True)
+    ax.set_xticks(range(1, len(runs) + 1), list(runs))
+    ax.set_ylabel("writer stall per checkpoint interval (s)")
+    ax.set_title("stall distribution (one sample per writer and interval)")
+    ax = axes[1][0]
+    for mode, m in runs.items():
+        if m.backlog:
+            t, b = zip(*m.backlog)
+            ax.plot(t, b, label=mode, color=MODE_COLOURS.get(mode), lw=1)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("source backlog (records)")
+    ax.set_title("backpressure: records waiting at the source")
+    ax.legend(fontsize=8)
+    ax = axes[1][1]
+    for mode, m in runs.items():
+        if m.pending:
+            t, n = zip(*m.pending)
+            ax.step(t, n, where="post", label=mode, color=MODE_COLOURS.get(mode), lw=1)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("pending instants (count)")
+    ax.set_title("pending instants on the timeline")
+    ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_dir, "stream")
+
+
+def sweep(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
+    """Stall per checkpoint and throughput over the swept keys (first key on x, one line per other combo)."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    keys = [k for k in df.columns if k.startswith("param.")]
+    if not keys:
+        return []
+    x = keys[0]
+    others = keys[1:]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    for metric, ax, label in (("stall_per_checkpoint_s", axes[0], "mean writer stall per checkpoint (s)"),
+                              ("throughput_rps", axes[1], "throughput (records/s)")):
+        for (mode, *combo), g in df.groupby(["mode", *others]) if others else df.groupby(["mode"]):
+            g = g.groupby(x, as_index=False)[metric].mean().sort_values(x)
+            name = ", ".join(f"{k[6:]}={v:g}" for k, v in zip(others, combo))
+            ax.plot(g[x], g[metric], marker="o", ms=3, lw=1,
+                    ls="-" if mode == "blocking" else "--", label=f"{mode} {name}".strip())
+        ax.set_xscale("log")
+        ax.set_xlabel(_label(x))
+        ax.set_ylabel(label)
+        ax.legend(fontsize=6, ncol=2)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_dir, "sweep")
+
+
+_UNITS = {"commit_latency_s": "s", "interval_s": "s", "parallelism": "tasks", "rate_rps": "records/s",
+          "buffer_records": "records", "max_skew_ms": "ms", "median_ms": "ms"}
+
+
+def _label(param_col: str) -> str:
+    key = param_col[6:]
+    unit = _UNITS.get(key.rpartition(".")[2], "")
+    return f"{key} ({unit})" if unit else key
+
+
+def truetime(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
+    tables = sorted({r["tables"] for r in rows})
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.5 * len(tables), 4.2), squeeze=False)
+    for ax, tb in zip(axes[0], tables):
+        for skew in sorted({r["skew_ms"] for r in rows}):
+            pts = sorted((r["writers"], r["request_p50_s"], r["request_p99_s"]) for r in rows
+                         if r["tables"] == tb and r["skew_ms"] == skew)
+            w, p50, p99 = zip(*pts)
+            line, = ax.plot(w, p99, marker="o", ms=3, label=f"skew {skew:g} ms p99")
+            ax.plot(w, p50, ls="--", color=line.get_color(), lw=1, label=f"skew {skew:g} ms p50")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("writers per table (count)")
+        ax.set_ylabel("instant-request latency (s)")
+        ax.set_title(f"{tb} table(s)")
+        ax.legend(fontsize=6)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_dir, "truetime")
+
+
+def collisions(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for period in sorted({r["period_s"] for r in rows}):
+        pts = sorted((r["writers"], r["p_collision_per_day"], r["mean_collisions_per_day"],
+                      r["expected_collisions_per_day"], r["truetime_collisions"]) for r in rows
+                     if r["period_s"] == period)
+        n, p, mean, exp, tt = zip(*pts)
+        line, = axes[0].plot(n, p, marker="o", ms=3, label=f"T = {period:g} s, no TrueTime")
+        axes[0].plot(n, [0.0 if x == 0 else np.nan for x in tt], marker="x", ls="none", color=line.get_color())
+        axes[1].plot(n, np.maximum(mean, 1e-4), marker="o", ms=3, color=line.get_color(),
+                     label=f"T = {period:g} s simulated")
+        axes[1].plot(n, exp, ls="--", lw=1, color=line.get_color(), label=f"T = {period:g} s C(N,2)*86.4/T^2")
+    axes[0].plot([], [], marker="x", ls="none", color="k", label="with TrueTime: 0 collisions")
+    axes[0].set_xlabel("writers N (count)")
+    axes[0].set_ylabel("P(>= 1 collision per day)")
+    axes[0].set_ylim(-0.03, 1.03)
+    axes[0].legend(fontsize=7)
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("writers N (count)")
+    axes[1].set_ylabel("mean collisions per day (count)")
+    axes[1].legend(fontsize=6)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_dir, "collisions")
+
+
+def recovery(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
+    labels = [f"{r['target']}@{r['step']}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(8, 0.35 * len(rows)), 4.8))
+    vals = [r["recovery_s"] if r["recovery_s"] == r["recovery_s"] else 0.0 for r in rows]
+    colours = ["#d62728" if (r["lost_records"] or r["duplicated_records"]) else "#2ca02c" for r in rows]
+    ax.bar(range(len(rows)), vals, color=colours)
+    ax.set_xticks(range(len(rows)), labels, rotation=75, ha="right", fontsize=6)
+    ax.set_ylabel("time to recover (s)")
+    ax.set_xlabel("crash target @ protocol step (red: records lost or duplicated)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return save(fig, out_dir, "recovery")
