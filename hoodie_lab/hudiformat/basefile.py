@@ -38,15 +38,20 @@ def footer_metadata(avro_schema_json: str, rows: pa.Table) -> dict[bytes, bytes]
     return meta
 
 
-def write_base_file(path: str, rows: pa.Table, avro_schema_json: str, compression: str = "snappy") -> int:
+def write_base_file(path: str, rows: pa.Table, avro_schema_json: str, compression: str = "snappy",
+                    tmp_path: str | None = None) -> int:
     """Write ``rows`` (meta columns first) to ``path`` as a Hudi parquet base file; return its size in bytes.
 
-    The file is written to ``<path>.tmp`` and renamed, so a crash never leaves a half-written base file under its
+    The file is written to ``tmp_path`` (default ``<path>.tmp``; the table writer uses ``.hoodie/.temp``, outside
+    the partition folders readers list) and renamed, so a crash never leaves a half-written base file under its
     final name (Hudi relies on markers for this; we do both)."""
-    rows = rows.replace_schema_metadata(footer_metadata(avro_schema_json, rows))
-    tmp = path + ".tmp"
-    pq.write_table(rows, tmp, compression=compression, store_schema=False, write_statistics=True)
-    os.replace(tmp, path)
+    if tmp_path is None:
+        tmp_path = path + ".tmp"
+    with pq.ParquetWriter(tmp_path, rows.schema.remove_metadata(), compression=compression,
+                          store_schema=False, write_statistics=True) as writer:
+        writer.write_table(rows)
+        writer.add_key_value_metadata(footer_metadata(avro_schema_json, rows))
+    os.replace(tmp_path, path)
     return os.path.getsize(path)
 
 

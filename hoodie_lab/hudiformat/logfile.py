@@ -141,9 +141,9 @@ def avro_data_content(rows: pa.Table, parsed_schema) -> bytes:
 def parquet_data_content(rows: pa.Table, avro_schema_json: str, compression: str = "snappy") -> bytes:
     """Content of a Parquet data block: a whole parquet file (with the Avro schema in its footer)."""
     buf = io.BytesIO()
-    rows = rows.replace_schema_metadata({b"parquet.avro.schema": avro_schema_json.encode(),
-                                         b"writer.model.name": b"avro"})
-    pq.write_table(rows, buf, compression=compression, store_schema=False)
+    with pq.ParquetWriter(buf, rows.schema.remove_metadata(), compression=compression, store_schema=False) as w:
+        w.write_table(rows)
+        w.add_key_value_metadata({"parquet.avro.schema": avro_schema_json, "writer.model.name": "avro"})
     return buf.getvalue()
 
 
