@@ -412,17 +412,23 @@ class HudiTableWriter:
             self._keys_cache[path] = keys
         return keys
 
-    def _partition_index(self, partition: str) -> dict[str, str]:
+    def _partition_index(self, partition: str) -> tuple[pa.Array, np.ndarray, list[str]]:
+        """(keys, file-group codes, file ids) of the latest visible base file of every file group in the
+        partition: the non-global SIMPLE index (keys are looked up with ``pc.index_in``)."""
         idx = self._index.get(partition)
         if idx is None:
-            idx = {}
-            for (p, fid), g in self._fgs.items():
+            fids, arrays, codes = [], [], []
+            for (p, fid), g in sorted(self._fgs.items()):
                 if p != partition:
                     continue
                 b = self._latest_base(g)
                 if b is not None:
-                    for k in self._keys_of(b).to_pylist():
-                        idx[k] = fid
+                    k = self._keys_of(b)
+                    codes.append(np.full(len(k), len(fids), dtype=np.int64))
+                    arrays.append(k)
+                    fids.append(fid)
+            keys = pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
+            idx = (keys, np.concatenate(codes) if codes else np.zeros(0, np.int64), fids)
             self._index[partition] = idx
         return idx
 
@@ -504,26 +510,30 @@ class HudiTableWriter:
 
     # ---------------------------------------------------------------------------------------- writing
 
-    def _partition_paths(self, records: pa.Table) -> list[str]:
+    def _partition_paths(self, records: pa.Table) -> tuple[np.ndarray, list[str]]:
+        """(code per row, partition path per code): ``<field>=<value>`` (hive style) or ``<value>``;
+        null/empty values go to ``__HIVE_DEFAULT_PARTITION__`` (``KeyGenUtils``)."""
         if not self.partition_field:
-            return [""] * records.num_rows
+            return np.zeros(records.num_rows, dtype=np.int64), [""]
         col = records.column(self.partition_field)
         t = col.type
         if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
                 or pa.types.is_date32(t) or pa.types.is_boolean(t)):
             raise UserError(f"partition field {self.partition_field!r}: type {t} is not supported "
                             f"(string, integer, date, boolean)")
-        out = []
-        cache: dict[Any, str] = {}
-        for v in col.to_pylist():
-            p = cache.get(v)
-            if p is None:
-                s = _partition_value_str(v)
-                if "/" in s:
-                    raise UserError(f"partition field {self.partition_field!r}: value {s!r} contains '/'")
-                p = cache[v] = f"{self.partition_field}={s}" if self.hive_style else s
-            out.append(p)
-        return out
+        enc = pc.dictionary_encode(col.combine_chunks(), null_encoding="encode")
+        paths: list[str] = []
+        remap = []
+        for v in enc.dictionary.to_pylist():
+            s = _partition_value_str(v)
+            if "/" in s:
+                raise UserError(f"partition field {self.partition_field!r}: value {s!r} contains '/'")
+            path = f"{self.partition_field}={s}" if self.hive_style else s
+            if path not in paths:
+                paths.append(path)
+            remap.append(paths.index(path))
+        codes = np.asarray(remap, dtype=np.int64)[enc.indices.to_numpy(zero_copy_only=False)]
+        return codes, paths
 
     def _validate(self, records: pa.Table, operation: str) -> pa.Table:
         if operation not in OPERATIONS:
@@ -558,20 +568,29 @@ class HudiTableWriter:
                                 f"(schema evolution is not supported)")
         return records.select(self._data_schema.names).cast(self._data_schema)
 
-    def _dedup(self, records: pa.Table, parts: list[str]) -> tuple[pa.Table, list[str]]:
-        """Keep one row per (partition, key): max ordering value, ties to the later row."""
-        keys = records.column(self.record_key).to_pylist()
-        order = records.column(self.ordering_field).to_pylist() if self.ordering_field else None
-        best: dict[tuple[str, Any], int] = {}
-        for i, k in enumerate(keys):
-            ident = (parts[i], k)
-            j = best.get(ident)
-            if j is None or order is None or not (order[j] > order[i]):
-                best[ident] = i
-        if len(best) == len(keys):
-            return records, parts
-        idx = sorted(best.values())
-        return records.take(pa.array(idx, pa.int64())), [parts[i] for i in idx]
+    def _dedup(self, records: pa.Table, codes: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+        """Keep one row per (partition, key): the greatest ordering value, ties to the later row
+        (``HoodieWriteHelper.deduplicateRecords`` with the payload's ``preCombine``)."""
+        n = records.num_rows
+        keys = records.column(self.record_key)
+        if n < 2 or pc.count_distinct(keys).as_py() == n:
+            return records, codes
+        cols = {"c": pa.array(codes), "k": keys}
+        sort = [("c", "ascending"), ("k", "ascending")]
+        if self.ordering_field:
+            cols["o"] = records.column(self.ordering_field)
+            sort.append(("o", "ascending"))
+        cols["i"] = pa.array(np.arange(n, dtype=np.int64))
+        sort.append(("i", "ascending"))
+        t = pa.table(cols)
+        order = pc.sort_indices(t, sort_keys=sort).to_numpy()
+        c_sorted = codes[order]
+        k_sorted = t.column("k").take(pa.array(order))
+        last = np.ones(n, dtype=bool)
+        last[:-1] = (c_sorted[:-1] != c_sorted[1:]) | ~pc.equal(k_sorted[:-1], k_sorted[1:]).to_numpy(
+            zero_copy_only=False)
+        keep = np.sort(order[last])
+        return records.take(pa.array(keep)), codes[keep]
 
     def _new_file_id(self, instant: str, partition: str, n: int) -> str:
         return f"{uuid.uuid5(_FILE_ID_NAMESPACE, f'{self.table_name}/{partition}/{instant}/{n}')}-0"
@@ -611,52 +630,59 @@ class HudiTableWriter:
             if self._data_schema is None:  # a delete into an empty table
                 result = WriteResult(instant_time, self.action.value, _operation_type(operation), "", [])
             else:
-                parts = self._partition_paths(records)
+                codes, paths = self._partition_paths(records)
                 if operation != "insert":
-                    records, parts = self._dedup(records, parts)
-                result = self._write(instant_time, records, parts, operation)
+                    records, codes = self._dedup(records, codes)
+                result = self._write(instant_time, records, codes, paths, operation)
             with self._lock:
                 self._written[instant_time] = result
                 self._fgs_of_instant[instant_time] = {(s["partitionPath"], s["fileId"]) for s in result.write_stats}
             return result
 
-    def _write(self, instant: str, records: pa.Table, parts: list[str], operation: str) -> WriteResult:
-        is_del = np.zeros(records.num_rows, dtype=bool)
+    def _write(self, instant: str, records: pa.Table, codes: np.ndarray, paths: list[str],
+               operation: str) -> WriteResult:
+        n = records.num_rows
         hard_del = operation == "delete"
         if hard_del:
-            is_del[:] = True
+            is_del = np.ones(n, dtype=bool)
         elif IS_DELETED in records.column_names:
-            is_del = np.asarray(records.column(IS_DELETED).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-        keys = records.column(self.record_key).cast(pa.string()).to_pylist()
-        by_part: dict[str, list[int]] = {}
-        for i, p in enumerate(parts):
-            by_part.setdefault(p, []).append(i)
+            is_del = np.asarray(records.column(IS_DELETED).fill_null(False).to_numpy(zero_copy_only=False),
+                                dtype=bool)
+        else:
+            is_del = np.zeros(n, dtype=bool)
+        keys = records.column(self.record_key).cast(pa.string()).combine_chunks()
         stats: list[dict] = []
         task = [0]
-        for part in sorted(by_part):
-            rows = by_part[part]
+        for code in sorted(range(len(paths)), key=lambda c: paths[c]):
+            part = paths[code]
+            rows = np.nonzero(codes == code)[0]
+            if not len(rows):
+                continue
             with self._lock:
-                idx = dict(self._partition_index(part)) if operation != "insert" else {}
                 groups = {fid: g for (p, fid), g in self._fgs.items() if p == part}
                 latest = {fid: self._latest_base(g) for fid, g in groups.items()}
-            updates: dict[str, list[int]] = {}
-            inserts: list[int] = []
-            for i in rows:
-                fid = idx.get(keys[i])
-                if fid is not None:
-                    updates.setdefault(fid, []).append(i)
-                elif not is_del[i]:
-                    inserts.append(i)
-            if not updates and not inserts:
+                if operation == "insert":
+                    found = np.zeros(len(rows), dtype=bool)
+                else:
+                    idx_keys, idx_codes, idx_fids = self._partition_index(part)
+                    pos = pc.index_in(keys.take(pa.array(rows)), value_set=idx_keys)
+                    found = pos.is_valid().to_numpy(zero_copy_only=False)
+            updates: dict[str, np.ndarray] = {}
+            if found.any():
+                fg_code = idx_codes[pos.filter(pos.is_valid()).to_numpy()]
+                upd_rows = rows[found]
+                for c in np.unique(fg_code):
+                    updates[idx_fids[c]] = upd_rows[fg_code == c]
+            inserts = rows[~found & ~is_del[rows]]
+            if not updates and not len(inserts):
                 continue
             self._partition_metadata(part, instant)
             ctx = _WriteCtx(self, instant, part, records, keys, is_del, hard_del, task)
             if self.table_type == COPY_ON_WRITE:
                 stats += ctx.cow(updates, inserts, latest)
             else:
-                stats += ctx.mor(updates, inserts, latest, groups)
-        schema_nometa = self._schema_json_nometa
-        return WriteResult(instant, self.action.value, _operation_type(operation), schema_nometa, stats)
+                stats += ctx.mor(updates, inserts, latest)
+        return WriteResult(instant, self.action.value, _operation_type(operation), self._schema_json_nometa, stats)
 
     # called by _WriteCtx once files are on disk
     def _add_files(self, part: str, fid: str, base: fn.BaseFile | None, log: fn.LogFile | None,
@@ -668,13 +694,7 @@ class HudiTableWriter:
                 g.bases.sort(key=lambda b: b.instant_time)
                 if new_keys is not None:
                     self._keys_cache[str(self.base_path / base.path)] = new_keys
-                    idx = self._index.get(part)
-                    if idx is not None:
-                        for k, v in list(idx.items()):
-                            if v == fid:
-                                del idx[k]
-                        for k in new_keys.to_pylist():
-                            idx[k] = fid
+                self._index.pop(part, None)
             if log is not None:
                 g.logs.append(log)
                 g.logs.sort(key=fn.log_order_key)
@@ -847,13 +867,12 @@ def _atomic_write(path: Path, data: bytes, tmp_dir: Path) -> int:
 
 
 class _WriteCtx:
-    """The writes of one partition of one instant."""
+    """The writes of one partition of one instant (row positions are numpy int64 arrays into ``records``)."""
 
-    def __init__(self, w: HudiTableWriter, instant: str, part: str, records: pa.Table, keys: list[str],
+    def __init__(self, w: HudiTableWriter, instant: str, part: str, records: pa.Table, keys: pa.Array,
                  is_del: np.ndarray, hard_del: bool, task: list[int]):
         self.w, self.instant, self.part, self.records, self.keys = w, instant, part, records, keys
         self.is_del, self.hard_del, self.task = is_del, hard_del, task
-        self.order = records.column(w.ordering_field).to_pylist() if w.ordering_field else None
         self.n_new = 0
 
     def _next_task(self) -> int:
@@ -864,19 +883,19 @@ class _WriteCtx:
     def _token(self, task: int) -> str:
         return f"{task}-0-{task}"
 
-    def _data_rows(self, idx: list[int], file_name: str, task: int, start_seq: int = 0) -> pa.Table:
+    def _data_rows(self, idx: np.ndarray, file_name: str, task: int, start_seq: int = 0) -> pa.Table:
         """Rows ``idx`` of the batch with fresh meta columns (commit time, seqno, key, partition, file name)."""
         n = len(idx)
-        ia = np.asarray(idx, dtype=np.int64)
-        if n == self.records.num_rows and (n == 0 or (ia[0] == 0 and np.all(np.diff(ia) == 1))):
-            data = self.records
+        if n == self.records.num_rows and (n == 0 or (idx[0] == 0 and np.all(np.diff(idx) == 1))):
+            data, keys = self.records, self.keys
         else:
-            data = self.records.take(pa.array(ia))
-        seq = [f"{self.instant}_{task}_{start_seq + j}" for j in range(n)]
-        meta = [pa.array([self.instant] * n, pa.string()), pa.array(seq, pa.string()),
-                pa.array([self.keys[i] for i in idx], pa.string()), pa.array([self.part] * n, pa.string()),
-                pa.array([file_name] * n, pa.string())]
-        return pa.Table.from_arrays(meta + list(data.columns), schema=self.w._full_schema)
+            take = pa.array(idx, pa.int64())
+            data, keys = self.records.take(take), self.keys.take(take)
+        seq = pc.binary_join_element_wise(f"{self.instant}_{task}_",
+                                          pc.cast(pa.array(np.arange(start_seq, start_seq + n)), pa.string()), "")
+        const = lambda v: pa.repeat(pa.scalar(v, pa.string()), n)  # noqa: E731
+        meta = [const(self.instant), seq, keys, const(self.part), const(file_name)]
+        return pa.Table.from_arrays(meta + [c.combine_chunks() for c in data.columns], schema=self.w._full_schema)
 
     def _write_base(self, fid: str, rows: pa.Table, task: int, io_type: str) -> tuple[fn.BaseFile, int]:
         bf = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part)
@@ -886,124 +905,100 @@ class _WriteCtx:
                                         compression=self.w.compression, tmp_path=str(tmp))
         return bf, size
 
-    def _wins(self, new_i: int, old_order: Any) -> bool:
-        """Does incoming row ``new_i`` replace a stored record with ordering ``old_order``?"""
-        if self.hard_del or self.order is None:
-            return True
-        return not (old_order > self.order[new_i])
+    def _new_group(self, chunk: np.ndarray) -> dict:
+        """``HoodieCreateHandle``: a new file group holding ``chunk``."""
+        w = self.w
+        fid = w._new_file_id(self.instant, self.part, self.n_new)
+        self.n_new += 1
+        task = self._next_task()
+        name = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part).name
+        rows = self._data_rows(chunk, name, task)
+        bf, size = self._write_base(fid, rows, task, "CREATE")
+        w._add_files(self.part, fid, bf, None, rows.column(RECORD_KEY).combine_chunks())
+        return md.make_write_stat(self.part, bf.path, fid, "null", num_writes=len(chunk),
+                                  num_inserts=len(chunk), size=size)
 
     # ------------------------------------------------------------------------------------- copy-on-write
 
-    def cow(self, updates: dict[str, list[int]], inserts: list[int], latest: dict) -> list[dict]:
+    def cow(self, updates: dict[str, np.ndarray], inserts: np.ndarray, latest: dict) -> list[dict]:
         w = self.w
         stats = []
         # small-file handling: pack inserts into existing small file groups (UpsertPartitioner.getSmallFiles)
-        ins_to: dict[str, list[int]] = {}
-        remaining = list(inserts)
-        if w.small_file_rows > 0 and remaining:
+        ins_to: dict[str, np.ndarray] = {}
+        remaining = inserts
+        if w.small_file_rows > 0 and len(remaining):
             for fid, b in sorted(latest.items(), key=lambda kv: kv[0]):
-                if b is None or not remaining:
+                if b is None or not len(remaining):
                     continue
                 n = len(w._keys_of(b))
                 if n < w.small_file_rows:
-                    room = w.max_file_rows - n - len(updates.get(fid, []))
+                    room = w.max_file_rows - n
                     if room > 0:
                         ins_to[fid], remaining = remaining[:room], remaining[room:]
+        empty = np.zeros(0, dtype=np.int64)
         for fid in sorted(set(updates) | set(ins_to)):
-            stats.append(self._cow_merge(fid, latest[fid], updates.get(fid, []), ins_to.get(fid, [])))
-        for chunk_start in range(0, len(remaining), w.max_file_rows):
-            chunk = remaining[chunk_start:chunk_start + w.max_file_rows]
-            fid = w._new_file_id(self.instant, self.part, self.n_new)
-            self.n_new += 1
-            task = self._next_task()
-            bf = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part)
-            rows = self._data_rows(chunk, bf.name, task)
-            bf, size = self._write_base(fid, rows, task, "CREATE")
-            w._add_files(self.part, fid, bf, None, rows.column(RECORD_KEY).combine_chunks())
-            stats.append(md.make_write_stat(self.part, bf.path, fid, "null", num_writes=len(chunk),
-                                            num_inserts=len(chunk), size=size))
+            stats.append(self._cow_merge(fid, latest[fid], updates.get(fid, empty), ins_to.get(fid, empty)))
+        for start in range(0, len(remaining), w.max_file_rows):
+            stats.append(self._new_group(remaining[start:start + w.max_file_rows]))
         return stats
 
-    def _cow_merge(self, fid: str, old_base: fn.BaseFile, upd: list[int], ins: list[int]) -> dict:
-        """``HoodieMergeHandle``: rewrite the file group's latest base file with updates/deletes/inserts."""
+    def _cow_merge(self, fid: str, old_base: fn.BaseFile, upd: np.ndarray, ins: np.ndarray) -> dict:
+        """``HoodieMergeHandle``: rewrite the file group's latest base file with updates/deletes/inserts.
+
+        Rows that stay keep their meta columns except ``_hoodie_file_name``; the old file's row order is kept
+        (replaced rows stay in place) and inserts are appended."""
         w = self.w
         task = self._next_task()
-        bf = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part)
+        name = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part).name
         old = pq.read_table(w.base_path / old_base.path).select(list(w._full_schema.names)).cast(w._full_schema)
-        old_keys = old.column(RECORD_KEY).to_pylist()
-        pos = {k: j for j, k in enumerate(old_keys)}
-        old_order = old.column(w.ordering_field).to_pylist() if w.ordering_field else None
-        replace: dict[int, int] = {}   # old row -> new batch row
-        drop: set[int] = set()
-        n_upd = n_del = 0
-        for i in upd:
-            j = pos.get(self.keys[i])
-            if j is None:
-                continue
-            if not self._wins(i, old_order[j] if old_order is not None else None):
-                continue
-            if self.is_del[i]:
-                drop.add(j)
-                replace.pop(j, None)
-                n_del += 1
-            else:
-                replace[j] = i
-                n_upd += 1
-        keep = [j for j in range(old.num_rows) if j not in drop and j not in replace]
-        # unchanged rows: same meta columns except the file name
-        pieces = []
-        order_old = []
-        if keep:
-            kept = old.take(pa.array(keep, pa.int64()))
-            kept = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
-                                   pa.array([bf.name] * kept.num_rows, pa.string()))
-            pieces.append(kept)
-            order_old += keep
-        new_idx = [replace[j] for j in sorted(replace)]
-        if new_idx:
-            pieces.append(self._data_rows(new_idx, bf.name, task))
-            order_old += sorted(replace)
-        merged = pa.concat_tables(pieces) if pieces else old.slice(0, 0)
-        if pieces and len(pieces) > 1:
-            # keep the old file's row order: replaced rows stay where they were (HoodieMergeHandle iterates
-            # the old file)
-            perm = np.argsort(np.asarray(order_old), kind="stable")
-            merged = merged.take(pa.array(perm, pa.int64()))
-        if ins:
-            ins_rows = self._data_rows(ins, bf.name, task, start_seq=len(new_idx))
-            merged = pa.concat_tables([merged, ins_rows])
+        pos = pc.index_in(self.keys.take(pa.array(upd, pa.int64())), value_set=old.column(RECORD_KEY))
+        valid = pos.is_valid().to_numpy(zero_copy_only=False)
+        upd = upd[valid]
+        j = pos.filter(pos.is_valid()).to_numpy().astype(np.int64)
+        if len(upd) and not self.hard_del and w.ordering_field:
+            new_o = self.records.column(w.ordering_field).take(pa.array(upd))
+            old_o = old.column(w.ordering_field).take(pa.array(j))
+            wins = pc.greater_equal(new_o, old_o).to_numpy(zero_copy_only=False)
+            upd, j = upd[wins], j[wins]
+        dels = self.is_del[upd]
+        drop_j, rep_j, rep_i = j[dels], j[~dels], upd[~dels]
+        keep_mask = np.ones(old.num_rows, dtype=bool)
+        keep_mask[drop_j] = False
+        keep_mask[rep_j] = False
+        keep = np.nonzero(keep_mask)[0]
+        kept = old.take(pa.array(keep))
+        kept = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
+                               pa.repeat(pa.scalar(name, pa.string()), kept.num_rows))
+        by_pos = np.argsort(rep_j, kind="stable")
+        rep_j, rep_i = rep_j[by_pos], rep_i[by_pos]
+        merged = pa.concat_tables([kept, self._data_rows(rep_i, name, task)])
+        if len(rep_i) and len(keep):
+            merged = merged.take(pa.array(np.argsort(np.concatenate([keep, rep_j]), kind="stable")))
+        if len(ins):
+            merged = pa.concat_tables([merged, self._data_rows(ins, name, task, start_seq=len(rep_i))])
         bf, size = self._write_base(fid, merged, task, "MERGE")
         w._add_files(self.part, fid, bf, None, merged.column(RECORD_KEY).combine_chunks())
         return md.make_write_stat(self.part, bf.path, fid, old_base.instant_time, num_writes=merged.num_rows,
-                                  num_inserts=len(ins), num_update_writes=n_upd, num_deletes=n_del, size=size,
-                                  prevBaseFile=old_base.name)
+                                  num_inserts=len(ins), num_update_writes=len(rep_i), num_deletes=len(drop_j),
+                                  size=size, prevBaseFile=old_base.name)
 
     # ------------------------------------------------------------------------------------- merge-on-read
 
-    def mor(self, updates: dict[str, list[int]], inserts: list[int], latest: dict, groups: dict) -> list[dict]:
+    def mor(self, updates: dict[str, np.ndarray], inserts: np.ndarray, latest: dict) -> list[dict]:
         w = self.w
         stats = []
-        for chunk_start in range(0, len(inserts), w.max_file_rows):
-            chunk = inserts[chunk_start:chunk_start + w.max_file_rows]
-            fid = w._new_file_id(self.instant, self.part, self.n_new)
-            self.n_new += 1
-            task = self._next_task()
-            bf = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part)
-            rows = self._data_rows(chunk, bf.name, task)
-            bf, size = self._write_base(fid, rows, task, "CREATE")
-            w._add_files(self.part, fid, bf, None, rows.column(RECORD_KEY).combine_chunks())
-            stats.append(md.make_write_stat(self.part, bf.path, fid, "null", num_writes=len(chunk),
-                                            num_inserts=len(chunk), size=size))
+        for start in range(0, len(inserts), w.max_file_rows):
+            stats.append(self._new_group(inserts[start:start + w.max_file_rows]))
         for fid in sorted(updates):
             stats.append(self._mor_log(fid, latest[fid], updates[fid]))
         return stats
 
-    def _mor_log(self, fid: str, base: fn.BaseFile, idx: list[int]) -> dict:
+    def _mor_log(self, fid: str, base: fn.BaseFile, idx: np.ndarray) -> dict:
         """``HoodieAppendHandle``: one new log file with a data block (upserts) and a delete block."""
         w = self.w
         task = self._next_task()
-        data_idx = [i for i in idx if not self.is_del[i]]
-        del_idx = [i for i in idx if self.is_del[i]]
+        data_idx = idx[~self.is_del[idx]]
+        del_idx = idx[self.is_del[idx]]
         if w.table_version == 6:
             log_instant = base.instant_time
             version = w._next_log_version(self.part, fid, log_instant)
@@ -1012,26 +1007,26 @@ class _WriteCtx:
         lf = fn.LogFile(fid, log_instant, version, self._token(task), partition=self.part)
         w._marker(self.instant, self.part, lf.name, "APPEND")
         blocks = []
-        if data_idx:
+        if len(data_idx):
             rows = self._data_rows(data_idx, fid, task)
             if w.log_block_format == "parquet":
                 blocks.append(logfile.parquet_data_block(self.instant, rows, w._schema_json))
             else:
                 blocks.append(logfile.avro_data_block(self.instant, rows, w._schema_json, w._parsed_schema))
-        if del_idx:
-            deletes = []
+        if len(del_idx):
             branch = (_ordering_branch(self.records.schema.field(w.ordering_field).type)
                       if w.ordering_field else None)
-            for i in del_idx:
-                if branch is None:
-                    ov = None
-                elif self.hard_del:
-                    # a key-only delete carries Hudi's default ordering value 0 ("natural order": it always
-                    # deletes), as Hudi writes it (real v8 fixture); null for non-numeric ordering fields
-                    ov = (branch, 0) if branch in ("int", "long", "float", "double") else None
-                else:
-                    ov = (branch, _ordering_value(self.order[i]))
-                deletes.append((self.keys[i], self.part, ov))
+            dkeys = self.keys.take(pa.array(del_idx)).to_pylist()
+            if branch is None:
+                ovs = [None] * len(dkeys)
+            elif self.hard_del:
+                # a key-only delete carries Hudi's default ordering value 0 ("natural order": it always
+                # deletes), as Hudi writes it (real v8 fixture); null for non-numeric ordering fields
+                ovs = [(branch, 0) if branch in ("int", "long", "float", "double") else None] * len(dkeys)
+            else:
+                ovs = [(branch, _ordering_value(v))
+                       for v in self.records.column(w.ordering_field).take(pa.array(del_idx)).to_pylist()]
+            deletes = [(k, self.part, ov) for k, ov in zip(dkeys, ovs)]
             blocks.append(logfile.delete_block(self.instant, deletes, w._schema_json))
         size = _atomic_write(w.base_path / lf.path, b"".join(blocks), w.hoodie_dir / ".temp")
         lf = fn.LogFile(fid, log_instant, version, self._token(task), partition=self.part, size=size)
