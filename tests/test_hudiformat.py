@@ -22,6 +22,7 @@ from hoodie_lab.errors import UserError
 from hoodie_lab.hudiformat import HudiTableWriter, WriteResult
 from hoodie_lab.hudiformat import logfile as lf
 from hoodie_lab.hudiformat.schema import META_COLUMNS
+from hoodie_lab.ondisk import read_table
 from model.errors import RuleViolation
 
 hudi = pytest.importorskip("hudi")
@@ -164,6 +165,13 @@ def test_table_reads_back_through_hudi_rs(tmp_path, ttype, version, partitioned)
     action = "commit" if ttype == "cow" else "deltacommit"
     assert [(i.timestamp, i.action, i.state) for i in done] == [(t, action, "") for t, _ in instants]
     assert tl.get_latest_commit_timestamp() == instants[-1][0]
+    # hudi-rs decodes our commit metadata (JSON in v6, Avro in v8) and finds the files of each instant
+    for inst, res in zip(done, results):
+        meta = tl.get_instant_metadata_in_json(inst)
+        assert all(f in meta for f in res.files)
+    # the on-disk layer sees the same timeline, with our completion times (v6: the files' modification times)
+    ondisk = read_table(path)
+    assert [(i.requested_time, i.completion_time) for i in ondisk.timeline.completed()] == instants
 
     # file slices: the latest base file of every file group, and every log file written into it
     assert hudi_slices(table) == expected_slices(results, version)
@@ -426,3 +434,84 @@ def test_bad_input_is_refused(tmp_path):
         HudiTableWriter(tmp_path / "v9", "cow", 9, record_key="key")
     with pytest.raises(UserError, match="completed"):
         w.rollback(t, clock(), clock())
+
+
+@pytest.mark.parametrize("ttype,version,fmt", [("cow", 8, "avro"), ("mor", 8, "avro"), ("mor", 8, "parquet"),
+                                               ("mor", 6, "avro"), ("cow", 6, "avro")])
+def test_column_types_round_trip(tmp_path, ttype, version, fmt):
+    """Every supported column type comes back through base files and log blocks (an empty first batch too)."""
+    path = tmp_path / "t"
+    w = HudiTableWriter(path, ttype, version, record_key="id", ordering_field="ts", partition_field="d",
+                        log_block_format=fmt)
+    clock = Clock()
+
+    def make(ids, ts, tag):
+        n = len(ids)
+        return pa.table({
+            "id": pa.array(ids, pa.int32()), "ts": pa.array(ts, pa.int64()),
+            "d": pa.array([dt.date(2024, 1, 1)] * n, pa.date32()), "b": pa.array([tag % 2 == 0] * n, pa.bool_()),
+            "i8": pa.array([tag] * n, pa.int8()), "f": pa.array([1.5] * n, pa.float32()),
+            "x": pa.array([tag / 4] * n, pa.float64()), "s": pa.array([f"s{tag}"] * n, pa.string()),
+            "bin": pa.array([bytes([tag, 0])] * n, pa.binary()),
+            "tsu": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5, 678901)] * n, pa.timestamp("us")),
+            "tsm": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5, 678000)] * n, pa.timestamp("ms", tz="UTC")),
+            "nul": pa.array([None] * n, pa.string())})
+
+    for ids, ts, tag in (([], [], 0), ([1, 2], [1, 1], 1), ([2], [2], 7)):
+        t = clock()
+        w.start(t)
+        w.commit(t, clock(), w.write_batch(t, make(ids, ts, tag)))
+    got = pa.Table.from_batches(HudiTable(str(path)).read())
+    got = sorted(got.drop([c for c in got.column_names if c.startswith("_hoodie")]).to_pylist(), key=lambda r: r["id"])
+    utc = dt.timezone.utc
+    want = [make([1], [1], 1).to_pylist()[0], make([2], [2], 7).to_pylist()[0]]
+    for r in want:
+        r["tsu"] = r["tsu"].replace(tzinfo=utc)  # stored as UTC instants (Avro timestamp-micros)
+    for r in got:
+        r["tsu"], r["tsm"] = r["tsu"].astimezone(utc), r["tsm"].astimezone(utc)
+    for r in want:
+        r["tsm"] = r["tsm"].astimezone(utc)
+    assert got == want
+
+
+def test_commit_on_another_thread_while_writing(tmp_path):
+    """The async coordinator's shape: a committer thread completes instant n while instant n+1 is written."""
+    import threading
+
+    path = tmp_path / "t"
+    clock = Clock()
+    times = [(clock(), clock()) for _ in range(6)]
+    w = HudiTableWriter(path, "mor", 8, record_key="key", ordering_field="ts", partition_field="p")
+    done: list[str] = []
+    errors: list[BaseException] = []
+    pending: list[tuple[str, str, WriteResult]] = []
+    cv = threading.Condition()
+
+    def committer():
+        try:
+            for _ in times:
+                with cv:
+                    cv.wait_for(lambda: pending)
+                    t, c, res = pending.pop(0)
+                w.commit(t, c, res)
+                done.append(t)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    th = threading.Thread(target=committer)
+    th.start()
+    for n, (t, c) in enumerate(times):
+        w.start(t)
+        res = w.write_batch(t, batch([f"k{n % 3}", f"n{n}"], [n + 1, n + 1], ["x", "y"], [n, n]))
+        with cv:
+            pending.append((t, c, res))
+            cv.notify()
+    th.join(timeout=30)
+    assert not errors and done == [t for t, _ in times]
+    rows = rows_of(HudiTable(str(path)).read())
+    assert [r for r in rows if r[0].startswith("k")] == [("k0", 4, "x", 3, False), ("k1", 5, "x", 4, False),
+                                                          ("k2", 6, "x", 5, False)]
+    assert len(rows) == 9
+    # nothing temporary is left beside the data, and the marker folders are gone after the commits
+    leftovers = [p for p in path.rglob("*.tmp")]
+    assert leftovers == [] and list((path / ".hoodie" / ".temp").iterdir()) == []

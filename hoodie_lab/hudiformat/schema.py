@@ -12,7 +12,9 @@ the real v6/v8 fixture tables):
   (``HoodieRecord.generateSequenceId``).
 
 Only flat schemas are supported: bool, 8-64 bit integers, float, double, string, binary, date32,
-timestamp[ms|us] (tz-naive or UTC). Anything else raises ``UserError``.
+timestamp[ms|us] (tz-naive or UTC). Anything else raises ``UserError``. Stored types: int8/int16 are widened to
+int32 (Avro has no narrower int) and timestamps are stored as UTC instants (``timestamp-millis``/``-micros``, what
+Spark's TimestampType becomes); a tz-naive timestamp is taken as UTC.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def data_schema(arrow_schema: pa.Schema) -> pa.Schema:
             t = pa.string()
         elif pa.types.is_large_binary(t):
             t = pa.binary()
-        elif pa.types.is_timestamp(t) and t.tz is not None:
+        elif pa.types.is_timestamp(t):
+            # Avro timestamp-millis/micros are UTC instants (Spark's TimestampType); naive values are taken as UTC
             t = pa.timestamp(t.unit, tz="UTC")
         fields.append(pa.field(f.name, t, nullable=True))
     return pa.schema(fields)

@@ -608,7 +608,7 @@ class HudiTableWriter:
             return
         depth = len(partition.split("/")) if partition else 0
         now = _dt.datetime.now(_dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
-        tmp = self.hoodie_dir / ".temp" / f"{PARTITION_METAFILE}.{instant}.{depth}.{abs(hash(partition))}"
+        tmp = self.hoodie_dir / ".temp" / instant / f".{PARTITION_METAFILE}.{uuid.uuid4().hex}.tmp"
         tmp.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(f"#partition metadata\n#{now}\ncommitTime={instant}\npartitionDepth={depth}\n")
         os.replace(tmp, f)
@@ -844,7 +844,7 @@ class HudiTableWriter:
         version = self._next_log_version(part, fid, base_instant)
         lf = fn.LogFile(fid, base_instant, version, "1-0-1", partition=part)
         data = logfile.rollback_block(rollback_time, target)
-        size = _atomic_write(self.base_path / lf.path, data, self.hoodie_dir / ".temp")
+        size = _atomic_write(self.base_path / lf.path, data, self.hoodie_dir / ".temp" / target)
         lf = fn.LogFile(fid, base_instant, version, "1-0-1", partition=part, size=size)
         with self._lock:
             g = self._fg(part, fid)
@@ -900,7 +900,8 @@ class _WriteCtx:
     def _write_base(self, fid: str, rows: pa.Table, task: int, io_type: str) -> tuple[fn.BaseFile, int]:
         bf = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part)
         self.w._marker(self.instant, self.part, bf.name, io_type)
-        tmp = self.w.hoodie_dir / ".temp" / f".{bf.name}.{uuid.uuid4().hex}.tmp"
+        tmp = self.w.hoodie_dir / ".temp" / self.instant / f".{bf.name}.{uuid.uuid4().hex}.tmp"
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         size = basefile.write_base_file(str(self.w.base_path / bf.path), rows, self.w._schema_json,
                                         compression=self.w.compression, tmp_path=str(tmp))
         return bf, size
@@ -1028,7 +1029,7 @@ class _WriteCtx:
                        for v in self.records.column(w.ordering_field).take(pa.array(del_idx)).to_pylist()]
             deletes = [(k, self.part, ov) for k, ov in zip(dkeys, ovs)]
             blocks.append(logfile.delete_block(self.instant, deletes, w._schema_json))
-        size = _atomic_write(w.base_path / lf.path, b"".join(blocks), w.hoodie_dir / ".temp")
+        size = _atomic_write(w.base_path / lf.path, b"".join(blocks), w.hoodie_dir / ".temp" / self.instant)
         lf = fn.LogFile(fid, log_instant, version, self._token(task), partition=self.part, size=size)
         w._add_files(self.part, fid, None, lf, None)
         prev = base.instant_time if w.table_version == 6 else self.instant
