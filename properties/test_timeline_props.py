@@ -348,7 +348,7 @@ BROKEN = {
 }
 
 _CATCH = settings(max_examples=300, stateful_step_count=25, database=None, deadline=None,
-                  phases=[Phase.generate, Phase.shrink], print_blob=False,
+                  phases=[Phase.generate, Phase.shrink], print_blob=False, report_multiple_bugs=False,
                   suppress_health_check=list(HealthCheck))
 
 

@@ -156,3 +156,62 @@ def test_guarantee_condition():
     assert guarantee_holds(cfg, 199, 0)
     assert not guarantee_holds(TimeGeneratorConfig(use_lock=False), 0, 5)
     assert to_millis(format_millis(DEFAULT_EPOCH_MS)) == DEFAULT_EPOCH_MS
+
+
+# ------------------------------------------------------------------ model.invariants.times
+from model.instant import Action  # noqa: E402
+from model.invariants.times import (  # noqa: E402
+    check_generation_order,
+    check_requested_before_completion,
+    check_time_format,
+    check_timeline_times,
+    check_timeline_times_unique,
+    check_times_strictly_increasing,
+    check_times_unique,
+    check_visible_state_is_highest,
+)
+from model.timeline import Timeline  # noqa: E402
+
+A, B, C = "20250101000000100", "20250101000000200", "20250101000000300"
+
+
+def test_time_checks_hold_and_fail():
+    assert check_times_strictly_increasing([A, B, C]).holds
+    v = check_times_strictly_increasing([A, C, B])
+    assert not v.holds and v.involved == (C, B) and v.invariant == "I1.strictly-increasing"
+    assert check_times_unique([A, B]).holds and not check_times_unique([A, B, A]).holds
+    assert check_time_format([A]).holds and not check_time_format([A, "2025"]).holds
+
+
+def test_generation_order_over_records():
+    g = SkewAdjustingTimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=50),
+                                   clocks={"a": Clock(offset_ms=40), "b": Clock()})
+    for i in range(6):
+        g.generate("ab"[i % 2], 0)
+    assert check_generation_order(g.history).holds
+    bad = SkewAdjustingTimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=10),
+                                     clocks={"a": Clock(offset_ms=40), "b": Clock()})
+    bad.generate("a", 0), bad.generate("b", 0)
+    v = check_generation_order(bad.history)
+    assert not v.holds and "b acquired at 10" in v.detail
+    # Without a lock, overlapping generations are concurrent: not ordered, not a violation.
+    n = NaiveGenerator(clocks={"a": Clock(offset_ms=40), "b": Clock()})
+    n.request("a", 0), n.request("b", 0)
+    for p in "ab":
+        for _ in range(4):
+            n.step(p, 0)
+    assert n.times() == ["20250101000000040", "20250101000000000"]
+    assert check_generation_order(n.history).holds
+
+
+def test_timeline_time_checks():
+    tl = Timeline(9)
+    tl.create(A, Action.COMMIT)
+    tl.transition_to_inflight(A, Action.COMMIT)
+    tl.complete(A, Action.COMMIT, B)
+    tl.create(C, Action.CLEAN)
+    assert all(v.holds for v in check_timeline_times(tl))
+    tl.create(B, Action.ROLLBACK)  # B is also A's completion time: two uses of one generated time
+    v = check_timeline_times_unique(tl)
+    assert not v.holds and B in v.detail
+    assert check_requested_before_completion(tl).holds and check_visible_state_is_highest(tl).holds
