@@ -254,7 +254,7 @@ class HudiTableWriter:
         self._written: dict[str, WriteResult] = {}  # own instants written and not yet committed/rolled back
         self._fgs_of_instant: dict[str, set[tuple[str, str]]] = {}
         self._keys_cache: dict[str, pa.Array] = {}
-        self._index: dict[str, dict[str, str]] = {}
+        self._index: dict[str, tuple[pa.Array, np.ndarray, list[str]]] = {}  # partition -> SIMPLE index
         self._open_or_create()
 
     # ---------------------------------------------------------------------------------------- table set-up
@@ -467,11 +467,15 @@ class HudiTableWriter:
 
     def commit(self, instant_time: str, completion_time: str, result: WriteResult | None = None,
                extra_metadata: dict[str, str] | None = None) -> Path:
-        """Complete ``instant_time`` with the commit metadata of ``result`` (``None``: an empty commit).
+        """Complete ``instant_time`` with the commit metadata of ``result``.
 
-        Works for an instant this writer wrote and for a pending instant of an earlier process whose
-        ``WriteResult`` was persisted (re-commit after a restart). Returns the completed file's path."""
+        ``result`` defaults to what this writer's ``write_batch`` returned for the instant (none: an empty
+        commit). Works for a pending instant of an earlier process too, given its persisted ``WriteResult``
+        (re-commit after a restart). ``extra_metadata`` goes to the commit's ``extraMetadata`` (e.g. a
+        checkpoint id). Returns the completed file's path."""
         with self._lock:
+            if result is None:
+                result = self._written.get(instant_time)
             inst = self.timeline.get(instant_time, self.action)
             if inst is None:
                 raise UserError(f"commit {instant_time}: no such {self.action.value} on the timeline")
