@@ -20,13 +20,12 @@ the printed ``@reproduce_failure`` blob or ``pytest --hypothesis-seed=N``.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
-    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -59,6 +58,7 @@ from model.truetime import (
 )
 
 PROCESSES = ("writer-1", "writer-2", "table-service")
+PICK = st.tuples(st.integers(0, 10**6), st.booleans())  # (index into instants ever created, prefer a legal one)
 WAIT_MS = 200
 ALL_ACTIONS = list(Action)
 
@@ -98,12 +98,24 @@ class TimelineMachine(RuleBasedStateMachine):
         except TimelineError as e:
             assert e.rule == rule_name, f"{fn.__name__}{args}: refused with [{e.rule}] {e.detail}; expected " \
                                         f"{'success' if rule_name is None else rule_name}"
+            event(f"{fn.__name__}: refused [{e.rule}]")
             return None
+        event(f"{fn.__name__}: ok")
         assert rule_name is None, f"{fn.__name__}{args} succeeded; expected TimelineError [{rule_name}]"
         return out
 
-    def _pick(self, idx):
-        t, a = self.known[idx % len(self.known)]
+    def _pick(self, pick, want=lambda sh: True):
+        """An instant ever created (possibly deleted since). ``pick = (index, prefer_legal)``: when
+        ``prefer_legal``, choose among live instants on which ``want`` holds, if there are any."""
+        if not self.known:
+            return None
+        idx, prefer_legal = pick
+        pool = self.known
+        if prefer_legal:
+            legal = [(t, a) for t, a in self.known
+                     if (sh := self.shadow.get(InstantKey.of(t, a))) is not None and want(sh)]
+            pool = legal or pool
+        t, a = pool[idx % len(pool)]
         return t, a, InstantKey.of(t, a), self.shadow.get(InstantKey.of(t, a))
 
     def _state(self, sh):
@@ -133,20 +145,22 @@ class TimelineMachine(RuleBasedStateMachine):
             self.shadow[key] = {"action": action, "states": {first}, "completion": None}
             self.known.append((t, action))
 
-    @precondition(lambda self: self.known)
-    @rule(idx=st.integers(0, 10**6))
-    def to_inflight(self, idx):
-        t, a, key, sh = self._pick(idx)
+    @rule(pick=PICK)
+    def to_inflight(self, pick):
+        if (got := self._pick(pick, lambda sh: self._state(sh) is State.REQUESTED)) is None:
+            return
+        t, a, key, sh = got
         expected = None if sh is not None and self._state(sh) is State.REQUESTED else "I3.legal-transition"
         if self._expect(expected, self.tl.transition_to_inflight, t, a) is not None:
             sh["states"].add(State.INFLIGHT)
 
-    @precondition(lambda self: self.known)
-    @rule(idx=st.integers(0, 10**6), proc=st.sampled_from(PROCESSES), gap=st.integers(0, 300),
+    @rule(pick=PICK, proc=st.sampled_from(PROCESSES), gap=st.integers(0, 300),
           hold=st.integers(0, 20))
-    def complete(self, idx, proc, gap, hold):
+    def complete(self, pick, proc, gap, hold):
         """saveAsComplete: the completion time and the completed file in one TrueTime lock section."""
-        t, a, key, sh = self._pick(idx)
+        if (got := self._pick(pick, lambda sh: self._state(sh) is State.INFLIGHT)) is None:
+            return
+        t, a, key, sh = got
         if sh is None:
             expected = "I3.legal-transition"
         elif self._state(sh) is State.COMPLETED:
@@ -164,48 +178,53 @@ class TimelineMachine(RuleBasedStateMachine):
             sh["completion"] = rec.time
             self.completions[key] = self.completions.get(key, 0) + 1
 
-    @precondition(lambda self: self.known)
-    @rule(idx=st.integers(0, 10**6))
-    def complete_with_stale_time(self, idx):
+    @rule(pick=PICK)
+    def complete_with_stale_time(self, pick):
         """Illegal: completing an inflight instant with a time not after its requested time (I2)."""
-        t, a, key, sh = self._pick(idx)
+        if (got := self._pick(pick, lambda sh: self._state(sh) is State.INFLIGHT)) is None:
+            return
+        t, a, key, sh = got
         if sh is None or self._state(sh) is not State.INFLIGHT:
             return
         self._expect("I2.requested-before-completion", self.tl.complete, t, a, t)
 
-    @precondition(lambda self: self.known)
-    @rule(idx=st.integers(0, 10**6))
-    def create_again(self, idx):
+    @rule(pick=PICK)
+    def create_again(self, pick):
         """Illegal: creating an instant that exists (immutable create)."""
-        t, a, key, sh = self._pick(idx)
+        if (got := self._pick(pick)) is None:
+            return
+        t, a, key, sh = got
         if sh is None or (a in DATA_WRITE_ACTIONS and any(
                 s["action"] is Action.RESTORE and self._state(s) is not State.COMPLETED for s in self.shadow.values())):
             return  # deleted: re-creating is legal; or the restore guard would fire first
         self._expect("I3.create-once", self.tl.create, t, a)
 
-    @precondition(lambda self: self.known)
-    @rule(idx=st.integers(0, 10**6))
-    def revert_inflight_to_requested(self, idx):
-        t, a, key, sh = self._pick(idx)
+    @rule(pick=PICK)
+    def revert_inflight_to_requested(self, pick):
+        if (got := self._pick(pick, lambda sh: sh["action"] in (Action.COMPACTION, Action.LOGCOMPACTION) and self._state(sh) is State.INFLIGHT)) is None:
+            return
+        t, a, key, sh = got
         ok = (sh is not None and sh["action"] in (Action.COMPACTION, Action.LOGCOMPACTION)
               and self._state(sh) is State.INFLIGHT)
         if self._expect(None if ok else "I3.revert", self.tl.revert_inflight_to_requested, t, a) is not None:
             sh["states"] = {State.REQUESTED}
 
-    @precondition(lambda self: self.known)
-    @rule(idx=st.integers(0, 10**6))
-    def revert_to_inflight(self, idx):
-        t, a, key, sh = self._pick(idx)
+    @rule(pick=PICK)
+    def revert_to_inflight(self, pick):
+        if (got := self._pick(pick, lambda sh: self._state(sh) is State.COMPLETED)) is None:
+            return
+        t, a, key, sh = got
         ok = sh is not None and self._state(sh) is State.COMPLETED
         if self._expect(None if ok else "I3.revert", self.tl.revert_to_inflight, t, a) is not None:
             sh["states"] = {State.INFLIGHT} if sh["action"] in STARTS_INFLIGHT else {State.REQUESTED, State.INFLIGHT}
             sh["completion"] = None
             self.reverts[key] = self.reverts.get(key, 0) + 1
 
-    @precondition(lambda self: self.known)
-    @rule(idx=st.integers(0, 10**6), allow_completed=st.booleans())
-    def delete(self, idx, allow_completed):
-        t, a, key, sh = self._pick(idx)
+    @rule(pick=PICK, allow_completed=st.booleans())
+    def delete(self, pick, allow_completed):
+        if (got := self._pick(pick)) is None:
+            return
+        t, a, key, sh = got
         ok = sh is not None and (allow_completed or self._state(sh) is not State.COMPLETED)
         if self._expect(None if ok else "I3.delete", self.tl.delete, t, a,
                         allow_completed=allow_completed) is not None:

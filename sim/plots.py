@@ -10,18 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from hoodie_lab.plots import save  # noqa: E402  (PNG + SVG, shared with the report)
+
 MODE_COLOURS = {"blocking": "#d62728", "async": "#1f77b4"}
-
-
-def save(fig, out_dir: Path, stem: str) -> list[Path]:
-    """Save as ``stem.png`` and ``stem.svg`` in ``out_dir``; returns both paths."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=110)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
 
 
 def stream_runs(runs: dict, out_dir: Path, title: str) -> list[Path]:

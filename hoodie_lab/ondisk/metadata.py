@@ -98,11 +98,11 @@ def decode_avro(data: bytes, source: str) -> dict | None:
 
 
 def avro_schema_name(data: bytes, source: str) -> str | None:
-    """Name of the writer schema embedded in an Avro container (``None`` for an empty file)."""
+    """Short name of the writer schema embedded in an Avro container (``None`` for an empty file)."""
     if not data:
         return None
     try:
-        return fastavro.reader(io.BytesIO(data)).writer_schema.get("name")
+        return str(fastavro.reader(io.BytesIO(data)).writer_schema.get("name")).rsplit(".", 1)[-1]
     except Exception as exc:
         raise UserError(f"{source}: truncated or corrupt Avro metadata ({type(exc).__name__}: {exc})") from None
 

@@ -154,8 +154,6 @@ def find_base_path(path: str | os.PathLike) -> Path:
 
 def _read_facts(base: Path) -> tuple[dict[str, str], int, int, str]:
     props_path = base / ".hoodie" / "hoodie.properties"
-    if not props_path.is_file():
-        raise UserError(f"{props_path}: missing")
     props = read_properties(props_path)
     raw_version = props.get("hoodie.table.version")
     if raw_version is None or not raw_version.strip():

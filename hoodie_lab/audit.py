@@ -1,0 +1,183 @@
+"""``hoodie-lab audit``: read a table, show what the model sees, check every invariant that applies.
+
+:func:`audit_table` returns an :class:`AuditResult` (table facts, the timeline, the latest file
+slices -- or as of a time -- under a slicing rule, and the verdicts of
+:func:`model.invariants.timeline.table_verdicts`); :func:`render` prints it with rich and
+:func:`to_json` makes one JSON document of it. The audit never writes to the table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hoodie_lab.errors import UserError
+from hoodie_lab.ondisk import read_table
+from hoodie_lab.ondisk.reader import Table
+from model import filenames as fn
+from model.instant import Action, normalize_time, to_millis
+from model.invariants import Verdict, violations
+from model.invariants.timeline import table_verdicts
+
+RULES = ("instant-time", "completion-time")
+
+
+@dataclass
+class AuditResult:
+    table: Table
+    rule: str
+    as_of: str | None
+    slices: list
+    verdicts: list[Verdict]
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not violations(self.verdicts)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+
+def check_as_of(value: str | None) -> str | None:
+    """``--as-of``: a 14- or 17-digit instant time, normalised to 17 digits."""
+    if value is None:
+        return None
+    try:
+        return normalize_time(value)
+    except ValueError as exc:
+        raise UserError(f"--as-of: {exc}") from None
+
+
+def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> AuditResult:
+    """Audit the table at ``path`` (raises :class:`UserError` on bad input)."""
+    if rule is not None and rule not in RULES:
+        raise UserError(f"--rule: {rule!r} is not one of {', '.join(RULES)}")
+    as_of = check_as_of(as_of)
+    t0 = time.perf_counter()
+    table = read_table(path)
+    rule = rule or table.default_rule
+    view = table.view(rule)
+    # as of T: the slices a time-travel read at T plans (tech spec "Reader Expectations": base =
+    # greatest requested <= T; tv8 logs completed <= T), not getLatestFileSlicesBeforeOrOn, which
+    # still lists logs of later deltacommits
+    slices = view.as_of_read(as_of, mode="spec").slices if as_of else view.latest_file_slices()
+    # base files written by a pending clustering or replace instant are hidden from readers
+    # (``isBaseFileDueToPendingClustering`` looks at pending replacecommit and clustering instants)
+    pending_cl = sorted(set(table.pending_clustering.values())
+                        | {i.requested_time for i in table.timeline.pending([Action.CLUSTERING, Action.REPLACECOMMIT])})
+    plan_logs = {tc: [fn.LogFile.parse(p, op.get("partitionPath") or "") for op in ops
+                      for p in op.get("deltaFilePaths") or []]
+                 for tc, ops in table.compaction_plans.items()}
+    verdicts = table_verdicts(table.timeline, view, table.base_files, table.log_files, rule=rule,
+                              compaction_plans=plan_logs, replaced=table.replaced,
+                              pending_clustering_instants=pending_cl)
+    notes = []
+    if rule != table.default_rule:
+        notes.append(f"slicing rule {rule} overrides the table version's rule {table.default_rule}")
+    if table.layout == 1:
+        notes.append("table version 6: completion times are the completed files' modification times "
+                     "(I1 uniqueness and I2 apply to requested times only)")
+    return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes)
+
+
+# ------------------------------------------------------------------------------ presentation
+def timeline_rows(table: Table) -> list[dict[str, Any]]:
+    rows = []
+    for i in table.timeline.instants():
+        dur = None
+        if i.completion_time:
+            dur = to_millis(i.completion_time) - to_millis(i.requested_time)
+        rows.append({"requested": i.requested_time, "completion": i.completion_time, "duration_ms": dur,
+                     "action": i.shown_action.value, "started_as": i.action.value, "state": i.state.label})
+    return rows
+
+
+def slice_rows(slices) -> list[dict[str, Any]]:
+    rows = []
+    for s in slices:
+        rows.append({"partition": s.partition, "file_id": s.file_id, "base_instant": s.base_instant,
+                     "base_file": s.base_file.name if s.base_file is not None else None,
+                     "log_files": [lf.name for lf in s.log_files]})
+    return sorted(rows, key=lambda r: (r["partition"], r["file_id"]))
+
+
+def to_json(result: AuditResult) -> dict[str, Any]:
+    return {
+        "table": result.table.facts(),
+        "rule": result.rule,
+        "as_of": result.as_of,
+        "timeline": timeline_rows(result.table),
+        "latest_file_slices": slice_rows(result.slices),
+        "invariants": [{"invariant": v.invariant, "holds": v.holds, "detail": v.detail, "involved": list(v.involved)}
+                       for v in result.verdicts],
+        "ok": result.ok,
+        "notes": result.notes,
+    }
+
+
+def make_console():
+    """A rich console; wide when output is not a terminal, so times and file names are not cut."""
+    import sys
+
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=220)
+
+
+def render(result: AuditResult, console=None) -> None:
+    """Print the audit as rich tables."""
+    from rich.table import Table as RTable
+
+    console = console or make_console()
+    facts = result.table.facts()
+    ft = RTable(title=f"table {facts['name']}", show_header=False, title_justify="left")
+    for k in ("path", "type", "version", "timeline_layout", "timeline_dir", "timezone", "partition_fields",
+              "record_key_fields", "metadata_partitions", "partitions", "instants", "base_files", "log_files"):
+        v = facts[k]
+        ft.add_row(k, ", ".join(v) if isinstance(v, list) else str(v))
+    ft.add_row("slicing rule", result.rule)
+    console.print(ft)
+
+    tt = RTable(title="timeline", title_justify="left")
+    for col in ("requested", "completion"):
+        tt.add_column(col, no_wrap=True, min_width=17)
+    for col in ("duration ms", "action", "state"):
+        tt.add_column(col)
+    for r in timeline_rows(result.table):
+        action = r["action"] if r["action"] == r["started_as"] else f"{r['action']} ({r['started_as']})"
+        style = None if r["state"] == "completed" else "yellow"
+        tt.add_row(r["requested"], r["completion"] or "-", "-" if r["duration_ms"] is None else str(r["duration_ms"]),
+                   action, r["state"], style=style)
+    console.print(tt)
+
+    title = f"latest file slices as of {result.as_of}" if result.as_of else "latest file slices"
+    st = RTable(title=title, title_justify="left")
+    st.add_column("partition")
+    st.add_column("file id", overflow="fold")
+    st.add_column("base instant", no_wrap=True, min_width=17)
+    st.add_column("base file", overflow="fold")
+    st.add_column("log files", overflow="fold")
+    for r in slice_rows(result.slices):
+        st.add_row(r["partition"] or "(none)", r["file_id"], r["base_instant"], r["base_file"] or "-",
+                   "\n".join(r["log_files"]) or "-")
+    console.print(st)
+
+    vt = RTable(title="invariants", title_justify="left")
+    for col in ("invariant", "verdict", "detail"):
+        vt.add_column(col)
+    for v in result.verdicts:
+        detail = v.detail + (f" [{', '.join(v.involved)}]" if v.involved and not v.holds else "")
+        vt.add_row(v.invariant, "holds" if v.holds else "VIOLATED", detail,
+                   style=None if v.holds else "bold red")
+    console.print(vt)
+    for n in result.notes:
+        console.print(f"note: {n}")
+    bad = violations(result.verdicts)
+    if bad:
+        console.print(f"[bold red]{len(bad)} invariant(s) violated[/]: " + "; ".join(str(v) for v in bad))
+    else:
+        console.print(f"all {len(result.verdicts)} invariants hold")

@@ -1,0 +1,204 @@
+"""Invariants of the writer-coordinator protocol (I10-I14 and the protocol properties).
+
+Pure functions of a :class:`model.protocol.System` returning :class:`Verdict`. Two groups:
+
+* :func:`check_step` -- after every event: no duplicate committed record, each instant completes
+  at most once, ascending commit order, one instant per key, subsume, blocking mode's single
+  pending instant, async mode's LAZY policy, state coverage at each completed checkpoint, bounded
+  state.
+* :func:`check_drained` -- after :meth:`System.drain` (faults stopped, checkpoints run with
+  delivered acks): exactly-once (committed records == records read up to the last completed
+  checkpoint) and liveness (quiescent within :data:`LIVENESS_CHECKPOINTS` checkpoints).
+
+Some invariants are about transitions (a second completion, a key re-assigned, the coverage of a
+checkpoint when it completes); the model records those moments as *observations*
+(``System.observations``: step, rule, detail) and the invariant reads them, so every verdict is
+a function of the (fingerprinted) state.
+"""
+
+from __future__ import annotations
+
+from . import Verdict
+
+#: Invariant ids, in the order check_step reports them.
+STEP_INVARIANTS = (
+    "exactly-once.no-duplicates",
+    "I11.complete-once",
+    "I11.ascending-commit-order",
+    "I10.one-instant-per-key",
+    "I11.subsume",
+    "I13.blocking-one-pending",
+    "I14.async-lazy",
+    "I12.state-coverage",
+    "bounded-state",
+)
+DRAIN_INVARIANTS = ("exactly-once.drained", "liveness")
+ALL_INVARIANTS = STEP_INVARIANTS + DRAIN_INVARIANTS
+
+#: Checkpoints after faults stop within which every flushed interval must be committed.
+LIVENESS_CHECKPOINTS = 3
+
+EXPLANATIONS = {
+    "exactly-once.no-duplicates": "a source record is visible in the table more than once",
+    "exactly-once.drained": "after faults stopped and the run drained, the committed records differ from "
+                            "the records read up to the last completed checkpoint (lost or extra records)",
+    "I11.complete-once": "an instant was completed a second time",
+    "I11.ascending-commit-order": "instants were committed out of ascending checkpoint-key order",
+    "I10.one-instant-per-key": "one checkpoint-id key got two instants",
+    "I11.subsume": "after the ack of checkpoint n, a buffered key < n remained uncommitted",
+    "I13.blocking-one-pending": "blocking mode had two pending data instants its writer still owned",
+    "I14.async-lazy": "async instant generation must run with the LAZY failed-writes policy",
+    "I12.state-coverage": "a completed checkpoint covered a flushed, uncommitted interval zero or two times "
+                          "(coordinator state vs task state)",
+    "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
+    "liveness": "a flushed interval was not committed within the bound after faults stopped",
+}
+
+
+def _from_observations(system, rule: str) -> Verdict:
+    obs = system.observed(rule)
+    if not obs:
+        return Verdict(rule, True)
+    o = obs[0]
+    return Verdict(rule, False, f"step {o.step}: {o.detail}", tuple(f"step {x.step}" for x in obs[:5]))
+
+
+def check_no_duplicates(system) -> Verdict:
+    dup = sorted(k for k, n in system.committed_offsets().items() if n > 1)
+    if not dup:
+        return Verdict("exactly-once.no-duplicates", True)
+    recs = [system.source.record(t, o).key for t, o in dup[:5]]
+    return Verdict("exactly-once.no-duplicates", False,
+                   f"{len(dup)} record(s) committed more than once, e.g. {', '.join(recs)}", tuple(recs))
+
+
+def check_complete_once(system) -> Verdict:
+    return _from_observations(system, "I11.complete-once")
+
+
+def check_commit_order(system) -> Verdict:
+    return _from_observations(system, "I11.ascending-commit-order")
+
+
+def check_one_instant_per_key(system) -> Verdict:
+    v = _from_observations(system, "I10.one-instant-per-key")
+    if not v.holds:
+        return v
+    coord = system.coordinator
+    for w in system.writers:
+        e = coord.buffers.get(w.checkpoint_id)
+        if w.instant is not None and e is not None and e.instant != w.instant:
+            return Verdict("I10.one-instant-per-key", False,
+                           f"task {w.task} holds {w.instant} for key {w.checkpoint_id} whose instant is {e.instant}",
+                           (w.instant, e.instant))
+    return v
+
+
+def check_subsume(system) -> Verdict:
+    coord = system.coordinator
+    stale = sorted(k for k in coord.buffers if k < coord.max_acked)
+    if not stale:
+        return Verdict("I11.subsume", True)
+    return Verdict("I11.subsume", False,
+                   f"ack {coord.max_acked} processed but key(s) {stale} are still buffered "
+                   f"({', '.join(coord.buffers[k].instant for k in stale)})",
+                   tuple(f"key {k}" for k in stale))
+
+
+def check_blocking_one_pending(system) -> Verdict:
+    if not system.config.blocking:
+        return Verdict("I13.blocking-one-pending", True, "async mode")
+    owned = [t for t in system.table.pending_instants() if t in system.table.heartbeats]
+    if len(owned) <= 1:
+        return Verdict("I13.blocking-one-pending", True)
+    return Verdict("I13.blocking-one-pending", False,
+                   f"{len(owned)} pending data instants with a live heartbeat: {', '.join(owned)}", tuple(owned))
+
+
+def check_async_lazy(system) -> Verdict:
+    cfg = system.config
+    if cfg.mode == "async" and cfg.failed_writes != "lazy":
+        return Verdict("I14.async-lazy", False,
+                       "async mode configured with the EAGER failed-writes policy: startCommit rolls back "
+                       "the job's own pending instants" + _rolled_back_owned(system))
+    return Verdict("I14.async-lazy", True)
+
+
+def _rolled_back_owned(system) -> str:
+    lost = system.observed("commit-of-rolled-back-instant")
+    return f" ({lost[0].detail} at step {lost[0].step})" if lost else ""
+
+
+def check_state_coverage(system) -> Verdict:
+    return _from_observations(system, "I12.state-coverage")
+
+
+def check_bounded_state(system) -> Verdict:
+    """Coordinator entries <= U + 2 and events <= P x (U + 2), task state <= 1 event each, where U
+    is the number of checkpoints triggered since the last ack the coordinator processed."""
+    P = system.config.parallelism
+    U = max(0, (system.next_checkpoint - 1) - system.last_ack)
+    entries = len(system.coordinator.buffers)
+    events = sum(1 for e in system.coordinator.buffers.values() for s in e.slots if s is not None)
+    big_tasks = [w.task for w in system.writers if len(w.state) > 1]
+    if entries > U + 2 or events > P * (U + 2):
+        return Verdict("bounded-state", False,
+                       f"coordinator holds {entries} buffer entries / {events} events with {U} checkpoint(s) "
+                       f"pending since the last ack (bound {U + 2} entries, {P * (U + 2)} events)",
+                       tuple(f"key {k}" for k in sorted(system.coordinator.buffers)))
+    if big_tasks:
+        sizes = {t: len(system.writers[t].state) for t in big_tasks}
+        return Verdict("bounded-state", False, f"task state holds more than one interval: {sizes}",
+                       tuple(f"task {t}" for t in big_tasks))
+    return Verdict("bounded-state", True)
+
+
+def check_step(system) -> list[Verdict]:
+    """Every invariant that must hold after every event."""
+    return [
+        check_no_duplicates(system),
+        check_complete_once(system),
+        check_commit_order(system),
+        check_one_instant_per_key(system),
+        check_subsume(system),
+        check_blocking_one_pending(system),
+        check_async_lazy(system),
+        check_state_coverage(system),
+        check_bounded_state(system),
+    ]
+
+
+def check_exactly_once(system) -> Verdict:
+    """Committed records == records read up to the last completed checkpoint (each once)."""
+    committed = system.committed_offsets()
+    expected = system.emitted_offsets("checkpoint")
+    lost = sorted(expected - set(committed))
+    extra = sorted(k for k in committed if k not in expected)
+    dup = sorted(k for k, n in committed.items() if n > 1)
+    if not (lost or extra or dup):
+        return Verdict("exactly-once.drained", True, f"{len(expected)} records committed exactly once")
+    src = system.source
+    parts = []
+    for name, keys in (("lost", lost), ("not in the last checkpoint", extra), ("duplicated", dup)):
+        if keys:
+            parts.append(f"{len(keys)} {name} (e.g. {', '.join(src.record(t, o).key for t, o in keys[:3])})")
+    return Verdict("exactly-once.drained", False, "; ".join(parts),
+                   tuple(src.record(t, o).key for t, o in (lost + extra + dup)[:8]))
+
+
+def check_liveness(system, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
+    if not system.faults_stopped:
+        return Verdict("liveness", True, "faults not stopped; nothing to judge")
+    n = system.checkpoints_after_stop
+    if system.is_quiescent() and n <= bound:
+        return Verdict("liveness", True, f"quiescent after {n} checkpoint(s)")
+    waiting = sorted(k for k, e in system.coordinator.buffers.items() if e.statuses())
+    why = "not quiescent" if not system.is_quiescent() else f"needed {n} checkpoints"
+    return Verdict("liveness", False,
+                   f"{why} after {n} checkpoint(s) since faults stopped (bound {bound}); "
+                   f"keys with uncommitted data: {waiting}", tuple(f"key {k}" for k in waiting))
+
+
+def check_drained(system, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:
+    """The invariants judged once the run is drained (see :meth:`System.drain`)."""
+    return [check_exactly_once(system), check_liveness(system, bound)]

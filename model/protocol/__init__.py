@@ -1,0 +1,117 @@
+"""The Flink-style writer <-> coordinator protocol of Hudi, as an executable specification.
+
+Read this package like a TLA+ spec (``hudi-semantics.md`` section 4, invariants I10-I14): the
+state is a :class:`System` (writer tasks, the coordinator, checkpoints, acks in flight, the
+table); every transition is one named *action* (an :class:`Event`) with a guard ("enabled when")
+and an effect; properties live in :mod:`model.invariants.protocol`. Everything is pure and
+deterministic: no threads, no wall clock, no I/O; the only source of time is a monotone
+:class:`TimeSource` (a logical clock by default, or an adapter over :mod:`model.truetime`).
+
+Stable API (used by ``hoodie-lab explore``, the SimPy simulation and the PySpark pipeline)
+---------------------------------------------------------------------------------------
+
+Configuration -- :mod:`model.protocol.config`, :mod:`model.protocol.variants`::
+
+    cfg = ProtocolConfig()                         # Hudi 1.1: async, tv 8, lazy, "<", snapshot on,
+                                                   # coordinator snapshots first
+    cfg = ProtocolConfig(mode="blocking", failed_writes="eager", parallelism=2, max_checkpoints=3,
+                         records=4, buffer_size=2, faults=frozenset({"lost-ack", "task-crash"}),
+                         max_crashes=1)
+    cfg = variant("broken-commit-eq", parallelism=2)   # named variant (+ overrides)
+    VARIANTS["bug-19215"].description / .expected   # registry: name -> Variant
+    cfg.to_dict() / ProtocolConfig.from_dict(d)     # JSON-able (trace headers)
+    FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart")
+
+The system -- :mod:`model.protocol.system`::
+
+    s = System(cfg)                     # or System(cfg, time_source=TrueTimeSource(gen, now_fn))
+    s.enabled_events() -> list[Event]   # every event possible now (faults included while enabled
+                                        # by cfg.faults, the crash budget and not stopped), bounded
+                                        # by cfg (checkpoints, records); deterministic order
+    s.is_enabled(ev) -> str | None      # None when enabled, else the reason
+    s.apply(ev) -> None                 # raises model.errors.RuleViolation("<kind>.not-enabled")
+    s.clone() -> System                 # cheap (copy-on-write of the timeline)
+    s.fingerprint() -> tuple            # hashable canonical state (instant times renamed by rank)
+    s.drain(max_checkpoints=None) -> list[Event]   # stop faults, run checkpoints + acks to quiescence
+    s.step_count                        # events applied so far
+
+Read access (all plain values; never mutate them)::
+
+    s.config, s.table.timeline (model.timeline.Timeline), s.table.metadata {instant: statuses}
+    s.committed_records() -> collections.Counter[Record]      # what a reader sees (multiset)
+    s.table_view() -> dict[key, value]                          # latest value per record key
+    s.emitted_records(upto="checkpoint"|"read") -> list[Record]
+    s.pending_instants() -> list[str]          # pending data instants on the timeline
+    s.coordinator.buffers -> {checkpoint_key: BufferEntry(instant, slots: tuple[event|None])}
+    s.coordinator.instant                      # newest instant the coordinator started ("" none)
+    s.writers[t] -> WriterTask (offset, flushed, checkpoint_id, instant, interval, state, attempt)
+    s.writer_status(t) -> "running" | "needs-instant" | "blocked" | "idle"
+        # "blocked": the task must flush (buffer full or barrier) and the coordinator refuses a new
+        # instant (blocking mode: the previous one is not committed) -- charge stall time here
+    s.pending_checkpoint (PendingCheckpoint | None), s.last_completed (CompletedCheckpoint | None)
+    s.acks_in_flight -> tuple[int]             # completed checkpoints whose notification is pending
+    s.observations -> tuple[Observation]       # rule breaks the model witnessed (for invariants)
+
+Events -- :mod:`model.protocol.events` (frozen dataclasses with a ``kind`` string;
+``ev.to_dict()`` / ``event_from_dict(d)`` round-trip through JSON)::
+
+    normal:  Ingest(task)  RequestInstant(task)  Flush(task)  TriggerCheckpoint()
+             SnapshotTask(task)  CompleteCheckpoint()  DeliverAck(checkpoint)  Clean()
+             InstantTimeout(task)  StopFaults()
+    faults:  LoseAck(checkpoint) ["lost-ack"]; DeliverAck of a newer ack first ["late-ack"];
+             AbortCheckpoint() ["abort"]; CrashTask(task) ["task-crash"];
+             CrashCoordinator() ["coordinator-crash"]; RestartJob() ["full-restart"]
+
+Using the pieces on their own (the pipeline's driver-side coordinator): :class:`Coordinator`
+(``handle_instant_request(table, key)``, ``handle_write_metadata(table, ev)``,
+``checkpoint(n)``, ``notify_checkpoint_complete(table, n)``, ``reset_to_checkpoint(...)``,
+``handle_bootstrap_event(table, ev)``), :class:`WriterTask` and :class:`Table` (timeline, commit
+metadata, heartbeats, rollback) take explicit arguments and hold no hidden references.
+
+Invariants -- :mod:`model.invariants.protocol`: ``check_step(system) -> list[Verdict]`` after every
+event, ``check_drained(system) -> list[Verdict]`` after :meth:`System.drain`.
+
+Traces -- :mod:`model.trace`: ``header(config, seed, driver)``, ``event_line(step, ev)``,
+``parse_trace(lines) -> Trace``; ``hoodie-lab replay TRACE`` replays one.
+"""
+
+from __future__ import annotations
+
+from .config import ALL_FAULTS, FAULTS, ProtocolConfig
+from .events import (
+    EVENT_TYPES,
+    AbortCheckpoint,
+    Clean,
+    CompleteCheckpoint,
+    CrashCoordinator,
+    CrashTask,
+    DeliverAck,
+    Event,
+    Flush,
+    Ingest,
+    InstantTimeout,
+    LoseAck,
+    RequestInstant,
+    RestartJob,
+    SnapshotTask,
+    StopFaults,
+    TriggerCheckpoint,
+    event_from_dict,
+)
+from .coordinator import BufferEntry, Coordinator
+from .source import Record, Source
+from .table_view import LogicalClock, Table, TimeSource, TrueTimeSource, WriteStatus
+from .writer import WriteMetadataEvent, WriterTask
+from .checkpoint import CompletedCheckpoint, PendingCheckpoint, TaskSnapshot
+from .system import Observation, System
+from .variants import VARIANTS, Variant, variant
+
+__all__ = [
+    "ALL_FAULTS", "FAULTS", "ProtocolConfig", "EVENT_TYPES", "Event", "event_from_dict",
+    "AbortCheckpoint", "Clean", "CompleteCheckpoint", "CrashCoordinator", "CrashTask", "DeliverAck",
+    "Flush", "Ingest", "InstantTimeout", "LoseAck", "RequestInstant", "RestartJob", "SnapshotTask",
+    "StopFaults", "TriggerCheckpoint", "BufferEntry", "Coordinator", "Record", "Source",
+    "LogicalClock", "Table", "TimeSource", "TrueTimeSource", "WriteStatus", "WriteMetadataEvent",
+    "WriterTask", "CompletedCheckpoint", "PendingCheckpoint", "TaskSnapshot", "Observation", "System",
+    "VARIANTS", "Variant", "variant",
+]

@@ -1,0 +1,43 @@
+"""Flink checkpoints as the protocol sees them.
+
+Checkpoint n goes: trigger -> (coordinator-first: ``checkpointCoordinator(n)``) -> barrier at
+each task (``snapshotState``) -> (tasks-first: the coordinator snapshot here) -> complete -> the
+notification ``notifyCheckpointComplete(n)`` (the "ack") is *best effort*: it may be delivered,
+delivered late (after a newer ack or after the next checkpoint started), or lost. A pending
+checkpoint may be aborted (declined, timed out, or any failover). Only one checkpoint is pending
+at a time (``execution.checkpointing.max-concurrent-checkpoints`` = 1, the default). Ids start
+at 1; restoring uses the last *completed* checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class TaskSnapshot(NamedTuple):
+    """A task's part of a checkpoint: source offset, its checkpoint id, ``write-metadata-state``."""
+
+    offset: int
+    checkpoint_id: int
+    state: tuple  # tuple[WriteMetadataEvent, ...]
+
+
+class PendingCheckpoint(NamedTuple):
+    id: int
+    coordinator_state: tuple | None  # None until the coordinator snapshot is taken
+    tasks: tuple                       # per task: TaskSnapshot | None (barrier not processed yet)
+
+    def task_done(self, task: int) -> bool:
+        return self.tasks[task] is not None
+
+    def all_tasks_done(self) -> bool:
+        return all(t is not None for t in self.tasks)
+
+
+class CompletedCheckpoint(NamedTuple):
+    id: int
+    coordinator_state: tuple  # tuple[(key, BufferEntry)]
+    tasks: tuple              # tuple[TaskSnapshot]
+
+    def offsets(self) -> tuple:
+        return tuple(t.offset for t in self.tasks)

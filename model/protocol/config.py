@@ -1,0 +1,166 @@
+"""Protocol configuration: every historical or hypothetical design choice is an explicit field.
+
+Defaults follow Hudi 1.1's Flink writer for a merge-on-read table (``hudi-semantics.md`` 4.3):
+async instant generation, table version 8, LAZY failed-writes policy (I14), commit rule ``<``
+(``commitInstants``), the coordinator snapshots its buffer (``checkpointCoordinator``) and does so
+before the tasks (Flink calls ``checkpointCoordinator`` before injecting barriers), plus the
+fixes of #19215 (PR #19237). Broken or historical designs are the same fields set differently
+(see :mod:`model.protocol.variants`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+#: Fault kinds, in the order ``enabled_events`` lists them.
+FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart")
+ALL_FAULTS = frozenset(FAULTS)
+
+_CHOICES = {
+    "mode": ("async", "blocking"),
+    "table_version": (6, 8),
+    "table_type": ("cow", "mor"),
+    "failed_writes": ("lazy", "eager"),
+    "commit_rule": ("<", "<=", "=="),
+    "commit_order": ("ascending", "descending"),
+    "snapshot_order": ("coordinator-first", "tasks-first"),
+    "task_state": ("replace", "append"),
+    "task_failover": ("region", "single"),
+}
+_BOUNDS = {
+    "parallelism": (1, 64),
+    "max_checkpoints": (0, 10_000),
+    "records": (0, 1_000_000),
+    "buffer_size": (1, 1_000_000),
+    "max_crashes": (0, 10_000),
+}
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """One protocol design plus the bounds of a run.
+
+    Design fields (each names the Hudi code it stands for):
+
+    * ``mode`` -- ``"async"``: Hudi 1.1 instant generation (one instant per checkpoint-id key,
+      ``handleInstantRequest``); ``"blocking"``: a new data instant only after every buffered one
+      is committed (0.x ``notifyCheckpointComplete -> startInstant``; 1.1 ``CommitGuard`` for COW
+      upserts), at most one pending data instant (I13).
+    * ``table_version`` 6 | 8 -- timeline layout of the table (:class:`model.timeline.Timeline`).
+    * ``table_type`` -- ``cow`` commits ``commit`` instants, ``mor`` ``deltacommit``
+      (``CommitUtils.getCommitActionType``).
+    * ``failed_writes`` -- ``eager``: ``startCommit`` first rolls back every pending data instant;
+      ``lazy``: only a clean rolls back pending instants whose heartbeat expired
+      (``hoodie.cleaner.policy.failed.writes``; I14 forces lazy in async mode).
+    * ``commit_rule`` -- on the ack of checkpoint n commit buffered keys ``k < n`` (Hudi),
+      or the broken ``k <= n`` / ``k == n``.
+    * ``commit_order`` -- ascending key order (Hudi) or the broken descending order.
+    * ``coordinator_snapshot`` -- ``checkpointCoordinator`` serializes the completed buffers (1.1)
+      or nothing (0.x-style / broken for async).
+    * ``snapshot_order`` -- coordinator first (Flink) or the hypothetical tasks first.
+    * ``snapshot_all_null_entries`` -- serialize entries whose slots are all null (1.1.1:
+      ``allEventsCompleted`` is vacuously true for them; #19215). Fixed default: not serialized.
+    * ``reset_keeps_memory`` -- a same-graph global failover keeps the coordinator object and
+      ``resetToCheckpoint`` merges the restored entries over its in-memory buffers (1.1.1).
+      Fixed default: the coordinator discards in-flight working state on reset (Flink contract).
+    * ``resend_on_global_failover`` -- tasks restarted by a global failover (attempt > 0) re-send
+      their restored, still pending write metadata (#19215 fix). 1.1.1 sent only the empty
+      "cleanup" bootstrap event.
+    * ``idempotent_recommit`` -- ``recommitInstant`` skips instants already completed (I11).
+    * ``share_instant_per_key`` -- tasks asking with the same key share one instant (I10).
+    * ``commit_guard`` -- blocking mode actually waits (broken when False).
+    * ``task_state`` -- ``replace``: the writer's ``write-metadata-state`` holds only the last
+      interval (Hudi); ``append``: it keeps every interval (unbounded; broken).
+    * ``task_failover`` -- ``region``: a failed write task restarts every write task (Hudi's
+      pipeline shuffles into the writers, one failover region); ``single``: only that task
+      restarts while the others go on (point-wise regions).
+    * ``partial_aborts`` -- the abort fault may hit a checkpoint some tasks already snapshotted
+      (their last-known checkpoint id has advanced, the others' has not). Off by default: the
+      model then finds lost data (see the ``hudi-1.1-partial-abort`` variant).
+    * ``allow_commit_on_empty_batch`` -- ``write.allow_commit_on_empty_batch``.
+
+    Bounds: ``parallelism`` writer tasks, ``max_checkpoints`` triggered checkpoints,
+    ``records`` per source split (one split per task), ``buffer_size`` records per writer buffer
+    (eager flush when full), ``faults`` enabled, ``max_crashes`` crash-like faults per run.
+    """
+
+    mode: str = "async"
+    table_version: int = 8
+    table_type: str = "mor"
+    failed_writes: str = "lazy"
+    commit_rule: str = "<"
+    commit_order: str = "ascending"
+    coordinator_snapshot: bool = True
+    snapshot_order: str = "coordinator-first"
+    snapshot_all_null_entries: bool = False
+    reset_keeps_memory: bool = False
+    resend_on_global_failover: bool = True
+    idempotent_recommit: bool = True
+    share_instant_per_key: bool = True
+    commit_guard: bool = True
+    task_state: str = "replace"
+    task_failover: str = "region"
+    partial_aborts: bool = False
+    allow_commit_on_empty_batch: bool = False
+    parallelism: int = 2
+    max_checkpoints: int = 3
+    records: int = 4
+    buffer_size: int = 2
+    faults: frozenset = field(default_factory=lambda: ALL_FAULTS)
+    max_crashes: int = 1
+
+    def __post_init__(self):
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}: {getattr(self, name)!r} is not one of {', '.join(map(str, allowed))}")
+        for name, (lo, hi) in _BOUNDS.items():
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise ValueError(f"{name}: {v!r} is not an integer in [{lo}, {hi}]")
+        if not isinstance(self.faults, frozenset):
+            object.__setattr__(self, "faults", frozenset(self.faults))
+        unknown = self.faults - ALL_FAULTS
+        if unknown:
+            raise ValueError(f"faults: unknown {', '.join(sorted(unknown))}; allowed: {', '.join(FAULTS)}")
+        for f in fields(self):
+            if f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
+                raise ValueError(f"{f.name}: {getattr(self, f.name)!r} is not true/false")
+
+    # -------------------------------------------------------------- derived
+    @property
+    def blocking(self) -> bool:
+        return self.mode == "blocking"
+
+    @property
+    def eager(self) -> bool:
+        return self.failed_writes == "eager"
+
+    @property
+    def action(self) -> str:
+        return "commit" if self.table_type == "cow" else "deltacommit"
+
+    def with_(self, **changes) -> "ProtocolConfig":
+        d = asdict(self)
+        d.update(changes)
+        return ProtocolConfig(**d)
+
+    # --------------------------------------------------------------- codec
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["faults"] = [f for f in FAULTS if f in self.faults]
+        return d
+
+    @staticmethod
+    def from_dict(d: dict) -> "ProtocolConfig":
+        if not isinstance(d, dict):
+            raise ValueError("config: expected an object")
+        names = {f.name for f in fields(ProtocolConfig)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"config: unknown field(s) {', '.join(sorted(unknown))}")
+        d = dict(d)
+        if "faults" in d:
+            if not isinstance(d["faults"], (list, tuple, set, frozenset)):
+                raise ValueError("faults: expected a list")
+            d["faults"] = frozenset(d["faults"])
+        return ProtocolConfig(**d)

@@ -1,0 +1,82 @@
+"""Failover: restore from the last completed checkpoint (``hudi-semantics.md`` 4.4, I12).
+
+Three kinds, each one atomic action of the spec (restore, bootstrap events and recommits happen
+before any other event, as Flink starts the coordinator and restores every task before records
+flow again):
+
+* **task failover** (``crash-task``): the write tasks restart from the last completed checkpoint
+  with attempt + 1 -- their buffers are lost, their source splits rewind, each sends the empty
+  "cleanup" bootstrap event so the coordinator drops their partial data for keys >= the
+  restored id (``cleanLegacyEvents``). The coordinator keeps its buffers (``subtaskReset``).
+  Hudi's Flink pipeline shuffles records into the write tasks (all-to-all), so one failed write
+  task restarts the whole region of write tasks; ``task_failover="single"`` restarts only the
+  failed task while the others go on (point-wise regions).
+* **coordinator failover** (``crash-coordinator``): the job is redeployed from the last completed
+  checkpoint (a new coordinator, tasks at attempt 0, restored): ``resetToCheckpoint`` +
+  ``restoreEvents`` recommit the serialized entries; tasks re-send their pending state events.
+* **global failover** (``restart-job``, also what a blocking-mode instant timeout causes): the
+  same execution graph restarts: ``resetToCheckpoint`` (keeping in-memory buffers only in the
+  1.1.1 design, ``reset_keeps_memory``) + ``restoreEvents``; tasks restart with attempt + 1, send
+  the cleanup event and (with the #19215 fix) their pending state events.
+
+In every kind the pending checkpoint is aborted. Global kinds also drop acks in flight (the old
+coordinator will never see them) and stop every heartbeat (writers died); recommits restart the
+heartbeats they need (LAZY). Instants no state covers stay pending without a heartbeat: the
+EAGER policy rolls them back at the next ``startCommit``, LAZY at the next clean.
+"""
+
+from __future__ import annotations
+
+from .coordinator import Coordinator
+
+
+def _restore_writer(system, t: int, attempt: int) -> None:
+    ckp = system.last_completed
+    w = system._w(t)
+    if ckp is None:
+        w.restore(0, -1, (), attempt)
+    else:
+        snap = ckp.tasks[t]
+        w.restore(snap.offset, snap.checkpoint_id, snap.state, attempt)
+
+
+def _send_bootstrap(system, tasks, global_failover: bool) -> None:
+    restored = system.last_completed is not None
+    coord = system._c()
+    for t in tasks:
+        w = system.writers[t]
+        for ev in w.bootstrap_events(system.table, restored, global_failover,
+                                     system.config.resend_on_global_failover):
+            coord.handle_bootstrap_event(system.table, ev)
+
+
+def task_failover(system, failed: int) -> None:
+    """Region (or single-task) failover of the write tasks."""
+    system.pending_checkpoint = None
+    tasks = [failed] if system.config.task_failover == "single" else list(range(system.config.parallelism))
+    for t in tasks:
+        _restore_writer(system, t, system.writers[t].attempt + 1)
+    _send_bootstrap(system, tasks, global_failover=False)
+
+
+def global_failover(system, recreate_coordinator: bool) -> None:
+    """Coordinator failover (``recreate_coordinator``) or same-graph global failover."""
+    cfg = system.config
+    system.pending_checkpoint = None
+    system.acks_in_flight = ()
+    system.table.stop_all_heartbeats()
+    ckp = system.last_completed
+    if recreate_coordinator:
+        system.coordinator = Coordinator(cfg)
+        system._own_c = True
+        keep = False
+    else:
+        keep = cfg.reset_keeps_memory
+    coord = system._c()
+    state = ckp.coordinator_state if ckp is not None else ()
+    coord.reset_to_checkpoint(state, keep_memory=keep)
+    coord.restore_events(system.table, below=ckp.id if ckp is not None else None)
+    tasks = list(range(cfg.parallelism))
+    for t in tasks:
+        _restore_writer(system, t, 0 if recreate_coordinator else system.writers[t].attempt + 1)
+    _send_bootstrap(system, tasks, global_failover=not recreate_coordinator)

@@ -1,0 +1,545 @@
+"""The whole protocol as one state machine: init, actions (guard + effect), next state.
+
+State (:class:`System`): the writer tasks, the coordinator, the pending and last completed
+checkpoints, the acks in flight, the table (timeline, commit metadata, heartbeats), the crash
+budget and the observations the model made (rule breaks witnessed during transitions, read by
+:mod:`model.invariants.protocol`).
+
+Init: every task at offset 0 with checkpoint id -1, an empty coordinator, an empty timeline,
+no checkpoint, next checkpoint id 1.
+
+Actions -- one guard (:meth:`System.is_enabled`) and one effect (``_do_<kind>``) each:
+
+=====================  ==================================================  =======================
+action                 enabled when                                        effect
+=====================  ==================================================  =======================
+ingest(t)              split not exhausted, buffer not full                read one record
+request-instant(t)     no grant, buffer full or barrier waiting, and the   grant := coordinator's
+                       coordinator would not block (blocking mode)         instant for t's key
+flush(t)               grant held and buffer full                          eager flush, event sent
+trigger-checkpoint     none pending, id <= max_checkpoints (or draining)   pending := n; coordinator
+                                                                           snapshot if coord-first
+snapshot-task(t)       barrier waiting at t and grant held                 flush rest (lastBatch),
+                                                                           state replaced, id := n
+complete-checkpoint    every task snapshotted                              tasks-first: coordinator
+                                                                           snapshot; ack n in flight
+deliver-ack(n)         n in flight and the oldest (any with late-ack)      commit keys < n
+clean                  LAZY and a pending instant's heartbeat expired      roll those back
+instant-timeout(t)     blocking, t blocked, no ack in flight               global failover
+stop-faults            faults not stopped yet (drivers only; not listed)   no more faults
+lose-ack(n)            [lost-ack] n in flight                              drop it
+abort-checkpoint       [abort] one pending (and no task snapshotted yet,  drop it
+                       unless partial_aborts)
+crash-task(t)          [task-crash] crash budget left                      task failover
+crash-coordinator      [coordinator-crash] crash budget left               coordinator failover
+restart-job            [full-restart] crash budget left                    global failover
+=====================  ==================================================  =======================
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import NamedTuple
+
+from ..errors import RuleViolation
+from . import events as E
+from . import failover
+from .checkpoint import CompletedCheckpoint, PendingCheckpoint, TaskSnapshot
+from .config import FAULTS, ProtocolConfig
+from .coordinator import Coordinator
+from .source import Record, Source
+from .table_view import Table, TimeSource, WriteStatus
+from .writer import WriterTask
+
+
+class Observation(NamedTuple):
+    """A rule break the model witnessed while applying the event at ``step`` (1-based)."""
+
+    step: int
+    rule: str
+    detail: str
+
+
+_TIME_RE = re.compile(r"\d{17}")
+
+#: Checkpoints the drain may run before giving up (liveness bound is checked separately).
+DRAIN_LIMIT = 8
+
+
+class System:
+    """The protocol state machine. See the module docstring for the actions."""
+
+    def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
+                 seed: int = 0):
+        cfg = config if config is not None else ProtocolConfig()
+        self.config = cfg
+        self.source = Source(cfg.parallelism, cfg.records, seed)
+        self.table = Table(cfg.table_version, cfg.action, time_source)
+        self.coordinator = Coordinator(cfg)
+        self.writers: list[WriterTask] = [WriterTask(t) for t in range(cfg.parallelism)]
+        self.pending_checkpoint: PendingCheckpoint | None = None
+        self.last_completed: CompletedCheckpoint | None = None
+        self.next_checkpoint = 1
+        self.acks_in_flight: tuple = ()
+        self.last_ack = 0              # highest ack ever processed (bounded-state measure)
+        self.crashes = 0
+        self.faults_stopped = False
+        self.checkpoints_after_stop = 0
+        self.step_count = 0
+        self.observations: tuple = ()
+        self._own_c = True
+        self._own_w = [True] * cfg.parallelism
+
+    # ------------------------------------------------------------ copy-on-write
+    def clone(self) -> "System":
+        s = System.__new__(System)
+        s.__dict__.update(self.__dict__)
+        s.table = self.table.copy()
+        s.writers = list(self.writers)
+        s._own_c = False
+        s._own_w = [False] * self.config.parallelism
+        self._own_c = False
+        self._own_w = [False] * self.config.parallelism
+        return s
+
+    def _c(self) -> Coordinator:
+        if not self._own_c:
+            self.coordinator = self.coordinator.copy()
+            self._own_c = True
+        return self.coordinator
+
+    def _w(self, t: int) -> WriterTask:
+        if not self._own_w[t]:
+            self.writers[t] = self.writers[t].copy()
+            self._own_w[t] = True
+        return self.writers[t]
+
+    # ------------------------------------------------------------------ helpers
+    def _faults_on(self, fault: str) -> bool:
+        return not self.faults_stopped and fault in self.config.faults
+
+    def _barrier_waiting(self, t: int) -> bool:
+        p = self.pending_checkpoint
+        return p is not None and p.tasks[t] is None
+
+    def _needs_instant(self, t: int) -> bool:
+        w = self.writers[t]
+        return w.instant is None and (w.offset - w.flushed >= self.config.buffer_size or self._barrier_waiting(t))
+
+    def writer_status(self, t: int) -> str:
+        """``"blocked"`` (must flush, coordinator refuses a new instant), ``"needs-instant"``,
+        ``"idle"`` (split exhausted, nothing buffered) or ``"running"``."""
+        w = self.writers[t]
+        if self._needs_instant(t):
+            return "blocked" if self.coordinator.would_block(w.checkpoint_id) else "needs-instant"
+        if w.offset >= self.config.records and w.offset == w.flushed and not self._barrier_waiting(t):
+            return "idle"
+        return "running"
+
+    def _crash_budget(self) -> bool:
+        return self.crashes < self.config.max_crashes
+
+    # ------------------------------------------------------------------ guards
+    def is_enabled(self, ev: E.Event) -> str | None:
+        """None when ``ev`` is enabled now, else a sentence saying why not."""
+        cfg = self.config
+        k = ev.kind
+        t = getattr(ev, "task", None)
+        if t is not None and not 0 <= t < cfg.parallelism:
+            return f"task {t} does not exist (parallelism {cfg.parallelism})"
+        if ev.fault is not None and not self._faults_on(ev.fault):
+            return f"fault {ev.fault} is not enabled" + (" (faults stopped)" if self.faults_stopped else "")
+        if k == "ingest":
+            w = self.writers[t]
+            if w.offset >= cfg.records:
+                return f"split {t} is exhausted ({cfg.records} records)"
+            if w.offset - w.flushed >= cfg.buffer_size:
+                return f"task {t}'s buffer is full; it must flush first"
+            return None
+        if k == "request-instant":
+            w = self.writers[t]
+            if w.instant is not None:
+                return f"task {t} already holds instant {w.instant}"
+            if not self._needs_instant(t):
+                return f"task {t} has nothing to flush (buffer not full, no barrier)"
+            if self.coordinator.would_block(w.checkpoint_id):
+                return f"blocking mode: task {t} waits until the buffered instant is committed"
+            return None
+        if k == "flush":
+            w = self.writers[t]
+            if w.instant is None:
+                return f"task {t} holds no instant"
+            if w.offset - w.flushed < cfg.buffer_size:
+                return f"task {t}'s buffer is not full"
+            return None
+        if k == "trigger-checkpoint":
+            if self.pending_checkpoint is not None:
+                return f"checkpoint {self.pending_checkpoint.id} is pending"
+            if self.next_checkpoint > cfg.max_checkpoints and not self.faults_stopped:
+                return f"bound: max_checkpoints={cfg.max_checkpoints}"
+            return None
+        if k == "snapshot-task":
+            if not self._barrier_waiting(t):
+                return f"no barrier waiting at task {t}"
+            if self.writers[t].instant is None:
+                return f"task {t} must get an instant before flushing at the barrier"
+            return None
+        if k == "complete-checkpoint":
+            p = self.pending_checkpoint
+            if p is None:
+                return "no checkpoint pending"
+            if not p.all_tasks_done():
+                return f"checkpoint {p.id}: not every task snapshotted"
+            return None
+        if k == "deliver-ack" or k == "lose-ack":
+            n = ev.checkpoint
+            if n not in self.acks_in_flight:
+                return f"no ack of checkpoint {n} in flight"
+            if k == "deliver-ack" and n != self.acks_in_flight[0] and not self._faults_on("late-ack"):
+                return f"ack {n} would overtake ack {self.acks_in_flight[0]} (late-ack fault not enabled)"
+            return None
+        if k == "clean":
+            if cfg.eager:
+                return "EAGER policy: failed writes are rolled back by startCommit, not by clean"
+            if not self.table.failed_writes():
+                return "no pending instant with an expired heartbeat"
+            return None
+        if k == "instant-timeout":
+            if not cfg.blocking:
+                return "only blocking mode waits for instants"
+            if self.writer_status(t) != "blocked":
+                return f"task {t} is not blocked"
+            if self.acks_in_flight:
+                return "an ack in flight may still unblock the task"
+            return None
+        if k == "stop-faults":
+            return "faults already stopped" if self.faults_stopped else None
+        if k == "abort-checkpoint":
+            p = self.pending_checkpoint
+            if p is None:
+                return "no checkpoint pending"
+            if not cfg.partial_aborts and any(x is not None for x in p.tasks):
+                return "a task already snapshotted (partial aborts not enabled)"
+            return None
+        if k in ("crash-task", "crash-coordinator", "restart-job"):
+            return None if self._crash_budget() else f"crash budget spent (max_crashes={cfg.max_crashes})"
+        return f"unknown event kind {k!r}"
+
+    def enabled_events(self) -> list[E.Event]:
+        """Every event enabled now, in a deterministic order (faults last).
+
+        ``stop-faults`` is a driver control and is not listed. With ``task_failover="region"``
+        only ``crash-task(0)`` is listed (every task restarts either way)."""
+        cfg = self.config
+        out: list[E.Event] = []
+        P = cfg.parallelism
+        coord = self.coordinator
+        pend = self.pending_checkpoint
+        for t in range(P):
+            w = self.writers[t]
+            buffered = w.offset - w.flushed
+            full = buffered >= cfg.buffer_size
+            if w.offset < cfg.records and not full:
+                out.append(E.Ingest(t))
+            barrier = pend is not None and pend.tasks[t] is None
+            if w.instant is None:
+                if (full or barrier) and not coord.would_block(w.checkpoint_id):
+                    out.append(E.RequestInstant(t))
+            else:
+                if full:
+                    out.append(E.Flush(t))
+                if barrier:
+                    out.append(E.SnapshotTask(t))
+        if pend is None:
+            if self.next_checkpoint <= cfg.max_checkpoints or self.faults_stopped:
+                out.append(E.TriggerCheckpoint())
+        elif pend.all_tasks_done():
+            out.append(E.CompleteCheckpoint())
+        acks = self.acks_in_flight
+        if acks:
+            if self._faults_on("late-ack"):
+                out.extend(E.DeliverAck(n) for n in acks)
+            else:
+                out.append(E.DeliverAck(acks[0]))
+        if not cfg.eager and self.table.failed_writes():
+            out.append(E.Clean())
+        if cfg.blocking and not acks:
+            for t in range(P):
+                if self.writer_status(t) == "blocked":
+                    out.append(E.InstantTimeout(t))
+        if self.faults_stopped:
+            return out
+        faults = cfg.faults
+        if "lost-ack" in faults:
+            out.extend(E.LoseAck(n) for n in acks)
+        if "abort" in faults and pend is not None and (cfg.partial_aborts or not any(x is not None for x in pend.tasks)):
+            out.append(E.AbortCheckpoint())
+        if self.crashes < cfg.max_crashes:
+            if "task-crash" in faults:
+                if cfg.task_failover == "region":
+                    out.append(E.CrashTask(0))
+                else:
+                    out.extend(E.CrashTask(t) for t in range(P))
+            if "coordinator-crash" in faults:
+                out.append(E.CrashCoordinator())
+            if "full-restart" in faults:
+                out.append(E.RestartJob())
+        return out
+
+    # ------------------------------------------------------------------- apply
+    def apply(self, ev: E.Event) -> None:
+        """Apply one event; ``RuleViolation("<kind>.not-enabled")`` when its guard is false."""
+        why = self.is_enabled(ev)
+        if why is not None:
+            raise RuleViolation(f"{ev.kind}.not-enabled", f"{ev} is not enabled: {why}")
+        before = len(self.table.observations)
+        getattr(self, _EFFECTS[ev.kind])(ev)
+        self.step_count += 1
+        new = self.table.observations[before:]
+        if new:
+            self.observations = self.observations + tuple(Observation(self.step_count, r, d) for r, d in new)
+
+    # ----------------------------------------------------------------- effects
+    def _do_ingest(self, ev):
+        self._w(ev.task).ingest()
+
+    def _do_request_instant(self, ev):
+        w = self._w(ev.task)
+        w.grant(self._c().handle_instant_request(self.table, w.checkpoint_id))
+
+    def _do_flush(self, ev):
+        self._c().handle_write_metadata(self.table, self._w(ev.task).flush(last_batch=False))
+
+    def _do_trigger(self, ev):
+        n = self.next_checkpoint
+        self.next_checkpoint = n + 1
+        cs = self._c().checkpoint(n) if self.config.snapshot_order == "coordinator-first" else None
+        self.pending_checkpoint = PendingCheckpoint(n, cs, (None,) * self.config.parallelism)
+
+    def _do_snapshot(self, ev):
+        p = self.pending_checkpoint
+        w = self._w(ev.task)
+        sent, state = w.snapshot_state(p.id, append=self.config.task_state == "append")
+        self._c().handle_write_metadata(self.table, sent)
+        tasks = list(p.tasks)
+        tasks[ev.task] = TaskSnapshot(w.offset, p.id, state)
+        self.pending_checkpoint = p._replace(tasks=tuple(tasks))
+
+    def _do_complete(self, ev):
+        p = self.pending_checkpoint
+        cs = p.coordinator_state if p.coordinator_state is not None else self._c().checkpoint(p.id)
+        done = CompletedCheckpoint(p.id, cs, p.tasks)
+        self._check_coverage(done)
+        self.last_completed = done
+        self.pending_checkpoint = None
+        self.acks_in_flight = self.acks_in_flight + (p.id,)
+        if self.faults_stopped:
+            self.checkpoints_after_stop += 1
+
+    def _check_coverage(self, ckp: CompletedCheckpoint) -> None:
+        """I12 monitor: each uncommitted, flushed interval (key < n with data in the buffers) is
+        covered by exactly one of the coordinator state and the task states."""
+        coord_keys = {k for k, _ in ckp.coordinator_state}
+        task_keys = {e.checkpoint_id for snap in ckp.tasks for e in snap.state}
+        needed = {k for k, e in self.coordinator.buffers.items() if k < ckp.id and e.statuses()}
+        missing = sorted(needed - coord_keys - task_keys)
+        twice = sorted(coord_keys & task_keys)
+        if missing:
+            self.table.observe("I12.state-coverage",
+                               f"checkpoint {ckp.id}: flushed uncommitted key(s) {missing} are in no state "
+                               f"(coordinator state keys {sorted(coord_keys)}, task state keys {sorted(task_keys)})")
+        if twice:
+            self.table.observe("I12.state-coverage",
+                               f"checkpoint {ckp.id}: key(s) {twice} are in the coordinator state and in task state")
+
+    def _do_deliver_ack(self, ev):
+        self.acks_in_flight = tuple(n for n in self.acks_in_flight if n != ev.checkpoint)
+        self.last_ack = max(self.last_ack, ev.checkpoint)
+        self._c().notify_checkpoint_complete(self.table, ev.checkpoint)
+
+    def _do_lose_ack(self, ev):
+        self.acks_in_flight = tuple(n for n in self.acks_in_flight if n != ev.checkpoint)
+
+    def _do_clean(self, ev):
+        self.table.clean()
+
+    def _do_timeout(self, ev):
+        failover.global_failover(self, recreate_coordinator=False)
+
+    def _do_stop_faults(self, ev):
+        self.faults_stopped = True
+
+    def _do_abort(self, ev):
+        self.pending_checkpoint = None
+
+    def _do_crash_task(self, ev):
+        self.crashes += 1
+        failover.task_failover(self, ev.task)
+
+    def _do_crash_coordinator(self, ev):
+        self.crashes += 1
+        failover.global_failover(self, recreate_coordinator=True)
+
+    def _do_restart_job(self, ev):
+        self.crashes += 1
+        failover.global_failover(self, recreate_coordinator=False)
+
+    # ------------------------------------------------------------------- drain
+    def is_quiescent(self) -> bool:
+        """Nothing in flight: no checkpoint pending, no ack in flight, no buffered or
+        unsnapshotted data in any task, no write statuses waiting in the coordinator."""
+        if self.pending_checkpoint is not None or self.acks_in_flight:
+            return False
+        for w in self.writers:
+            if w.offset != w.flushed or w.interval:
+                return False
+        return not any(e.statuses() for e in self.coordinator.buffers.values())
+
+    def drain(self, max_checkpoints: int = DRAIN_LIMIT) -> list[E.Event]:
+        """Stop faults, then run checkpoints with delivered acks until quiescent.
+
+        Deterministic: deliver acks oldest first; complete or trigger a checkpoint, each task
+        getting an instant and snapshotting in task order; a task blocked (blocking mode, the
+        ack that would free it lost) times out. Gives up after ``max_checkpoints`` checkpoints
+        (liveness is judged by :func:`model.invariants.protocol.check_drained`). Returns the
+        events applied, in order, so a trace can include them.
+        """
+        out: list[E.Event] = []
+
+        def do(ev):
+            self.apply(ev)
+            out.append(ev)
+
+        if not self.faults_stopped:
+            do(E.StopFaults())
+        rounds = 0
+        while True:
+            while self.acks_in_flight:
+                do(E.DeliverAck(self.acks_in_flight[0]))
+            if self.is_quiescent() or rounds >= max_checkpoints:
+                break
+            if self.pending_checkpoint is None:
+                do(E.TriggerCheckpoint())
+            aborted = False
+            for t in range(self.config.parallelism):
+                if self.pending_checkpoint is None or self.pending_checkpoint.tasks[t] is not None:
+                    continue
+                if self.writers[t].instant is None:
+                    if self.coordinator.would_block(self.writers[t].checkpoint_id):
+                        do(E.InstantTimeout(t))
+                        aborted = True
+                        break
+                    do(E.RequestInstant(t))
+                do(E.SnapshotTask(t))
+            rounds += 1
+            if aborted:
+                continue
+            do(E.CompleteCheckpoint())
+        if not self.config.eager and self.table.failed_writes():
+            do(E.Clean())
+        return out
+
+    # ------------------------------------------------------------ read access
+    def pending_instants(self) -> list[str]:
+        return self.table.pending_instants()
+
+    def committed_offsets(self) -> Counter:
+        """Multiset of committed ``(split, offset)`` pairs (fast form of :meth:`committed_records`)."""
+        c: Counter = Counter()
+        for s in self.table.committed_statuses():
+            for o in range(s.start, s.end):
+                c[(s.task, o)] += 1
+        return c
+
+    def committed_records(self) -> Counter:
+        """What a reader sees, as a multiset of :class:`Record` (duplicates count twice)."""
+        src = self.source
+        return Counter({src.record(t, o): n for (t, o), n in self.committed_offsets().items()})
+
+    def table_view(self) -> dict[str, int]:
+        """Latest value per record key (upsert view) of the committed records."""
+        return {r.key: r.value for r in self.committed_records()}
+
+    def emitted_offsets(self, upto: str = "checkpoint") -> set:
+        """``(split, offset)`` read by the tasks: up to the last completed checkpoint, or all read."""
+        if upto == "checkpoint":
+            if self.last_completed is None:
+                return set()
+            return {(t, o) for t, snap in enumerate(self.last_completed.tasks) for o in range(snap.offset)}
+        return {(w.task, o) for w in self.writers for o in range(w.offset)}
+
+    def emitted_records(self, upto: str = "checkpoint") -> list[Record]:
+        return [self.source.record(t, o) for t, o in sorted(self.emitted_offsets(upto))]
+
+    def observed(self, rule: str) -> list[Observation]:
+        return [o for o in self.observations if o.rule == rule]
+
+    # -------------------------------------------------------------- fingerprint
+    def fingerprint(self) -> str:
+        """Canonical state: instant times replaced by their rank (the rules compare times only
+        by order, and new times exceed every existing one, so renaming preserves behaviour).
+        Excludes history kept only for explanations (commit log, step count, observation text)."""
+        tl = self.table.timeline
+        raw = (
+            tuple((i.requested_time, int(i.state)) for i in tl.instants()),
+            tuple(sorted(self.table.metadata.items())),
+            tuple(sorted(self.table.heartbeats)),
+            self.table.last_key,
+            self.coordinator.key(),
+            tuple(w.key() for w in self.writers),
+            self.pending_checkpoint,
+            self.last_completed,
+            self.next_checkpoint,
+            self.acks_in_flight,
+            self.last_ack,
+            self.crashes,
+            self.faults_stopped,
+            tuple(sorted({o.rule for o in self.observations})),
+        )
+        s = repr(raw)
+        times = sorted(set(_TIME_RE.findall(s)))
+        if not times:
+            return s
+        rank = {t: f"T{i}" for i, t in enumerate(times)}
+        return _TIME_RE.sub(lambda m: rank[m.group()], s)
+
+    def __repr__(self) -> str:
+        return (f"System({self.config.mode}, tv{self.config.table_version}, step {self.step_count}, "
+                f"next ckp {self.next_checkpoint}, pending {self.pending_checkpoint and self.pending_checkpoint.id}, "
+                f"acks {self.acks_in_flight})")
+
+    def describe(self) -> str:
+        """A multi-line, human-readable dump of the state (for counterexamples)."""
+        lines = [repr(self)]
+        for w in self.writers:
+            lines.append(f"  {w!r} status={self.writer_status(w.task)}")
+        for k, e in sorted(self.coordinator.buffers.items()):
+            lines.append(f"  buffer key {k}: {e}")
+        lines.append(f"  timeline: {[str(i) for i in self.table.timeline.instants()]}")
+        lines.append(f"  heartbeats: {sorted(self.table.heartbeats)}")
+        if self.last_completed:
+            lines.append(f"  last completed checkpoint {self.last_completed.id}: offsets {self.last_completed.offsets()}, "
+                         f"coordinator state keys {[k for k, _ in self.last_completed.coordinator_state]}")
+        return "\n".join(lines)
+
+
+_EFFECTS = {
+    "ingest": "_do_ingest",
+    "request-instant": "_do_request_instant",
+    "flush": "_do_flush",
+    "trigger-checkpoint": "_do_trigger",
+    "snapshot-task": "_do_snapshot",
+    "complete-checkpoint": "_do_complete",
+    "deliver-ack": "_do_deliver_ack",
+    "lose-ack": "_do_lose_ack",
+    "clean": "_do_clean",
+    "instant-timeout": "_do_timeout",
+    "stop-faults": "_do_stop_faults",
+    "abort-checkpoint": "_do_abort",
+    "crash-task": "_do_crash_task",
+    "crash-coordinator": "_do_crash_coordinator",
+    "restart-job": "_do_restart_job",
+}
+assert set(_EFFECTS) == set(E.EVENT_TYPES), "every event kind needs an effect"
+assert set(FAULTS) == {c.fault for c in E.EVENT_TYPES.values() if c.fault} | {"late-ack"}

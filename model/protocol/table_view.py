@@ -1,0 +1,236 @@
+"""The table the protocol writes: timeline, commit metadata, heartbeats, rollback, reader view.
+
+One :class:`Table` is the shared "world" of a run: the data-table timeline
+(:class:`model.timeline.Timeline`), the write metadata each completed instant committed (what a
+reader sees is derived from it, as Hudi reconciles written files against the commit metadata:
+``HoodieTable.finalizeWrite`` / marker reconciliation), the heartbeats of instants their writer
+still owns (``HoodieHeartbeatClient``), and the time source. Rules:
+
+* ``start_commit`` (``BaseHoodieWriteClient.startCommit``): EAGER failed-writes policy first
+  rolls back every pending data instant (single-writer assumption), then creates the instant
+  requested -> inflight and starts its heartbeat.
+* ``commit`` (``writeClient.commit``): inflight -> completed with a new completion time; the
+  commit metadata (write statuses) becomes visible; the heartbeat stops. Completing an instant
+  that was rolled back fails; completing one that is already completed is a rule break the
+  model records (the timeline itself would refuse it, I3.complete-once).
+* ``rollback`` deletes a pending instant and its files (modelled as the instant disappearing).
+* ``clean`` (LAZY, ``CleanerUtils.rollbackFailedWrites``): rolls back pending data instants
+  whose heartbeat expired.
+
+Times come from a :class:`TimeSource`; the model's abstraction (``model.truetime``) is one
+global strictly increasing clock, which :class:`LogicalClock` is. :class:`TrueTimeSource`
+adapts a :mod:`model.truetime` generator for simulations.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable, NamedTuple, Protocol
+
+from ..instant import Action, format_millis
+from ..timeline import Timeline
+
+#: 2025-01-01T00:00:00Z, the epoch of the model's logical clock (as in model.truetime).
+DEFAULT_EPOCH_MS = 1_735_689_600_000
+
+
+class WriteStatus(NamedTuple):
+    """One data file: records ``[start, end)`` of source split ``task``."""
+
+    task: int
+    start: int
+    end: int
+
+
+class TimeSource(Protocol):
+    def next_time(self) -> str: ...  # a 17-digit time greater than every earlier one
+
+    def copy(self) -> "TimeSource": ...
+
+
+@lru_cache(maxsize=65536)
+def _fmt(ms: int) -> str:
+    return format_millis(ms)
+
+
+class LogicalClock:
+    """A monotone logical clock: each call returns the next millisecond after ``epoch_ms``."""
+
+    __slots__ = ("epoch_ms", "tick")
+
+    def __init__(self, epoch_ms: int = DEFAULT_EPOCH_MS, tick: int = 0):
+        self.epoch_ms = epoch_ms
+        self.tick = tick
+
+    def next_time(self) -> str:
+        self.tick += 1
+        return _fmt(self.epoch_ms + self.tick)
+
+    def copy(self) -> "LogicalClock":
+        return LogicalClock(self.epoch_ms, self.tick)
+
+
+class TrueTimeSource:
+    """Times from a :mod:`model.truetime` generator: ``gen.generate(process, now_fn()).time``.
+
+    ``now_fn`` returns the current true (simulated) time in ms; ``on_generate`` (optional)
+    receives each ``GeneratedTime`` record so a simulation can charge lock waits.
+    """
+
+    __slots__ = ("gen", "process", "now_fn", "on_generate")
+
+    def __init__(self, gen, now_fn: Callable[[], int], process: str = "coordinator",
+                 on_generate: Callable | None = None):
+        self.gen, self.process, self.now_fn, self.on_generate = gen, process, now_fn, on_generate
+
+    def next_time(self) -> str:
+        rec = self.gen.generate(self.process, self.now_fn())
+        if self.on_generate is not None:
+            self.on_generate(rec)
+        return rec.time
+
+    def copy(self) -> "TrueTimeSource":
+        return TrueTimeSource(self.gen.copy(), self.now_fn, self.process, self.on_generate)
+
+
+class Table:
+    """Timeline + commit metadata + heartbeats of one data table (see module docstring)."""
+
+    __slots__ = ("action", "timeline", "_owned", "metadata", "heartbeats", "clock",
+                 "commit_log", "rollbacks", "observations", "last_key")
+
+    def __init__(self, table_version: int = 8, action: str = "deltacommit",
+                 time_source: TimeSource | None = None):
+        self.action = Action(action)
+        self.timeline = Timeline(table_version)
+        self._owned = True
+        #: instant -> tuple[WriteStatus] committed with it (commit metadata)
+        self.metadata: dict[str, tuple] = {}
+        #: instants whose heartbeat is alive (their writer still owns them)
+        self.heartbeats: frozenset = frozenset()
+        self.clock = time_source if time_source is not None else LogicalClock()
+        #: (instant, checkpoint key, "commit"|"recommit"), in commit order
+        self.commit_log: tuple = ()
+        #: instants rolled back, in order
+        self.rollbacks: tuple = ()
+        #: (rule, detail) pairs: rule breaks the table witnessed (e.g. a second completion)
+        self.observations: tuple = ()
+        #: key of the last commit (monitor of I11 ascending commit order)
+        self.last_key: int | None = None
+
+    def copy(self) -> "Table":
+        t = Table.__new__(Table)
+        t.action = self.action
+        t.timeline = self.timeline
+        t._owned = False
+        self._owned = False  # both now share the timeline; whoever writes first copies it
+        t.metadata = dict(self.metadata)
+        t.heartbeats = self.heartbeats
+        t.clock = self.clock.copy()
+        t.commit_log = self.commit_log
+        t.rollbacks = self.rollbacks
+        t.observations = self.observations
+        t.last_key = self.last_key
+        return t
+
+    def _tl(self) -> Timeline:
+        if not self._owned:
+            self.timeline = self.timeline.copy()
+            self._owned = True
+        return self.timeline
+
+    def observe(self, rule: str, detail: str) -> None:
+        self.observations = self.observations + ((rule, detail),)
+
+    # -------------------------------------------------------------- queries
+    def is_completed(self, instant: str) -> bool:
+        i = self.timeline.get(instant, self.action)
+        return i is not None and i.is_completed
+
+    def is_pending(self, instant: str) -> bool:
+        """``filterPendingExcludingCompaction().containsInstant``."""
+        i = self.timeline.get(instant, self.action)
+        return i is not None and i.is_pending
+
+    def pending_instants(self) -> list[str]:
+        return [i.requested_time for i in self.timeline.pending((self.action,))]
+
+    def failed_writes(self) -> list[str]:
+        """Pending data instants whose heartbeat expired (candidates of the LAZY rollback)."""
+        return [t for t in self.pending_instants() if t not in self.heartbeats]
+
+    # ---------------------------------------------------------------- rules
+    def start_commit(self, eager: bool) -> str:
+        """``startCommit``: (EAGER) roll back every pending data instant, then requested -> inflight."""
+        if eager:
+            for t in self.pending_instants():
+                self.rollback(t)
+        t = self.clock.next_time()
+        tl = self._tl()
+        tl.create(t, self.action)
+        tl.transition_to_inflight(t, self.action)
+        self.heartbeats = self.heartbeats | {t}
+        return t
+
+    def start_heartbeat(self, instant: str) -> None:
+        self.heartbeats = self.heartbeats | {instant}
+
+    def stop_heartbeat(self, instant: str) -> None:
+        """``writeClient.cleanResources`` / a dead writer: the heartbeat expires."""
+        if instant in self.heartbeats:
+            self.heartbeats = self.heartbeats - {instant}
+
+    def stop_all_heartbeats(self) -> None:
+        self.heartbeats = frozenset()
+
+    def commit(self, instant: str, statuses: tuple, key: int, recommit: bool = False) -> str:
+        """``writeClient.commit``. Returns ``"committed"``, ``"rolled-back"`` or ``"already-completed"``.
+
+        ``"rolled-back"``: the instant is gone (a rollback removed it), the commit fails and its
+        data is lost (Hudi throws and fails the job; the data was acknowledged by a completed
+        checkpoint, so no replay brings it back). ``"already-completed"``: a second completion;
+        the model applies it (new statuses become visible, as an overwritten completed file
+        would) and records the break so the invariant I11.complete-once can name it.
+        """
+        how = "recommit" if recommit else "commit"
+        if self.last_key is not None and key <= self.last_key and self.timeline.get(instant, self.action) is not None:
+            self.observe("I11.ascending-commit-order",
+                         f"{how} of key {key} (instant {instant}) after key {self.last_key} was committed")
+        i = self.timeline.get(instant, self.action)
+        if i is None:
+            self.observe("commit-of-rolled-back-instant",
+                         f"{how} of key {key}: instant {instant} was rolled back; its data is lost")
+            return "rolled-back"
+        if i.is_completed:
+            self.observe("I11.complete-once", f"{how} of key {key}: instant {instant} completes a second time")
+            self.metadata[instant] = self.metadata.get(instant, ()) + tuple(statuses)
+            self.commit_log = self.commit_log + ((instant, key, how),)
+            self.last_key = key
+            return "already-completed"
+        self._tl().complete(instant, self.action, self.clock.next_time())
+        self.metadata[instant] = tuple(statuses)
+        self.stop_heartbeat(instant)
+        self.commit_log = self.commit_log + ((instant, key, how),)
+        self.last_key = key
+        return "committed"
+
+    def rollback(self, instant: str) -> None:
+        """Roll back a pending instant: its files and every state file are deleted."""
+        self._tl().delete(instant, self.action)
+        self.stop_heartbeat(instant)
+        self.rollbacks = self.rollbacks + (instant,)
+
+    def clean(self) -> list[str]:
+        """LAZY failed-writes rollback run by a clean: roll back every expired pending instant."""
+        done = self.failed_writes()
+        for t in done:
+            self.rollback(t)
+        return done
+
+    # ------------------------------------------------------------ reader view
+    def committed_statuses(self) -> list[WriteStatus]:
+        """Write statuses of completed instants, in completion order (what readers see)."""
+        out: list[WriteStatus] = []
+        for i in sorted(self.timeline.completed((self.action,)), key=lambda i: i.completion_time):
+            out.extend(self.metadata.get(i.requested_time, ()))
+        return out

@@ -1,0 +1,126 @@
+"""Named protocol variants: historical designs, hypothetical ones, and deliberately broken ones.
+
+Each :class:`Variant` is a set of :class:`~model.protocol.config.ProtocolConfig` overrides with a
+description and ``expected``: the invariant ids (see :mod:`model.invariants.protocol`) the
+variant is known to break -- empty for designs that should hold every invariant. The property
+suites assert that each broken variant is caught, so every invariant is shown able to fail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .config import ProtocolConfig
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    overrides: dict = field(default_factory=dict)
+    expected: tuple = ()  # invariant ids it breaks (empty: it should hold all)
+    faults_needed: tuple = ()  # faults a run needs to show the break (documentation + tests)
+
+    def config(self, **extra) -> ProtocolConfig:
+        d = dict(self.overrides)
+        d.update(extra)
+        return ProtocolConfig(**d)
+
+
+_V = [
+    Variant("hudi-1.1",
+            "Hudi 1.1 Flink writer (MOR): async instant generation, tv 8, LAZY, commit keys < n in "
+            "ascending order, coordinator snapshots completed buffers before the task snapshots, "
+            "with the #19215 fixes (PR #19237)."),
+    Variant("hudi-1.1-tv6", "Hudi 1.1 async protocol on a table version 6 timeline.",
+            {"table_version": 6}),
+    Variant("hudi-1.1-blocking",
+            "Hudi 1.1 COW upsert: blocking instant generation (CommitGuard), EAGER failed-writes policy.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow"}),
+    Variant("hudi-0.x-blocking",
+            "Hudi 0.x/1.0 blocking flow on a tv6 table: one pending data instant, the next one only "
+            "after a commit, EAGER rollback of failed writes at startCommit.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6}),
+    Variant("hudi-1.1-partial-abort",
+            "Hudi 1.1 where a checkpoint may abort after some tasks snapshotted it: those tasks "
+            "advanced their last-known checkpoint id, the others did not, so one key's entry collects "
+            "lastBatch events of intervals that ended at different checkpoints. The coordinator then "
+            "serializes an entry whose missing slots are null (allEventsCompleted), restoreEvents "
+            "recommits it partially, and the tasks whose part was in their own state do not re-send "
+            "it (the instant is no longer pending): data is lost after a lost ack and a failover. "
+            "Found by this model; not confirmed against Hudi.",
+            {"partial_aborts": True}, ("exactly-once.drained", "I12.state-coverage"),
+            ("abort", "lost-ack", "coordinator-crash")),
+    Variant("single-task-failover",
+            "Hypothetical deployment with point-wise failover regions: one failed write task restarts "
+            "alone while the others go on. Entries whose restarted task's slot is null count as "
+            "complete (allEventsCompleted), so the coordinator can serialize a key before the "
+            "restarted task re-flushed it; after a restore its data is neither recommitted nor re-sent.",
+            {"task_failover": "single"}, ("exactly-once.drained", "I12.state-coverage"), ("task-crash", "lost-ack", "full-restart")),
+    # ------------------------------------------------------------------ broken
+    Variant("broken-commit-eq",
+            "Commit rule k == n: the ack of n commits only key n, but data of interval n is keyed n "
+            "and only flushed at checkpoint n+1, and no later ack subsumes older keys.",
+            {"commit_rule": "=="},
+            ("I11.subsume", "liveness", "exactly-once.drained", "bounded-state"), ()),
+    Variant("broken-commit-le",
+            "Commit rule k <= n: the ack of n also commits the in-progress interval keyed n (data "
+            "after checkpoint n), which a failover then replays.",
+            {"commit_rule": "<="},
+            ("exactly-once.no-duplicates", "I10.one-instant-per-key"), ("full-restart",)),
+    Variant("broken-commit-order",
+            "Commits the buffered keys < n in descending order.",
+            {"commit_order": "descending"}, ("I11.ascending-commit-order",), ("lost-ack",)),
+    Variant("no-coordinator-snapshot",
+            "The coordinator serializes nothing: an interval whose ack was lost is covered only by "
+            "the coordinator's memory and is lost on failover.",
+            {"coordinator_snapshot": False},
+            ("exactly-once.drained", "I12.state-coverage"), ("lost-ack", "coordinator-crash")),
+    Variant("tasks-snapshot-first",
+            "The coordinator snapshots after the tasks: the interval the tasks just flushed is in the "
+            "coordinator state and in every task state (covered twice; safety then rests on the "
+            "recommit idempotence check alone).",
+            {"snapshot_order": "tasks-first"}, ("I12.state-coverage",), ()),
+    Variant("bug-19215",
+            "Hudi 1.1.1 (#19215): an in-progress all-null entry is serialized into the coordinator "
+            "state; a same-graph global failover merges it over the complete in-memory entry of the "
+            "same key, restoreEvents finds it all-null and resets it, and the restarted tasks "
+            "(attempt > 0) only send cleanup events: the interval's data is never committed.",
+            {"snapshot_all_null_entries": True, "reset_keeps_memory": True,
+             "resend_on_global_failover": False},
+            ("exactly-once.drained", "I12.state-coverage"), ("lost-ack", "full-restart")),
+    Variant("async-eager",
+            "Async instant generation with the EAGER failed-writes policy: startCommit of a new "
+            "instant rolls back the job's own pending instants (I14).",
+            {"failed_writes": "eager"}, ("I14.async-lazy", "exactly-once.drained"), ()),
+    Variant("blocking-no-guard",
+            "Blocking mode whose instant request does not wait for the previous commit.",
+            {"mode": "blocking", "failed_writes": "lazy", "table_type": "cow", "commit_guard": False},
+            ("I13.blocking-one-pending",), ()),
+    Variant("non-idempotent-recommit",
+            "recommitInstant does not skip instants already completed on the timeline.",
+            {"idempotent_recommit": False},
+            ("I11.complete-once", "exactly-once.no-duplicates"), ("coordinator-crash",)),
+    Variant("instant-per-request",
+            "Every instant request starts a new instant, even for a key that already has one.",
+            {"share_instant_per_key": False}, ("I10.one-instant-per-key",), ()),
+    Variant("unbounded-task-state",
+            "Tasks append each interval's write metadata to their state instead of replacing it.",
+            {"task_state": "append"}, ("bounded-state", "I12.state-coverage"), ()),
+]
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in _V}
+
+#: Variants that should hold every invariant.
+CORRECT = tuple(n for n, v in VARIANTS.items() if not v.expected)
+#: Variants built to break at least one invariant.
+BROKEN = tuple(n for n, v in VARIANTS.items() if v.expected)
+
+
+def variant(name: str, **overrides) -> ProtocolConfig:
+    """The config of a named variant, with extra overrides (bounds, faults, ...)."""
+    try:
+        v = VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
+    return v.config(**overrides)

@@ -1,0 +1,149 @@
+"""Writer tasks (``AbstractStreamWriteFunction`` / ``StreamWriteFunction``, Hudi 1.1).
+
+A writer task reads its source split into an in-memory buffer (records ``[flushed, offset)``),
+flushes it under an instant the coordinator grants, and reports every flush with a
+:class:`WriteMetadataEvent`. Rules (``hudi-semantics.md`` 4.3):
+
+* ``checkpoint_id`` starts at -1 (fresh job) or the restored checkpoint id; an instant request
+  carries it (``requestInstantTime(this.checkpointId)``), so data written between checkpoints
+  n-1 and n is keyed n-1 (I10).
+* eager flush when the buffer is full (``lastBatch=false``); at the checkpoint barrier the rest
+  is flushed with ``lastBatch=true`` even when nothing is left (the task always reports the end
+  of its interval), then ``write-metadata-state`` is *replaced* by one bootstrap-flagged event
+  holding every status of the interval, keyed by the previous id, and ``checkpoint_id := n``.
+* each flush asks for an instant first (``instantToWrite``); the grant is used by that flush.
+* on (re)start (``initializeState`` / ``sendBootstrapEvent``): attempt 0 and restored -> re-send
+  every state event whose instant is still pending on the timeline; attempt 0 fresh -> nothing;
+  attempt > 0 -> an empty "cleanup" bootstrap event ``(task, checkpoint_id, instant "")``, plus,
+  after a global failover, the restored pending events (the #19215 fix, PR #19237).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .table_view import WriteStatus
+
+#: ``WriteMetadataEvent.BOOTSTRAP_INSTANT``: the instant of an empty bootstrap event.
+BOOTSTRAP_INSTANT = ""
+
+
+class WriteMetadataEvent(NamedTuple):
+    """``WriteMetadataEvent`` (task -> coordinator)."""
+
+    task: int
+    checkpoint_id: int
+    instant: str
+    statuses: tuple  # tuple[WriteStatus, ...]
+    last_batch: bool = False
+    bootstrap: bool = False
+
+    def merge_with(self, other: "WriteMetadataEvent") -> "WriteMetadataEvent":
+        """``mergeWith``: same task; instant := other's; lastBatch |= other's; statuses concatenated."""
+        return WriteMetadataEvent(self.task, self.checkpoint_id, other.instant,
+                                  self.statuses + other.statuses,
+                                  self.last_batch or other.last_batch, self.bootstrap and other.bootstrap)
+
+    def __str__(self) -> str:
+        recs = ",".join(f"[{s.start},{s.end})" for s in self.statuses) or "-"
+        flags = ("L" if self.last_batch else "") + ("B" if self.bootstrap else "")
+        inst = self.instant or '""'
+        return f"ev(t{self.task} k{self.checkpoint_id} {inst} {recs}{' ' + flags if flags else ''})"
+
+
+def empty_bootstrap(task: int, checkpoint_id: int) -> WriteMetadataEvent:
+    """``WriteMetadataEvent.emptyBootstrap(taskId, ckpId)``: no statuses, instant ""."""
+    return WriteMetadataEvent(task, checkpoint_id, BOOTSTRAP_INSTANT, (), False, True)
+
+
+class WriterTask:
+    """One writer subtask. Fields are plain values; the rules below are its transitions."""
+
+    __slots__ = ("task", "offset", "flushed", "checkpoint_id", "instant", "current_instant",
+                 "interval", "state", "attempt")
+
+    def __init__(self, task: int):
+        self.task = task
+        self.offset = 0            # next source offset to read
+        self.flushed = 0           # buffer = records [flushed, offset)
+        self.checkpoint_id = -1    # last known checkpoint id (-1: fresh start)
+        self.instant = None        # instant granted for the next flush, if any
+        self.current_instant = ""  # instant of the last flush of this interval ("currentInstant")
+        self.interval: tuple = ()  # WriteStatus of every flush since the last snapshot
+        self.state: tuple = ()     # write-metadata-state (restored on failover)
+        self.attempt = 0
+
+    def copy(self) -> "WriterTask":
+        w = WriterTask.__new__(WriterTask)
+        w.task, w.offset, w.flushed, w.checkpoint_id = self.task, self.offset, self.flushed, self.checkpoint_id
+        w.instant, w.current_instant, w.interval = self.instant, self.current_instant, self.interval
+        w.state, w.attempt = self.state, self.attempt
+        return w
+
+    def key(self) -> tuple:
+        return (self.offset, self.flushed, self.checkpoint_id, self.instant, self.current_instant,
+                self.interval, self.state, self.attempt > 0)
+
+    # -------------------------------------------------------------- queries
+    @property
+    def buffered(self) -> int:
+        return self.offset - self.flushed
+
+    def __repr__(self) -> str:
+        return (f"WriterTask(t{self.task} offset={self.offset} buffer=[{self.flushed},{self.offset}) "
+                f"ckp={self.checkpoint_id} grant={self.instant} interval={list(self.interval)} "
+                f"state={[str(e) for e in self.state]} attempt={self.attempt})")
+
+    # ---------------------------------------------------------------- rules
+    def ingest(self) -> None:
+        """Read the next record of the split into the buffer."""
+        self.offset += 1
+
+    def grant(self, instant: str) -> None:
+        """The coordinator answered ``requestInstantTime(checkpoint_id)`` with ``instant``."""
+        self.instant = instant
+
+    def flush(self, last_batch: bool) -> WriteMetadataEvent:
+        """Write the buffer as one data file under the granted instant; report it.
+
+        The grant is consumed (the next flush asks again, as ``instantToWrite`` does)."""
+        inst = self.instant
+        statuses = (WriteStatus(self.task, self.flushed, self.offset),) if self.offset > self.flushed else ()
+        self.flushed = self.offset
+        self.interval = self.interval + statuses
+        self.current_instant = inst
+        self.instant = None
+        return WriteMetadataEvent(self.task, self.checkpoint_id, inst, statuses, last_batch, False)
+
+    def snapshot_state(self, checkpoint: int, append: bool = False) -> tuple[WriteMetadataEvent, tuple]:
+        """``snapshotState(n)``: flush the rest (lastBatch), replace the state, remember n.
+
+        Returns the event sent to the coordinator and the new ``write-metadata-state``."""
+        ev = self.flush(last_batch=True)
+        kept = WriteMetadataEvent(self.task, self.checkpoint_id, self.current_instant, self.interval, True, True)
+        self.state = (self.state + (kept,)) if append else (kept,)
+        self.checkpoint_id = checkpoint
+        self.interval = ()
+        self.current_instant = ""
+        return ev, self.state
+
+    def restore(self, offset: int, checkpoint_id: int, state: tuple, attempt: int) -> None:
+        """``initializeState``: rewind the split, drop the buffer, restore id and state."""
+        self.offset = self.flushed = offset
+        self.checkpoint_id = checkpoint_id
+        self.instant = None
+        self.current_instant = ""
+        self.interval = ()
+        self.state = state
+        self.attempt = attempt
+
+    def bootstrap_events(self, table, restored: bool, global_failover: bool,
+                         resend_on_global_failover: bool) -> list[WriteMetadataEvent]:
+        """``sendBootstrapEvent``: the events sent to the coordinator right after (re)start."""
+        pending = [e._replace(task=self.task) for e in self.state if e.instant and table.is_pending(e.instant)]
+        if self.attempt == 0:
+            return pending if restored else []
+        out = [empty_bootstrap(self.task, self.checkpoint_id)]
+        if global_failover and resend_on_global_failover:
+            out.extend(pending)
+        return out

@@ -1,0 +1,533 @@
+"""Driver-side coordinators: the writer-coordinator protocol of :mod:`model.protocol` mapped onto Spark.
+
+The pipeline does not restate the protocol's rules: it drives one :class:`model.protocol.System` (one writer
+task, ``parallelism=1``: the driver writes each micro-batch) with the events that happen in the Spark job, and
+makes the real table follow the model's decisions. Mapping (Spark batch n, model checkpoint c)::
+
+    foreachBatch(n) starts       complete-checkpoint (if Spark wrote commits/n-1 since) + deliver-ack(c-1)
+                                 -> the model commits every key < c-1; the disk commit follows
+    the batch's k records        ingest(0) x k
+    end of the batch's input     trigger-checkpoint (checkpoint c; the coordinator snapshots first)
+    the barrier needs an instant request-instant(0) -> the model's coordinator grants (or, blocking mode,
+                                 refuses while an instant is uncommitted -- never happens here, since the
+                                 ack that commits it was delivered first) -> disk: requested + inflight
+    write the data               HudiTableWriter.write_batch (real data files), write metadata persisted
+    snapshot                     snapshot-task(0): write-metadata event to the coordinator, task state
+    foreachBatch returns         Spark commits batch n (checkpoint/commits/n) = checkpoint c complete
+    driver killed, restarted     complete-checkpoint if Spark committed the batch, then crash-coordinator:
+                                 restore from the last completed checkpoint, recommit what it covers
+    lazy policy                  clean when enabled: the model rolls back dead pending instants
+
+Checkpoint ids are the model's (Flink's ids start at 1 and are never reused; an aborted checkpoint's id is
+skipped), so checkpoint c is batch n's checkpoint as recorded in ``events.jsonl`` (``c = n + 1`` until the
+first crash). The instant's checkpoint key (the writer's last known checkpoint id, Flink's
+``requestInstantTime(checkpointId)``) goes into commit metadata as ``flink_checkpoint_id``.
+
+Modes: ``blocking`` (ProtocolConfig mode blocking, EAGER failed-writes policy: batch n+1 requests its
+instant only after instant n committed, the commit runs on the batch thread), ``async`` (mode async, LAZY:
+batch n+1 gets its own instant at once; a committer thread completes acked instants on disk in ascending
+order while the batch writes), ``spark-sink`` (Hudi's Spark streaming sink, ``HoodieStreamingSink``: the
+checkpoint completes and the instant commits inside the batch, with the batch id in commit metadata under
+``_hudi_streaming_sink_checkpoint``; a replayed batch whose id is at or below the latest committed one is
+skipped -- ``canSkipBatch``).
+
+Write-ahead rule: a model event is appended to ``trace.jsonl`` and fsynced *before* its effect on disk; the
+data write and the write-metadata file come *before* the snapshot event. :meth:`PipelineCoordinator.sync`
+brings the disk timeline to the model's (start, commit, roll back) and is idempotent, so after a SIGKILL
+anywhere the restarted driver replays the trace into a fresh System (with the recorded times) and re-runs
+``sync`` before it applies the crash. Times: requested and completion times come from
+:class:`WallTrueTime` -- the model's TrueTime generator over the wall clock (in-process lock, 1 ms skew
+wait) -- recorded in ``times.jsonl`` so a replay reproduces them exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+from hoodie_lab.errors import UserError
+from model.instant import State, to_millis
+from model.protocol import (CompleteCheckpoint, CrashCoordinator, DeliverAck, Ingest, ProtocolConfig, RequestInstant,
+                            SnapshotTask, System, TriggerCheckpoint, event_from_dict)
+from model.protocol import Clean as CleanEvent
+from model.truetime import SkewAdjustingTimeGenerator, TimeGeneratorConfig
+from pipeline import source as src
+from pipeline.crash import KillSwitch
+from pipeline.run_dir import RunDir, TableLock, append_line, atomic_write_json, read_lines
+
+CHECKPOINT_KEY = "flink_checkpoint_id"           # StreamerUtil.FLINK_CHECKPOINT_ID
+SINK_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"  # HoodieStreamingSink.SINK_CHECKPOINT_KEY
+TABLE_NAME = "hoodie_lab_pipeline"
+TASK = 0
+MAX_RECORDS = 1_000_000  # the model's bound on records per split
+
+
+def protocol_config(cfg: dict, records: int) -> ProtocolConfig:
+    """The model configuration of a run: one writer task, no bound a real run could hit, the driver crash
+    (``coordinator-crash``) as the only fault."""
+    if records > MAX_RECORDS:
+        raise UserError(f"--records: {records}; the pipeline's model bounds a run to {MAX_RECORDS} records")
+    blocking = cfg["mode"] in ("blocking", "spark-sink")
+    return ProtocolConfig(mode="blocking" if blocking else "async", table_version=cfg["table_version"],
+                          table_type=cfg["table_type"], failed_writes="eager" if blocking else "lazy",
+                          parallelism=1, max_checkpoints=10_000, records=records,
+                          buffer_size=max(1, records), faults=frozenset({"coordinator-crash"}), max_crashes=10_000)
+
+
+# -------------------------------------------------------------------------------------------------- times
+class WallTrueTime:
+    """The model's TrueTime generator (``SkewAdjustingTimeGenerator``, in-process lock: 1 ms skew wait) over
+    the wall clock, as a :class:`model.protocol.TimeSource`.
+
+    Every time is appended to ``times.jsonl`` (``{"t": ..., "model": bool}``) before it is used. Model times
+    (``next_time``) are replayed from that file first, so replaying the trace reproduces every instant time;
+    times the model does not ask for (the rollback instants the disk needs, :meth:`fresh`) are recorded with
+    ``model: false``. Times keep increasing across restarts: a new generator never goes below the last
+    recorded time.
+    """
+
+    def __init__(self, path: Path | None, live: bool = True):
+        self.path = path
+        self.live = live
+        self.gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig.in_process(), epoch_ms=0)
+        rows = read_lines(path) if path is not None else []
+        self.replay = [r["t"] for r in rows if r.get("model")]
+        self.pos = 0
+        self.last_ms = max((to_millis(r["t"]) for r in rows), default=0)
+        self.lock = threading.Lock()
+
+    def next_time(self) -> str:
+        with self.lock:
+            if self.pos < len(self.replay):
+                self.pos += 1
+                return self.replay[self.pos - 1]
+            if not self.live:
+                raise RuntimeError("the trace asks for more instant times than the run recorded")
+            self.pos += 1
+            return self._generate(model=True)
+
+    def fresh(self) -> str:
+        with self.lock:
+            return self._generate(model=False)
+
+    def _generate(self, model: bool) -> str:
+        now = max(int(time.time() * 1000), self.last_ms + 1)
+        rec = self.gen.generate("driver", now)
+        wait = rec.released_at - now
+        if wait > 0:
+            time.sleep(wait / 1000)  # the skew wait, for real
+        self.last_ms = to_millis(rec.time)
+        if self.path is not None:
+            append_line(self.path, {"t": rec.time, "model": model})
+        return rec.time
+
+    def copy(self):
+        return self
+
+
+# -------------------------------------------------------------------------------------------------- trace
+def trace_header(pcfg: ProtocolConfig, seed: int) -> dict:
+    try:
+        from model import trace as mtrace
+        return mtrace.header(pcfg, seed, "pipeline")
+    except (ImportError, AttributeError, TypeError):
+        return {"trace": "hoodie-lab", "version": 1, "config": pcfg.to_dict(), "seed": seed, "driver": "pipeline"}
+
+
+def trace_event_line(step: int, ev) -> str:
+    try:
+        from model import trace as mtrace
+        line = mtrace.event_line(step, ev)
+        return line if isinstance(line, str) else json.dumps(line, sort_keys=True)
+    except (ImportError, AttributeError):
+        return json.dumps({"step": step, **ev.to_dict()}, sort_keys=True)
+
+
+def read_trace_events(path: Path) -> tuple[dict | None, list]:
+    """Header and events of a pipeline trace (a torn last line from a kill is ignored)."""
+    rows = read_lines(path)
+    if not rows:
+        return None, []
+    header, events = rows[0], []
+    for r in rows[1:]:
+        d = {k: v for k, v in r.items() if k != "step"}
+        events.append(event_from_dict(d))
+    return header, events
+
+
+def replay_system(rd: RunDir, live_times: bool = False) -> tuple[System, list, WallTrueTime]:
+    """A System with the run's trace applied, times from ``times.jsonl`` (the diff uses this too)."""
+    header, events = read_trace_events(rd.trace)
+    if header is None:
+        raise UserError(f"{rd.trace}: no trace")
+    pcfg = ProtocolConfig.from_dict(header["config"])
+    times = WallTrueTime(rd.root / "times.jsonl", live=live_times)
+    system = System(pcfg, time_source=times, seed=header.get("seed", 0))
+    for ev in events:
+        system.apply(ev)
+    return system, events, times
+
+
+# ------------------------------------------------------------------------------------------- coordinator
+class PipelineCoordinator:
+    """One driver's coordinator over a run dir (see the module docstring)."""
+
+    def __init__(self, rd: RunDir, cfg: dict, progress=print):
+        self.rd = rd
+        self.cfg = cfg
+        self.mode = cfg["mode"]
+        self.progress = progress or (lambda s: None)
+        self.latency_s = cfg.get("commit_latency_ms", 0) / 1000
+        self.kill = KillSwitch(rd.root)
+        self.kill.on_fire = lambda point: rd.log("crash", point=point, pid=_pid())
+        self.lock = TableLock(rd.table)
+        self._trace_buf: list[str] = []
+        self._committer: threading.Thread | None = None
+        self._queue: queue.Queue = queue.Queue()
+        self._enqueued: set[str] = set()
+        self._error: BaseException | None = None
+        self._model_lock = threading.RLock()
+        self.batch_stats: list[dict] = []
+        self.checkpoint_batch: dict[int, int] = {}
+        self.skipped: list[int] = []
+
+    # ------------------------------------------------------------------------------------------ set-up
+    def open(self) -> None:
+        self._check_table()
+        self.lock.acquire()
+        try:
+            self._open()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _check_table(self) -> None:
+        table = self.rd.table
+        props = table / ".hoodie" / "hoodie.properties"
+        if props.exists():
+            from hoodie_lab.ondisk.properties import read_properties
+            p = read_properties(props)
+            v = p.get("hoodie.table.version", "")
+            if v not in ("6", "8"):
+                raise UserError(f"{table}: table version {v or '?'}; the pipeline writes table versions 8 and 6")
+            if int(v) != self.cfg["table_version"]:
+                raise UserError(f"{table}: table version {v}, but the run writes version {self.cfg['table_version']}")
+            name = p.get("hoodie.table.name")
+            if name != TABLE_NAME:
+                raise UserError(f"{table}: holds a different table ({name!r}, the pipeline writes {TABLE_NAME!r})")
+        elif table.exists() and (not table.is_dir() or any(x.name != ".hoodie" for x in table.iterdir())):
+            raise UserError(f"{table}: exists and is neither empty nor a Hudi table")
+
+    def _open(self) -> None:
+        from hoodie_lab.hudiformat.table import HudiTableWriter
+
+        parsed = src.read_inputs(self.rd.input)
+        self.expected = [[r for r, _ in lines if r is not None] for lines in parsed]
+        self.prefix = [0]
+        for recs in self.expected:
+            self.prefix.append(self.prefix[-1] + len(recs))
+        total = self.prefix[-1]
+        self.pcfg = protocol_config(self.cfg, total)
+        self.writer = HudiTableWriter(self.rd.table, self.cfg["table_type"], self.cfg["table_version"],
+                                      record_key="key", ordering_field="ts", partition_field="partition",
+                                      table_name=TABLE_NAME)
+        header, events = read_trace_events(self.rd.trace)
+        self.times = WallTrueTime(self.rd.root / "times.jsonl")
+        self.system = System(self.pcfg, time_source=self.times, seed=self.cfg["seed"])
+        if header is None:
+            append_line(self.rd.trace, trace_header(self.pcfg, self.cfg["seed"]))
+        elif ProtocolConfig.from_dict(header["config"]) != self.pcfg:
+            raise UserError(f"{self.rd.trace}: the trace was written for another configuration")
+        for ev in events:
+            self.system.apply(ev)
+        self.step = len(events)
+        self._load_events()
+        if self.mode == "async":
+            self._committer = threading.Thread(target=self._commit_loop, name="hoodie-lab-committer", daemon=True)
+            self._committer.start()
+        crashed = bool(events) and not self._finished_cleanly
+        self.rd.log("start", pid=_pid(), restart=bool(events), crashed=crashed,
+                    spark_committed=self.rd.spark_committed_batches()[-1:] or None)
+        if crashed:
+            self._recover()
+        self.sync()
+        self._clean()
+
+    def _load_events(self) -> None:
+        self._finished_cleanly = False
+        for e in self.rd.read_events():
+            if e["kind"] == "checkpoint":
+                self.checkpoint_batch[e["checkpoint"]] = e["batch"]
+            elif e["kind"] == "start":
+                self._finished_cleanly = False
+            elif e["kind"] == "finished":
+                self._finished_cleanly = True
+
+    def _recover(self) -> None:
+        """The previous driver died. What Spark made durable first (its commit of a batch completes that
+        batch's checkpoint), then the crash: restore from the last completed checkpoint."""
+        with self._model_lock:
+            self._complete_spark_checkpoint()
+            self._apply(CrashCoordinator())
+            self._flush_trace()
+        self.progress(f"recovered: restored from checkpoint "
+                      f"{self.system.last_completed.id if self.system.last_completed else '-'}; "
+                      f"pending instants {self.system.pending_instants()}")
+
+    # ---------------------------------------------------------------------------------------- the model
+    def _apply(self, ev) -> None:
+        self.system.apply(ev)
+        self.step += 1
+        self._trace_buf.append(trace_event_line(self.step, ev))
+
+    def _flush_trace(self) -> None:
+        if not self._trace_buf:
+            return
+        with open(self.rd.trace, "a") as f:
+            f.write("\n".join(self._trace_buf) + "\n")
+            f.flush()
+            import os
+            os.fsync(f.fileno())
+        self._trace_buf.clear()
+
+    def _complete_spark_checkpoint(self) -> None:
+        p = self.system.pending_checkpoint
+        if p is None or not p.all_tasks_done():
+            return
+        batch = self.checkpoint_batch.get(p.id)
+        if batch is not None and batch in set(self.rd.spark_committed_batches()):
+            self._apply(CompleteCheckpoint())
+
+    def _clean(self) -> None:
+        with self._model_lock:
+            if self.system.is_enabled(CleanEvent()) is None:
+                self._apply(CleanEvent())
+                self._flush_trace()
+                self.sync()
+
+    def deliver_spark_acks(self) -> None:
+        """Spark committed batch n => its checkpoint completes and the ack reaches the coordinator."""
+        self._raise_committer_error()
+        with self._model_lock:
+            self._complete_spark_checkpoint()
+            while self.system.acks_in_flight:
+                self._apply(DeliverAck(self.system.acks_in_flight[0]))
+            self._flush_trace()
+            self.sync()
+        self._clean()
+
+    # ------------------------------------------------------------------------------------------ a batch
+    def on_batch(self, batch_id: int, records: pa.Table, quarantined: int) -> None:
+        t0 = time.monotonic()
+        self.kill("batch.start")
+        self._raise_committer_error()
+        if self.mode == "spark-sink" and self._sink_can_skip(batch_id):
+            self.skipped.append(batch_id)
+            self.rd.log("skip", batch=batch_id, reason="batch id already in the latest commit's metadata")
+            self.progress(f"batch {batch_id}: skipped (already committed by the sink)")
+            return
+        self._check_batch(batch_id, records)
+        w = self.system.writers[TASK]
+        start, key = w.offset, w.checkpoint_id
+        with self._model_lock:
+            for _ in range(records.num_rows):
+                self._apply(Ingest(TASK))
+            self._apply(TriggerCheckpoint())
+            ckp = self.system.pending_checkpoint.id
+            self.checkpoint_batch[ckp] = batch_id
+            self.rd.log("checkpoint", checkpoint=ckp, batch=batch_id)
+            wait0 = time.monotonic()
+            self._apply(RequestInstant(TASK))
+            instant = self.system.writers[TASK].instant
+            self._flush_trace()
+            self.sync()
+        self.kill("write.instant-started")
+        result = self.writer.write_batch(instant, records, "upsert") if records.num_rows else None
+        self.kill("write.files-written")
+        atomic_write_json(self._writemeta_path(instant), {
+            "batch": batch_id, "checkpoint": ckp, "key": key, "instant": instant, "start": start,
+            "end": start + records.num_rows, "result": result.to_dict() if result is not None else None})
+        self.kill("writemeta.persisted")
+        with self._model_lock:
+            self._apply(SnapshotTask(TASK))
+            if self.mode == "spark-sink":
+                self._apply(CompleteCheckpoint())
+                self._apply(DeliverAck(ckp))
+            self._flush_trace()
+            if self.mode == "spark-sink":
+                self.sync()
+        if self.mode == "spark-sink":
+            self.kill("sink.after-commit")
+            self._clean()
+        stat = {"batch": batch_id, "checkpoint": ckp, "instant": instant, "records": records.num_rows,
+                "quarantined": quarantined, "seconds": time.monotonic() - t0,
+                "instant_wait_s": time.monotonic() - wait0 if False else None}
+        self.batch_stats.append(stat)
+        files = len(result.write_stats) if result is not None else 0
+        self.progress(f"batch {batch_id}: checkpoint {ckp} instant {instant} records {records.num_rows} "
+                      f"files {files} quarantined {quarantined} ({stat['seconds']:.2f} s)")
+
+    def _check_batch(self, batch_id: int, records: pa.Table) -> None:
+        """The batch is input file ``batch_id`` and the model's task is at its first offset (else the
+        model and Spark disagree about what was replayed: a bug, not bad input)."""
+        if batch_id >= len(self.expected):
+            raise RuntimeError(f"batch {batch_id}: no such input file")
+        keys = records.column("key").to_pylist()
+        if keys != [r.key for r in self.expected[batch_id]]:
+            raise RuntimeError(f"batch {batch_id}: records differ from input file {batch_id}")
+        offset = self.system.writers[TASK].offset
+        if offset != self.prefix[batch_id]:
+            raise RuntimeError(f"batch {batch_id}: the model's source is at offset {offset}, the batch starts at "
+                               f"{self.prefix[batch_id]} (Spark and the model disagree on what to replay)")
+
+    def _sink_can_skip(self, batch_id: int) -> bool:
+        """``HoodieStreamingSink.canSkipBatch``: the latest commit carrying a sink checkpoint names a batch id
+        >= this one."""
+        from hoodie_lab.ondisk.metadata import decode_commit_metadata
+        from model import filenames as fn
+
+        done = sorted((i for i in self.writer.timeline.completed((self.writer.action,))),
+                      key=lambda i: i.completion_time or "", reverse=True)
+        for inst in done:
+            name = fn.timeline_file_name(inst.requested_time, inst.action, State.COMPLETED, inst.completion_time,
+                                         self.writer.layout)
+            md = decode_commit_metadata((self.writer.timeline_dir / name).read_bytes(), name) or {}
+            value = (md.get("extraMetadata") or {}).get(SINK_CHECKPOINT_KEY)
+            if value:
+                return max(int(k) for k in json.loads(value)) >= batch_id
+        return False
+
+    # -------------------------------------------------------------------------------------- disk = model
+    def _writemeta_path(self, instant: str) -> Path:
+        return self.rd.writemeta / f"{instant}.json"
+
+    def _writemeta(self, instant: str) -> dict | None:
+        p = self._writemeta_path(instant)
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def sync(self) -> None:
+        """Make the table's timeline what the model's is: roll back what the model rolled back, start what
+        it started, complete what it completed (ascending completion order; async mode: on the committer
+        thread). Idempotent: safe to re-run after a crash at any point."""
+        model_tl = self.system.table.timeline
+        action = self.writer.action
+        disk_pending = {t for t, _, _ in self.writer.pending_instants()}
+        disk_done = {t for t, _, _ in self.writer.completed_instants()}
+        # 1. roll back (newest first: a later write may have touched the same file groups)
+        gone = [t for t in disk_pending if model_tl.get(t, action) is None]
+        for t in sorted(gone, reverse=True):
+            self._disk_rollback(t)
+        # 2. start
+        for inst in model_tl.pending((action,)):
+            t = inst.requested_time
+            if t not in disk_pending and t not in disk_done:
+                self._sleep_latency()
+                self.writer.start(t)
+                self.rd.log("started", instant=t)
+        # 3. commit
+        todo = [i for i in model_tl.completed((action,))
+                if i.requested_time not in disk_done and i.requested_time not in self._enqueued]
+        for inst in sorted(todo, key=lambda i: i.completion_time):
+            if self._committer is not None:
+                self._enqueued.add(inst.requested_time)
+                self._queue.put(inst)
+            else:
+                self._disk_commit(inst)
+
+    def _commit_key(self, instant: str) -> int | None:
+        for t, key, _how in reversed(self.system.table.commit_log):
+            if t == instant:
+                return key
+        return None
+
+    def _disk_commit(self, inst) -> None:
+        t = inst.requested_time
+        wm = self._writemeta(t)
+        if wm is None:
+            raise RuntimeError(f"commit {t}: the model committed it but no write metadata was persisted")
+        from hoodie_lab.hudiformat.table import WriteResult
+        result = WriteResult.from_dict(wm["result"]) if wm["result"] else None
+        key = self._commit_key(t)
+        extra = {CHECKPOINT_KEY: str(key if key is not None else wm["key"])}
+        if self.mode == "spark-sink":
+            extra[SINK_CHECKPOINT_KEY] = json.dumps({str(wm["batch"]): f"hoodie-lab-{self.rd.root.name}"})
+        self.kill("commit.before-complete")
+        self._sleep_latency()
+        self.writer.commit(t, inst.completion_time, result, extra_metadata=extra)
+        self.kill("commit.after-complete")
+        self.rd.log("committed", instant=t, completion=inst.completion_time, key=key, batch=wm["batch"])
+
+    def _disk_rollback(self, t: str) -> None:
+        """Roll back a pending instant the model no longer has, with the same rollback instant after a
+        restart if an earlier attempt started one."""
+        prior = [e for e in self.rd.read_events() if e["kind"] == "rollback-start" and e["target"] == t]
+        if prior:
+            rb, rbc = prior[-1]["rollback"], prior[-1]["completion"]
+        else:
+            rb, rbc = self.times.fresh(), None
+            rbc = self.times.fresh()
+            self.rd.log("rollback-start", target=t, rollback=rb, completion=rbc)
+        self._sleep_latency()
+        self.writer.rollback(t, rb, rbc)
+        self.rd.log("rolled-back", target=t, rollback=rb)
+        p = self._writemeta_path(t)
+        p.unlink(missing_ok=True)
+
+    def _sleep_latency(self) -> None:
+        if self.latency_s:
+            time.sleep(self.latency_s)
+
+    # ------------------------------------------------------------------------------------ async committer
+    def _commit_loop(self) -> None:
+        while True:
+            inst = self._queue.get()
+            try:
+                if inst is None:
+                    return
+                self.kill("async.commit")
+                self._disk_commit(inst)
+            except BaseException as exc:  # surfaced on the batch thread
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _raise_committer_error(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise RuntimeError(f"async committer failed: {err}") from err
+
+    def _drain_committer(self) -> None:
+        if self._committer is not None:
+            self._queue.join()
+        self._raise_committer_error()
+
+    # ------------------------------------------------------------------------------------------ the end
+    def finish(self) -> None:
+        self.deliver_spark_acks()
+        self._drain_committer()
+        self.rd.log("finished", pid=_pid(), pending=self.system.pending_instants())
+
+    def summary(self) -> dict:
+        lat = [s["seconds"] for s in self.batch_stats]
+        return {"batches": len(self.batch_stats), "skipped": list(self.skipped),
+                "records": sum(s["records"] for s in self.batch_stats),
+                "batch_seconds": lat,
+                "commits": [t for t, _k, _h in self.system.table.commit_log],
+                "pending": self.system.pending_instants()}
+
+    def close(self) -> None:
+        if self._committer is not None:
+            self._queue.put(None)
+            self._committer.join(timeout=60)
+            self._committer = None
+        self.lock.release()
+
+
+def _pid() -> int:
+    import os
+    return os.getpid()

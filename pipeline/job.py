@@ -1,0 +1,191 @@
+"""The Structured Streaming job: input files -> foreachBatch -> the driver-side coordinator -> a Hudi table.
+
+``prepare_run`` creates a run dir (config, generated inputs); ``run_job`` runs (or resumes, on the same Spark
+checkpoint) the streaming query on it:
+
+* source: the file stream source over ``RUN_DIR/input`` with the fixed schema of :mod:`pipeline.source`,
+  ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)`` (deterministic: file i is batch i of a fresh
+  run; a restart replays the first batch Spark has not committed, with the same file);
+* sink: ``foreachBatch``. The micro-batch is collected to the driver as Arrow (``DataFrame.toArrow``; fine at
+  these sizes -- a limitation: the batch must fit in the driver's memory, and the data files are written by the
+  driver, not by executors), split into well-formed records and malformed ones (quarantined with a reason,
+  see :func:`split_batch`), and handed to :class:`pipeline.coordinator.PipelineCoordinator`;
+* acks: Spark's commit of batch n (``checkpoint/commits/n``, written after foreachBatch(n) returned and before
+  batch n+1 is planned) is read at the start of every batch and once more when the query has ended.
+
+``python -m pipeline.job RUN_DIR`` runs the job in its own process (the crash harness uses this).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodie_lab.errors import UserError
+from pipeline import source as src
+from pipeline.run_dir import RunDir, atomic_write_bytes
+
+MODES = ("blocking", "async", "spark-sink")
+TABLE_TYPES = ("cow", "mor")
+TABLE_VERSIONS = (8, 6)
+DATA_COLUMNS = ["key", "ts", "partition", "payload"]
+QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
+
+
+def default_config(**overrides) -> dict:
+    cfg = {"mode": "async", "table_type": "mor", "table_version": 8, "records": 1000, "batches": 5,
+           "seed": 0, "malformed": 0, "update_fraction": 0.3, "commit_latency_ms": 0, "master": None,
+           "table": None}
+    cfg.update(overrides)
+    return cfg
+
+
+def validate_config(cfg: dict) -> None:
+    if cfg["mode"] not in MODES:
+        raise UserError(f"--mode: {cfg['mode']!r}; expected one of {', '.join(MODES)}")
+    if cfg["table_type"] not in TABLE_TYPES:
+        raise UserError(f"--table-type: {cfg['table_type']!r}; expected cow or mor")
+    if cfg["table_version"] not in TABLE_VERSIONS:
+        raise UserError(f"--table-version: {cfg['table_version']}; the pipeline writes table versions 8 and 6")
+    if not 1 <= cfg["batches"] <= 10_000:
+        raise UserError(f"--batches: {cfg['batches']}; expected 1..10000")
+    if not 0 <= cfg["records"] <= 10_000_000:
+        raise UserError(f"--records: {cfg['records']}; expected 0..10000000")
+    if cfg["commit_latency_ms"] < 0:
+        raise UserError(f"--commit-latency-ms: {cfg['commit_latency_ms']}; expected >= 0")
+    if cfg["malformed"] < 0:
+        raise UserError(f"--malformed: {cfg['malformed']}; expected >= 0")
+
+
+def prepare_run(root: Path, **config) -> RunDir:
+    """Create a run dir: ``run.json`` and the generated inputs. Refuses a non-empty dir."""
+    cfg = default_config(**config)
+    validate_config(cfg)
+    rd = RunDir(Path(root), Path(cfg["table"]) if cfg.get("table") else None)
+    if rd.root.exists() and any(rd.root.iterdir()):
+        raise UserError(f"--out {rd.root}: exists and is not empty; choose a new run dir")
+    rd.root.mkdir(parents=True, exist_ok=True)
+    src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
+                     update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])
+    rd.save_config(cfg)
+    return rd
+
+
+def open_run(root: Path) -> tuple[RunDir, dict]:
+    rd = RunDir(Path(root))
+    cfg = rd.load_config()
+    rd = RunDir(rd.root, Path(cfg["table"]) if cfg.get("table") else None)
+    return rd, cfg
+
+
+# ------------------------------------------------------------------------------------------ the batch split
+def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
+    """Well-formed records (columns key, ts, partition, payload) and the malformed ones as (reason, raw).
+
+    A row is malformed when Spark could not parse it (``_corrupt_record`` set: the reason comes from
+    :func:`pipeline.source.parse_line` on the raw line) or when a required field is null."""
+    corrupt = batch.column("_corrupt_record").is_valid()
+    missing = pc.or_(pc.or_(batch.column("key").is_null(), batch.column("ts").is_null()),
+                     batch.column("partition").is_null())
+    bad_mask = pc.or_(corrupt, missing)
+    good = batch.filter(pc.invert(bad_mask)).select(DATA_COLUMNS)
+    bad = []
+    for row in batch.filter(bad_mask).to_pylist():
+        raw = row["_corrupt_record"]
+        if raw is not None:
+            reason = src.parse_line(raw)[1] or "unparseable record"
+        else:
+            reason = src.validate(row["key"], row["ts"], row["partition"]) or "invalid record"
+            raw = src.json.dumps({k: row[k] for k in DATA_COLUMNS}, sort_keys=True)
+        bad.append((reason, raw))
+    good = good.cast(pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
+                                ("payload", pa.string())]))
+    return good, bad
+
+
+def write_quarantine(rd: RunDir, batch_id: int, bad: list[tuple[str, str]]) -> None:
+    """``quarantine/batch-<n>.parquet`` (replaced if batch n is replayed, so a record is counted once)."""
+    path = rd.quarantine / f"batch-{batch_id:06d}.parquet"
+    if not bad:
+        path.unlink(missing_ok=True)
+        return
+    t = pa.table({"batch": [batch_id] * len(bad), "reason": [r for r, _ in bad], "raw": [x for _, x in bad]},
+                 schema=QUARANTINE_SCHEMA)
+    sink = pa.BufferOutputStream()
+    pq.write_table(t, sink)
+    atomic_write_bytes(path, sink.getvalue().to_pybytes())
+
+
+def read_quarantine(rd: RunDir) -> pa.Table:
+    files = sorted(rd.quarantine.glob("batch-*.parquet")) if rd.quarantine.is_dir() else []
+    if not files:
+        return QUARANTINE_SCHEMA.empty_table()
+    return pa.concat_tables([pq.read_table(f) for f in files])
+
+
+# ------------------------------------------------------------------------------------------------ the query
+def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) -> dict:
+    """Run (or resume) the streaming query of the run dir ``root`` to the end of its input.
+
+    Returns a summary: batches handled in this process, records written, quarantined, seconds, and the
+    coordinator's figures (per-batch latency, commits)."""
+    from pipeline.coordinator import PipelineCoordinator
+
+    rd, cfg = open_run(root)
+    coord = PipelineCoordinator(rd, cfg, progress=progress)
+    coord.open()  # lock, recovery of a killed run, model state
+    try:
+        if spark is None:
+            from pipeline.spark import get_spark
+            spark = get_spark(cfg.get("master"))
+        t0 = time.monotonic()
+        stream = (spark.readStream.schema(src.spark_schema()).option("maxFilesPerTrigger", 1)
+                  .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt_record")
+                  .json(str(rd.input)))
+
+        def sink(df, batch_id: int) -> None:
+            coord.deliver_spark_acks()
+            good, bad = split_batch(df.toArrow())
+            write_quarantine(rd, batch_id, bad)
+            coord.on_batch(batch_id, good, len(bad))
+
+        query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(rd.checkpoint))
+                 .trigger(availableNow=True).queryName(None).start())
+        try:
+            if not query.awaitTermination(timeout_s):
+                query.stop()
+                raise RuntimeError(f"streaming query did not finish within {timeout_s:.0f} s")
+        finally:
+            if query.isActive:
+                query.stop()
+        coord.deliver_spark_acks()  # the last batch's commit is written after its foreachBatch returned
+        coord.finish()
+        summary = coord.summary()
+        summary["seconds"] = time.monotonic() - t0
+        summary["quarantined"] = read_quarantine(rd).num_rows
+        return summary
+    finally:
+        coord.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m pipeline.job RUN_DIR", file=sys.stderr)
+        return 2
+    try:
+        summary = run_job(Path(argv[0]), progress=lambda s: print(s, flush=True))
+    except UserError as exc:
+        print(f"pipeline: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(f"done: {summary}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

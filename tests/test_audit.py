@@ -1,0 +1,219 @@
+"""``hoodie-lab audit`` and the I1-I9 checks of ``model/invariants/timeline.py``.
+
+Every check is shown able to fail: skeleton tables (written by the model, then edited the way a
+broken writer would leave them) and stub views make each invariant report a violation that names
+the instants or files involved, and the CLI exits 1. Runtime: about 3 s.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from hoodie_lab.audit import audit_table
+from hoodie_lab.cli import main
+from hoodie_lab.commands.demo import run_skeleton_demo
+from hoodie_lab.ondisk.skeleton import SkeletonPlans, write_skeleton
+from model import filenames as fn
+from model.instant import Action
+from model.invariants import timeline as inv
+from model.timeline import Timeline
+
+
+def T(ms: int) -> str:
+    return f"2025010100{ms // 60000:02d}{(ms // 1000) % 60:02d}{ms % 1000:03d}"
+
+
+def _done(tl, t0, action, t1):
+    tl.create(t0, action)
+    if action is not Action.SAVEPOINT:
+        tl.transition_to_inflight(t0, action)
+    tl.complete(t0, action, t1)
+
+
+def _healthy(version=9):
+    tl = Timeline(version)
+    _done(tl, T(100), Action.DELTACOMMIT, T(150))
+    _done(tl, T(200), Action.DELTACOMMIT, T(250))
+    tl.create(T(300), Action.COMPACTION)
+    _done(tl, T(400), Action.CLEAN, T(450))
+    base = [fn.BaseFile("fg1-0", "0-1-1", T(100), partition="p")]
+    logs = [fn.LogFile("fg1-0", T(100) if version == 6 else T(200), 1, "0-2-1", partition="p")]
+    return tl, base, logs
+
+
+def _verdict(result, name):
+    found = [v for v in result.verdicts if v.invariant == name]
+    assert found, [v.invariant for v in result.verdicts]
+    return found[0]
+
+
+# ------------------------------------------------------------------------------ healthy tables
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_healthy_skeleton_audits_clean(tmp_path, capsys, version):
+    tl, base, logs = _healthy(version)
+    out = write_skeleton(tmp_path / "t", tl, base, logs)
+    result = audit_table(out)
+    assert result.ok, [str(v) for v in result.verdicts if not v.holds]
+    names = {v.invariant for v in result.verdicts}
+    assert ("I2.requested-before-completion" in names) == (version != 6)
+    assert ("I9.compaction-plan" in names) == (version != 6)
+    assert main(["audit", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "timeline" in text and "latest file slices" in text and "invariants hold" in text
+
+
+def test_json_output_is_one_document(tmp_path, capsys):
+    tl, base, logs = _healthy()
+    out = write_skeleton(tmp_path / "t", tl, base, logs)
+    assert main(["audit", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is True and doc["table"]["version"] == 9 and doc["rule"] == "completion-time"
+    assert [r["requested"] for r in doc["timeline"]] == [T(100), T(200), T(300), T(400)]
+    assert doc["timeline"][0]["duration_ms"] == 50 and doc["timeline"][2]["state"] == "requested"
+    assert {r["file_id"] for r in doc["latest_file_slices"]} == {"fg1-0"}
+    assert all(v["holds"] for v in doc["invariants"])
+
+
+def test_as_of_and_rule_options(tmp_path, capsys):
+    tl, base, logs = _healthy()
+    out = write_skeleton(tmp_path / "t", tl, base, logs)
+    assert main(["audit", str(out), "--json", "--as-of", T(150), "--rule", "instant-time"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["as_of"] == T(150) and doc["rule"] == "instant-time"
+    (s,) = doc["latest_file_slices"]
+    assert s["base_file"] == base[0].name and s["log_files"] == []  # the log of 200 is not there yet
+
+
+# ------------------------------------------------------------------------------ violations on disk
+def _tdir(out: Path, version: int) -> Path:
+    return out / ".hoodie" if version == 6 else out / ".hoodie" / "timeline"
+
+
+def test_I2_completion_before_requested_is_reported(tmp_path, capsys):
+    tl, base, logs = _healthy(9)
+    out = write_skeleton(tmp_path / "t", tl, base, logs)
+    td = _tdir(out, 9)
+    (td / f"{T(200)}_{T(250)}.deltacommit").rename(td / f"{T(200)}_{T(190)}.deltacommit")
+    result = audit_table(out)
+    v = _verdict(result, "I2.requested-before-completion")
+    assert not v.holds and any(T(200) in x for x in v.involved)
+    assert main(["audit", str(out)]) == 1
+    assert "I2.requested-before-completion" in capsys.readouterr().out
+
+
+def test_I1_shared_requested_time_is_reported(tmp_path):
+    tl, base, logs = _healthy(6)
+    out = write_skeleton(tmp_path / "t", tl, base, logs)
+    (_tdir(out, 6) / f"{T(200)}.clean.requested").write_bytes(b"")
+    v = _verdict(audit_table(out), "I1.unique")
+    assert not v.holds and T(200) in v.involved
+
+
+def test_I3_inflight_without_requested_is_reported(tmp_path):
+    tl, base, logs = _healthy(9)
+    tl.create(T(500), Action.DELTACOMMIT)
+    tl.transition_to_inflight(T(500), Action.DELTACOMMIT)
+    out = write_skeleton(tmp_path / "t", tl, base, logs)
+    (_tdir(out, 9) / f"{T(500)}.deltacommit.requested").unlink()
+    v = _verdict(audit_table(out), "I3.legal-states")
+    assert not v.holds and f"{T(500)}.deltacommit" in v.detail
+
+
+def test_I4_compaction_completed_as_deltacommit_is_reported(tmp_path):
+    tl, base, logs = _healthy(9)
+    out = write_skeleton(tmp_path / "t", tl, base, logs)
+    (_tdir(out, 9) / f"{T(300)}.compaction.inflight").write_bytes(b"")
+    (_tdir(out, 9) / f"{T(300)}_{T(350)}.deltacommit").write_bytes(b"")
+    v = _verdict(audit_table(out), "I4.completed-action")
+    assert not v.holds and "completed as deltacommit, not commit" in v.detail
+
+
+def test_I5_write_during_pending_restore_is_reported(tmp_path):
+    tl, base, logs = _healthy(9)
+    tl.create(T(500), Action.RESTORE)
+    tl.create(T(600), Action.DELTACOMMIT, allow_during_restore=True)  # what I5 forbids
+    out = write_skeleton(tmp_path / "t", tl, base, logs)
+    v = _verdict(audit_table(out), "I5.no-write-during-restore")
+    assert not v.holds and f"{T(600)}.deltacommit" in v.detail and T(500) in v.detail
+
+
+def test_I9_plan_with_log_completed_after_it_is_reported(tmp_path):
+    tl, base, logs = _healthy(9)
+    op = {"fileId": "fg1-0", "partitionPath": "p", "baseInstantTime": T(100), "dataFilePath": base[0].name,
+          "deltaFilePaths": [logs[0].name, f".fg1-0_{T(500)}.log.1_0-9-9"]}
+    _done(tl, T(500), Action.DELTACOMMIT, T(550))  # completes after the plan at 300
+    out = write_skeleton(tmp_path / "t", tl, base, logs, plans=SkeletonPlans(compactions={T(300): [op]}))
+    v = _verdict(audit_table(out), "I9.compaction-plan")
+    assert not v.holds and f".fg1-0_{T(500)}.log.1_0-9-9" in v.detail and T(550) in v.detail
+
+
+# ------------------------------------------------------------------------------ view-based checks on stubs
+@dataclass
+class _Slice:
+    partition: str
+    file_id: str
+    base_instant: str
+    base_file: fn.BaseFile | None
+    log_files: list = field(default_factory=list)
+
+
+@dataclass
+class _Group:
+    slices: list
+
+
+class _StubView:
+    def __init__(self, slices, groups=None):
+        self._slices = slices
+        self._groups = groups if groups is not None else [_Group([s]) for s in slices]
+
+    def latest_file_slices(self):
+        return self._slices
+
+    def file_groups(self):
+        return self._groups
+
+
+def test_I8_uncommitted_replaced_and_pending_clustering_files_are_reported():
+    tl, base, logs = _healthy(9)
+    tl.create(T(500), Action.DELTACOMMIT)
+    pending_base = fn.BaseFile("fg2-0", "0-5-1", T(500), partition="p")
+    pending_log = fn.LogFile("fg1-0", T(500), 1, "0-5-2", partition="p")
+    view = _StubView([_Slice("p", "fg1-0", T(100), base[0], [pending_log]),
+                      _Slice("p", "fg2-0", T(500), pending_base)])
+    v = inv.check_reader_visibility(view, tl, replaced={("p", "fg1-0"): T(900)},
+                                    pending_clustering_instants=[T(500)])
+    assert not v.holds
+    assert {pending_base.path, pending_log.path} <= {x.split(" ")[0] for x in v.involved}
+    assert any("replaced by" in x for x in v.involved)
+    assert any("pending clustering" in x for x in v.involved)
+    ok = inv.check_reader_visibility(_StubView([_Slice("p", "fg1-0", T(100), base[0], list(logs))]), tl)
+    assert ok.holds
+
+
+def test_I6_I7_file_in_no_slice_or_two_slices_or_wrong_slice_is_reported():
+    tl, base, logs = _healthy(9)
+    s1 = _Slice("p", "fg1-0", T(100), base[0], [])
+    v = inv.check_files_in_one_slice(_StubView([s1]), base, logs, rule="completion-time")
+    assert not v.holds and v.invariant == "I6.slice-by-completion-time" and "in 0 slices" in v.detail
+    s2 = _Slice("p", "fg1-0", T(100), base[0], list(logs))
+    v = inv.check_files_in_one_slice(_StubView([s2], [_Group([s2, s2])]), base, logs, rule="completion-time")
+    assert not v.holds and "in 2 slices" in v.detail
+    wrong = fn.LogFile("fg1-0", T(50), 1, "0-2-1", partition="p")  # tv6: names base instant 50
+    s3 = _Slice("p", "fg1-0", T(100), base[0], [wrong])
+    v = inv.check_files_in_one_slice(_StubView([s3]), base, [wrong], rule="instant-time")
+    assert not v.holds and v.invariant == "I7.slice-by-instant-time" and "sits in slice" in v.detail
+    assert inv.check_files_in_one_slice(_StubView([s2]), base, logs, rule="completion-time").holds
+
+
+# ------------------------------------------------------------------------------ demo
+def test_demo_shows_the_rules_differ(tmp_path):
+    res = run_skeleton_demo(tmp_path)
+    assert set(res.results) == {"completion-time", "instant-time"}
+    assert res.results["completion-time"].ok
+    assert any("fg1-0" in d for d in res.differences), res.differences
+    assert (res.table_path / ".hoodie" / "timeline").is_dir()

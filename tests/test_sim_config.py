@@ -1,0 +1,97 @@
+"""Experiment files: shipped ones load; bad ones exit 2 with one line naming the key and the allowed range."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from hoodie_lab.errors import UserError
+from sim import config as cfg
+
+
+def test_every_shipped_experiment_loads():
+    names = cfg.shipped_names()
+    assert {"blocking-vs-async", "truetime", "collisions", "recovery", "reference"} <= set(names)
+    for n in names:
+        exp = cfg.load(n)
+        assert exp.name == n
+        assert exp.kind in cfg.KINDS
+
+
+def test_defaults_fill_in_and_sweep_grid():
+    exp = cfg.from_dict({"writers": {"parallelism": 3},
+                         "sweep": {"checkpoint.interval_s": [5, 10], "coordinator.commit_latency_s": [0.1, 1]}})
+    assert exp.get("writers.parallelism") == 3
+    assert exp.get("checkpoint.interval_s") == cfg.SCHEMA["checkpoint"]["interval_s"].default
+    assert len(exp.grid()) == 4
+    pt = exp.with_values({"checkpoint.interval_s": 5})
+    assert pt.get("checkpoint.interval_s") == 5
+
+
+def test_sweep_with_unquoted_dotted_keys():
+    exp = cfg.from_dict({"sweep": {"checkpoint": {"interval_s": [5, 10]}}})
+    assert exp.sweep == {"checkpoint.interval_s": [5, 10]}
+
+
+@pytest.mark.parametrize("raw, words", [
+    ({"writers": {"parallelism": 0}}, ["writers.parallelism", ">= 1"]),
+    ({"storage": {"median_ms": -1.0}}, ["storage.median_ms", ">= 0"]),
+    ({"coordinator": {"commit_latency_s": -0.5}}, ["coordinator.commit_latency_s", ">= 0"]),
+    ({"checkpoint": {"interval_s": 0}}, ["checkpoint.interval_s", "> 0"]),
+    ({"writers": {"paralelism": 4}}, ["writers.paralelism", "parallelism"]),
+    ({"bogus": {"x": 1}}, ["[bogus]", "allowed"]),
+    ({"kind": "nope"}, ["kind", "stream"]),
+    ({"modes": ["sync"]}, ["modes", "blocking"]),
+    ({"faults": {"lost_ack_probability": 1.5}}, ["faults.lost_ack_probability", "<= 1"]),
+    ({"writers": {"parallelism": 2.5}}, ["writers.parallelism", "integer"]),
+    ({"sweep": {"writers.parallelism": [4, 0]}}, ["writers.parallelism", ">= 1"]),
+    ({"sweep": {"nope.x": [1]}}, ["nope.x"]),
+    ({"kind": "collisions", "collisions": {"writers": [1, 2]}}, ["collisions.writers", ">= 2"]),
+])
+def test_bad_values_name_the_key_and_range(raw, words):
+    with pytest.raises(UserError) as exc:
+        cfg.from_dict(raw, "x.toml")
+    msg = str(exc.value)
+    assert "\n" not in msg
+    for w in words:
+        assert w in msg, msg
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "hoodie_lab.cli", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("body, key", [
+    ("[writers]\nparallelism = 0\n", "writers.parallelism"),
+    ("[storage]\nmedian_ms = -5\n", "storage.median_ms"),
+    ("[writers]\nunknown_key = 1\n", "writers.unknown_key"),
+    ("this is = = not toml\n", "not valid TOML"),
+])
+def test_cli_bad_experiment_file_exits_2_with_one_line(tmp_path, capsys, body, key):
+    from hoodie_lab.cli import main
+
+    f = tmp_path / "bad.toml"
+    f.write_text(body)
+    for cmd in ("simulate", "sweep"):
+        assert main([cmd, str(f), "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and key in lines[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_missing_file_and_unknown_name_exit_2(tmp_path):
+    for arg in (str(tmp_path / "missing.toml"), "no-such-experiment"):
+        r = _cli("simulate", arg)  # a real process: exit status and stderr as a user sees them
+        assert r.returncode == 2
+        assert len(r.stderr.strip().splitlines()) == 1 and arg in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_list_names_shipped_experiments(capsys):
+    from hoodie_lab.cli import main
+
+    assert main(["simulate", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "blocking-vs-async" in out and "collisions" in out
