@@ -100,6 +100,29 @@ def _fast_maker(cls):
     return ns["make"]
 
 
+LAYOUT_1 = 1
+LAYOUT_2 = 2
+_LAYOUTS = (LAYOUT_1, LAYOUT_2)
+
+_ACTION_OF = {a.value: a for a in Action}
+#: Actions that may appear in a completed file name (no ``.compaction``, ``.logcompaction``,
+#: ``.clustering`` completed extension exists: ``ActiveTimelineV2.VALID_EXTENSIONS_IN_ACTIVE_TIMELINE``).
+_NOT_COMPLETED_NAMES = frozenset(COMPLETED_ACTION)
+_STATE_SUFFIX = {"requested": State.REQUESTED, "inflight": State.INFLIGHT}
+_COMPARABLE = {a: comparable_action(a) for a in Action}
+
+# InstantFileNameParserV2 uses ^(\d+(_\d+)?)(\.\w+)(\.\D+)?$ ; we are stricter on the pieces and
+# report which piece is wrong.
+_TIMELINE_RE = re.compile(r"^(\d+)(?:_(\d+))?\.([a-z]+)(?:\.([a-z]+))?$")
+_LSM_HISTORY_RE = re.compile(r"^\d+_\d+_\d+\.parquet$")
+
+
+def _check_time(name: str, value: str, what: str) -> None:
+    n = len(value)
+    if n != 14 and n < 17:
+        raise CodecError(name, f"{what} {value!r} has {n} digits; expected 17 (14 legacy, more for metadata-table times)")
+
+
 # ---------------------------------------------------------------------------------------- timeline
 
 
@@ -128,6 +151,9 @@ class TimelineFile:
 
     def file_name(self, layout: int) -> str:
         return timeline_file_name(self.requested_time, self.action, self.state, self.completion_time, layout)
+
+
+_make_timeline_file = _fast_maker(TimelineFile)
 
 
 def is_timeline_file(name: str) -> bool:
@@ -189,12 +215,12 @@ def parse_timeline_file(name: str, layout: int, *, mtime: str | None = None) -> 
             action, state = kind
             if state is _COMPLETED:
                 if comp is None:
-                    return TimelineFile(req, action, state, mtime)
+                    return _make_timeline_file(req, action, state, mtime)
                 n = len(comp)
                 if layout == LAYOUT_2 and (n >= 17 or n == 14):
-                    return TimelineFile(req, action, state, comp)
+                    return _make_timeline_file(req, action, state, comp)
             elif comp is None:
-                return TimelineFile(req, action, state, None)
+                return _make_timeline_file(req, action, state, None)
     return _parse_timeline_file_checked(name, layout, mtime)
 
 
@@ -330,6 +356,11 @@ def timeline_from_files(names: Iterable[str], table_version: int, *,
     of the same state of one instant (e.g. two completed files with different
     completion times, or ``t.compaction.requested`` next to ``t.commit.requested``).
     """
+    with gc_paused():
+        return _timeline_from_files(names, table_version, mtimes)
+
+
+def _timeline_from_files(names: Iterable[str], table_version: int, mtimes: Mapping[str, str] | None) -> Timeline:
     layout = layout_for_version(table_version)
     mt = mtimes or {}
     groups: dict[tuple[str, Action], dict[State, tuple[str, TimelineFile]]] = {}
@@ -462,6 +493,12 @@ class LogFile:
         return LogFile(fid, t, int(ver), tok, cdc is not None, partition, size)
 
 
+_make_base = _fast_maker(BaseFile)
+_make_log = _fast_maker(LogFile)
+_match_log = _LOG_RE.match
+_match_base = _BASE_RE.match
+
+
 def log_order_key(log: LogFile) -> tuple:
     """Sort key of ``HoodieLogFile.LogFileComparator`` (for ``sorted(..., key=log_order_key)``)."""
     return log.order_key
@@ -485,20 +522,56 @@ def parse_data_file(name: str, partition: str = "", size: int | None = None) -> 
 
     Returns a :class:`LogFile` or :class:`BaseFile`, or ``None`` for names that are
     not data files (``.hoodie_partition_metadata[.parquet]``, ``.crc`` files,
-    folders). Raises :class:`CodecError` when the name claims to be a data file
-    (:func:`is_log_file` / :func:`is_base_file`) but does not parse.
+    folders, ``_SUCCESS``). Raises :class:`CodecError` when the name claims to be a
+    data file (:func:`is_log_file` / :func:`is_base_file`) but does not parse.
     """
-    if is_log_file(name):
-        if name.endswith(".crc"):
+    if name[:1] == ".":
+        if ".log." not in name:
             return None
-        return LogFile.parse(name, partition, size)
+        m = _match_log(name)
+        if m is None:
+            if name.endswith(".crc"):
+                return None
+            return LogFile.parse(name, partition, size)  # raises the precise error
+        fid, t, ver, tok, cdc = m.groups()
+        n = len(t)
+        if n < 17 and n != 14:
+            _check_time(name, t, "instant time")
+        return _make_log(fid, t, int(ver), tok, cdc is not None, partition, size)
+    m = _match_base(name)
+    if m is not None:
+        fid, tok, t, ext = m.groups()
+        n = len(t)
+        if ext in BASE_EXTENSIONS and (n >= 17 or n == 14):
+            return _make_base(fid, tok, t, ext, partition, size)
     if is_base_file(name):
-        return BaseFile.parse(name, partition, size)
+        return BaseFile.parse(name, partition, size)  # validates, or raises the precise error
     return None
+
+
+def parse_data_files(entries: Iterable[tuple]) -> tuple[list[BaseFile], list[LogFile]]:
+    """Bulk :func:`parse_data_file` over ``(name, partition[, size])`` tuples, the cyclic GC paused.
+
+    Returns (base files, log files); names that are not data files are skipped;
+    a malformed data-file name raises :class:`CodecError`.
+    """
+    bases: list[BaseFile] = []
+    logs: list[LogFile] = []
+    add_base, add_log = bases.append, logs.append
+    with gc_paused():
+        for e in entries:
+            f = parse_data_file(*e)
+            if f is None:
+                continue
+            if type(f) is LogFile:
+                add_log(f)
+            else:
+                add_base(f)
+    return bases, logs
 
 
 __all__ = [
     "LAYOUT_1", "LAYOUT_2", "TimelineFile", "is_timeline_file", "parse_timeline_file", "timeline_file_name",
     "timeline_files", "completion_mtimes", "timeline_from_files", "BaseFile", "LogFile", "BASE_EXTENSIONS",
-    "log_order_key", "is_log_file", "is_base_file", "parse_data_file",
+    "log_order_key", "is_log_file", "is_base_file", "parse_data_file", "parse_data_files", "gc_paused",
 ]
