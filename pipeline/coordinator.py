@@ -341,7 +341,6 @@ class PipelineCoordinator:
             ckp = self.system.pending_checkpoint.id
             self.checkpoint_batch[ckp] = batch_id
             self.rd.log("checkpoint", checkpoint=ckp, batch=batch_id)
-            wait0 = time.monotonic()
             self._apply(RequestInstant(TASK))
             instant = self.system.writers[TASK].instant
             self._flush_trace()
@@ -365,8 +364,7 @@ class PipelineCoordinator:
             self.kill("sink.after-commit")
             self._clean()
         stat = {"batch": batch_id, "checkpoint": ckp, "instant": instant, "records": records.num_rows,
-                "quarantined": quarantined, "seconds": time.monotonic() - t0,
-                "instant_wait_s": time.monotonic() - wait0 if False else None}
+                "quarantined": quarantined, "seconds": time.monotonic() - t0}
         self.batch_stats.append(stat)
         files = len(result.write_stats) if result is not None else 0
         self.progress(f"batch {batch_id}: checkpoint {ckp} instant {instant} records {records.num_rows} "
@@ -416,7 +414,7 @@ class PipelineCoordinator:
         thread). Idempotent: safe to re-run after a crash at any point."""
         model_tl = self.system.table.timeline
         action = self.writer.action
-        disk_pending = {t for t, _, _ in self.writer.pending_instants()}
+        disk_pending = {t for t, a, _ in self.writer.pending_instants() if a == action.value}
         disk_done = {t for t, _, _ in self.writer.completed_instants()}
         # 1. roll back (newest first: a later write may have touched the same file groups)
         gone = [t for t in disk_pending if model_tl.get(t, action) is None]
@@ -469,7 +467,7 @@ class PipelineCoordinator:
         if prior:
             rb, rbc = prior[-1]["rollback"], prior[-1]["completion"]
         else:
-            rb, rbc = self.times.fresh(), None
+            rb = self.times.fresh()
             rbc = self.times.fresh()
             self.rd.log("rollback-start", target=t, rollback=rb, completion=rbc)
         self._sleep_latency()

@@ -155,7 +155,7 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
             coord.on_batch(batch_id, good, len(bad))
 
         query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(rd.checkpoint))
-                 .trigger(availableNow=True).queryName(None).start())
+                 .trigger(availableNow=True).start())
         try:
             if not query.awaitTermination(timeout_s):
                 query.stop()

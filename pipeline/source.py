@@ -21,7 +21,9 @@ diff and the tests use it together with the model's predictions.
 from __future__ import annotations
 
 import json
+import os
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,15 +95,20 @@ def _malformed_line(kind: str, i: int) -> str:
 
 def write_inputs(input_dir: Path, records: int, batches: int, seed: int, *, update_fraction: float = 0.3,
                  malformed: int = 0) -> list[Path]:
-    """Write one file per batch (atomically each: temp name the stream ignores, then rename)."""
+    """Write one file per batch (atomically each: temp name the stream ignores, then rename).
+
+    Spark's file source takes new files oldest first (by modification time), so file i gets a modification
+    time i seconds after the first: with ``maxFilesPerTrigger=1`` file i is batch i."""
     input_dir = Path(input_dir)
     input_dir.mkdir(parents=True, exist_ok=True)
     paths = []
+    base = int(time.time()) - batches - 1
     for b, lines in enumerate(generate_batches(records, batches, seed, update_fraction=update_fraction,
                                                malformed=malformed)):
         path = input_file(input_dir, b)
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text("".join(line + "\n" for line in lines))
+        os.utime(tmp, (base + b, base + b))
         tmp.rename(path)
         paths.append(path)
     return paths
