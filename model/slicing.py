@@ -40,7 +40,7 @@ from bisect import bisect_right, insort
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from .filenames import BaseFile, LogFile
+from .filenames import BaseFile, LogFile, _fast_maker, gc_paused
 from .instant import Action, Instant, State
 from .timeline import Timeline
 
@@ -121,6 +121,10 @@ class FileGroup:
         return None
 
 
+_make_slice = _fast_maker(FileSlice)
+_make_group = _fast_maker(FileGroup)
+
+
 # ------------------------------------------------------------------------------ completion times
 
 class CompletionTimes:
@@ -139,8 +143,10 @@ class CompletionTimes:
 
     __slots__ = ("_completion", "_cursor")
 
-    def __init__(self, timeline: Timeline):
-        writes = timeline.write_timeline()
+    def __init__(self, timeline: Timeline, writes: Sequence[Instant] | None = None):
+        """``writes``: ``timeline.write_timeline()`` when the caller already has it."""
+        if writes is None:
+            writes = timeline.write_timeline()
         self._completion = {i.requested_time: (i.completion_time or i.requested_time)
                             for i in writes if i.state is State.COMPLETED}
         self._cursor = min((i.requested_time for i in writes), default=None)
@@ -162,6 +168,13 @@ class CompletionTimes:
 
     def is_archived(self, instant: str) -> bool:
         return self._cursor is not None and instant < self._cursor
+
+    def completed_predicate(self) -> Callable[[str], bool]:
+        """A fast ``is_completed`` for hot loops (same answers)."""
+        done, cur = self._completion, self._cursor
+        if cur is None:
+            return done.__contains__
+        return lambda t: t in done or t < cur
 
 
 # ------------------------------------------------------------------------------------- the rules
@@ -212,10 +225,6 @@ def rule_for_version(table_version: int) -> str:
     raise ValueError(f"unknown table version {table_version}; supported: 6, 8, 9")
 
 
-def _log_key(lg: LogFile) -> tuple:
-    return lg.order_key
-
-
 def build_file_groups(base_files: Iterable[BaseFile], log_files: Iterable[LogFile],
                       pending_compactions: Mapping[tuple, str], times: CompletionTimes,
                       rule: SliceRule) -> dict[FileGroupId, FileGroup]:
@@ -226,29 +235,47 @@ def build_file_groups(base_files: Iterable[BaseFile], log_files: Iterable[LogFil
     (2) the empty slice of a pending compaction, *before* logs, so the rule can
     place logs in it (``addNewFileSliceAtInstant``); (3) log files in
     ``LogFileComparator`` order, each placed by ``rule``. Returned in
-    (partition, file id) order.
+    (partition, file id) order. O(n log n); the cyclic GC is paused meanwhile.
     """
-    bases: dict[tuple, list] = {}
+    with gc_paused():
+        return _build_file_groups(base_files, log_files, pending_compactions, times, rule)
+
+
+def _log_key(lg: LogFile) -> tuple:
+    """``LogFile.order_key`` inlined (one call per log when sorting)."""
+    tok = lg.write_token
+    return (lg.instant_time, lg.version, tok is not None, tok or "", lg.cdc)
+
+
+_tuple_new = tuple.__new__
+
+
+def _build_file_groups(base_files, log_files, pending_compactions, times, rule) -> dict[FileGroupId, FileGroup]:
+    groups: dict[tuple, tuple[list, list]] = {}
+    get = groups.get
     for b in base_files:
         k = (b.partition, b.file_id)
-        lst = bases.get(k)
-        if lst is None:
-            bases[k] = [b]
-        else:
-            lst.append(b)
-    logs: dict[tuple, list] = {}
+        g = get(k)
+        if g is None:
+            groups[k] = g = ([], [])
+        g[0].append(b)
     for lg in log_files:
         k = (lg.partition, lg.file_id)
-        lst = logs.get(k)
-        if lst is None:
-            logs[k] = [lg]
-        else:
-            lst.append(lg)
+        g = get(k)
+        if g is None:
+            groups[k] = g = ([], [])
+        g[1].append(lg)
+    # The two built-in rules are inlined below (same answers as calling them: see
+    # slice_key_instant_time / slice_key_completion_time; properties/test_slicing_props.py checks it).
+    by_name = rule is slice_key_instant_time
+    by_completion = rule is slice_key_completion_time
+    done, cur = times._completion, times._cursor  # noqa: SLF001 - CompletionTimes.completion_time inlined
     out: dict[FileGroupId, FileGroup] = {}
-    for k in sorted(bases.keys() | logs.keys()):
-        gid = FileGroupId(*k)
+    for k in sorted(groups):
+        gbases, glogs = groups[k]
+        gid = _tuple_new(FileGroupId, k)
         slices: dict[str, list] = {}
-        for b in bases.get(k, ()):
+        for b in gbases:
             s = slices.get(b.instant_time)
             if s is None:
                 slices[b.instant_time] = [b, []]
@@ -257,19 +284,35 @@ def build_file_groups(base_files: Iterable[BaseFile], log_files: Iterable[LogFil
         pc = pending_compactions.get(k)
         if pc is not None and pc not in slices:
             slices[pc] = [None, []]
-        glogs = logs.get(k)
         if glogs:
-            glogs.sort(key=_log_key)
+            if len(glogs) > 1:
+                glogs.sort(key=_log_key)
             keys = sorted(slices)
             for lg in glogs:
-                key = rule(lg, keys, times)
+                t = lg.instant_time
+                if by_name:
+                    key = t
+                elif by_completion:
+                    if not keys:
+                        key = t
+                    else:
+                        c = done.get(t)
+                        if c is None and cur is not None and t < cur:
+                            c = t
+                        if c is None:
+                            key = keys[-1]
+                        else:
+                            i = bisect_right(keys, c)
+                            key = keys[i - 1] if i else t
+                else:
+                    key = rule(lg, keys, times)
                 s = slices.get(key)
                 if s is None:
                     slices[key] = s = [None, []]
                     insort(keys, key)
                 s[1].append(lg)
-        out[gid] = FileGroup(gid, tuple(FileSlice(gid, t, slices[t][0], tuple(slices[t][1]))
-                                        for t in sorted(slices, reverse=True)))
+        out[gid] = _make_group(gid, tuple([_make_slice(gid, t, slices[t][0], tuple(slices[t][1]))
+                                           for t in sorted(slices, reverse=True)]))
     return out
 
 
@@ -338,8 +381,9 @@ class FileSystemView:
         self.pending_compactions = {FileGroupId(*k): v for k, v in (pending_compactions or {}).items()}
         self.replaced = {FileGroupId(*k): v for k, v in (replaced or {}).items()}
         self.pending_clustering = {FileGroupId(*k): v for k, v in (pending_clustering or {}).items()}
-        self.times = CompletionTimes(timeline)
         writes = timeline.write_timeline()
+        self.times = CompletionTimes(timeline, writes)
+        self._is_done = self.times.completed_predicate()
         self._completed = {i.requested_time: i for i in writes if i.is_completed}
         pend = [i for i in writes if i.is_pending]
         self._pending_compaction_instants = frozenset(i.requested_time for i in pend if i.action in _COMPACTIONS)
@@ -384,12 +428,20 @@ class FileSystemView:
     def _filter_uncommitted(self, s: FileSlice) -> FileSlice:
         """tv8 ``filterUncommittedFiles``: keep the base file iff its instant completed, logs iff their
         deltacommit completed (``CompletionTimeQueryView.isCompleted``)."""
-        is_done = self.times.is_completed
-        base = s.base_file if s.base_file is not None and is_done(s.base_instant) else None
-        logs = tuple(lg for lg in s.log_files if is_done(lg.delta_commit_time))
+        base = s.base_file if s.base_file is not None and self._is_done(s.base_instant) else None
+        logs = self._completed_logs(s.log_files)
         if base is s.base_file and len(logs) == len(s.log_files):
             return s
-        return FileSlice(s.group, s.base_instant, base, logs)
+        return _make_slice(s.group, s.base_instant, base, logs)
+
+    def _completed_logs(self, logs: tuple) -> tuple:
+        """The logs whose deltacommit completed (``isCompleted(log.getDeltaCommitTime())``), inlined."""
+        done, cur = self.times._completion, self.times._cursor  # noqa: SLF001
+        if cur is None:
+            kept = [lg for lg in logs if lg.instant_time in done]
+        else:
+            kept = [lg for lg in logs if lg.instant_time in done or lg.instant_time < cur]
+        return logs if len(kept) == len(logs) else tuple(kept)
 
     def _filter_base_after_pending_compaction(self, s: FileSlice) -> FileSlice:
         """tv6 ``filterBaseFileAfterPendingCompaction``: drop the base file of the slice at a pending
@@ -500,9 +552,8 @@ class FileSystemView:
         """tv8 ``filterUncommittedLogs``; tv6 keeps every log."""
         if not self.v8:
             return s
-        is_done = self.times.is_completed
-        logs = tuple(lg for lg in s.log_files if is_done(lg.delta_commit_time))
-        return s if len(logs) == len(s.log_files) else FileSlice(s.group, s.base_instant, s.base_file, logs)
+        logs = self._completed_logs(s.log_files)
+        return s if logs is s.log_files else _make_slice(s.group, s.base_instant, s.base_file, logs)
 
     # ----------------------------------------------------------------------------------- reads
     def _visible_instants(self, t: str | None, by: str) -> frozenset[str]:

@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 
 from model.filenames import BaseFile, LogFile
 from model.instant import Action
-from model.slicing import FileGroupId, FileSystemView, slice_key_completion_time
+from model.slicing import FileGroupId, FileSystemView, slice_key_completion_time, slice_key_instant_time
 from model.timeline import Timeline
 
 FID, PART = "fg-0", "p"
@@ -299,3 +299,15 @@ def test_a_is_not_vacuous_and_able_to_fail():
     prop_rules_agree_without_overlap(evs)  # two compactions, at least one write compacted: they agree
     evs = find(events, lambda e: _raises(prop_rules_agree_without_overlap, e, guard=False), settings=_FIND)
     assert overlaps(run(evs, 8)[0])
+
+
+@given(events, st.booleans())
+def test_inlined_rules_equal_the_rule_functions(evs, ties):
+    """build_file_groups inlines the two rules for speed; calling the functions gives the same groups."""
+    for version, fn in ((6, slice_key_instant_time), (8, slice_key_completion_time)):
+        sim, _ = run(evs, version, ties=ties)
+        pc = {FG: sim.pending[0]} if sim.pending else {}
+        inlined = FileSystemView(sim.tl, sim.bases, sim.logs, pending_compactions=pc).file_groups()
+        called = FileSystemView(sim.tl, sim.bases, sim.logs, pending_compactions=pc,
+                                rule=lambda lg, keys, times, fn=fn: fn(lg, keys, times)).file_groups()
+        assert inlined == called

@@ -20,6 +20,8 @@ Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
   cost (base + per active instant), `write.commit.ack.timeout`;
 * ``[truetime]`` — TrueTime on/off, max expected skew, lock acquisition latency, actual clock offsets, number
   of tables sharing the lock service;
+* ``[protocol]`` — the :mod:`model.protocol.variants` name run for each mode (defaults: ``hudi-1.1`` for
+  async, ``hudi-1.1-blocking`` for blocking; any registered variant, broken ones included);
 * ``[storage]`` — log-normal latency of one storage call (median, sigma) with spikes (probability, factor);
 * ``[faults]`` — lost-ack probability, crash schedule (every N s or at fixed times), what crashes, restart delay;
 * ``[sweep]`` — a grid: dotted key -> list of values (each value validated like the key itself);
@@ -133,6 +135,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "lock_acquire_ms": _num(5.0, 0, 60_000, "ms", "lock acquisition latency (uncontended)"),
         "clock_offset_ms": _num(50.0, 0, 3.6e6, "ms", "actual clock offsets drawn from [-x, x]"),
         "tables": _int(1, 1, 10_000, doc="tables whose writers share the lock service"),
+    },
+    "protocol": {
+        "async_variant": Key(str, "hudi-1.1", doc="model.protocol variant run for mode async"),
+        "blocking_variant": Key(str, "hudi-1.1-blocking", doc="model.protocol variant run for mode blocking"),
     },
     "storage": {
         "median_ms": _num(20.0, 0, 3.6e6, "ms", "median latency of one storage call"),
@@ -340,7 +346,13 @@ def _check_number(spec: Key, value: Any, where: str) -> Any:
 
 
 def _cross_checks(exp: Experiment) -> None:
+    from model.protocol import VARIANTS
+
     p, src = exp.params, exp.source
+    for key in ("async_variant", "blocking_variant"):
+        if p["protocol"][key] not in VARIANTS:
+            raise UserError(f"{src}: protocol.{key}: {p['protocol'][key]!r} is not a protocol variant; "
+                            f"allowed: {', '.join(VARIANTS)}")
     if not exp.modes:
         raise UserError(f"{src}: modes: must name at least one of {', '.join(MODES)}")
     if p["source"]["burst_rate_rps"] > 0 and p["source"]["burst_every_s"] > 0 and \
@@ -355,6 +367,6 @@ def _cross_checks(exp: Experiment) -> None:
         if any(t <= 0 for t in p["collisions"]["periods_s"]):
             raise UserError(f"{src}: collisions.periods_s: periods must be > 0 s")
     for dotted in exp.sweep:
-        if dotted.startswith(("collisions.", "truetime_study.", "recovery.")):
-            raise UserError(f"{src}: sweep.{dotted}: only run/source/writers/checkpoint/coordinator/truetime/"
-                            f"storage/faults keys can be swept")
+        if dotted.startswith(("collisions.", "truetime_study.", "recovery.", "protocol.")):
+            raise UserError(f"{src}: sweep.{dotted}: only run, source, writers, checkpoint, coordinator, truetime, "
+                            f"storage and faults keys can be swept")

@@ -75,7 +75,7 @@ def global_failover(system, recreate_coordinator: bool) -> None:
     coord = system._c()
     state = ckp.coordinator_state if ckp is not None else ()
     coord.reset_to_checkpoint(state, keep_memory=keep)
-    coord.restore_events(system.table, below=ckp.id if ckp is not None else None)
+    coord.restore_events(system.table, below=ckp.id if ckp is not None else -(10**9))
     tasks = list(range(cfg.parallelism))
     for t in tasks:
         _restore_writer(system, t, 0 if recreate_coordinator else system.writers[t].attempt + 1)

@@ -1,0 +1,676 @@
+"""The streaming simulation: SimPy processes that drive :class:`model.protocol.System` through simulated time.
+
+The model decides *what* may happen (every protocol rule: instant requests, blocking, flushes, snapshots,
+commits, failover, rollback); this module decides *when*, and how long each step takes. It never re-states a
+rule: it asks ``System.is_enabled`` / ``System.writer_status`` and applies events with ``System.apply``.
+
+Processes
+---------
+* **writer i** (one per task) — consumes its source partition as a fluid (:mod:`sim.fluid`) at up to
+  ``1 / per_record_us``; wakes when its buffer is full (or at a barrier, or on a crash), ingests whole
+  *chunks*, asks for an instant when the model says it ``needs-instant`` (an RPC to the coordinator), waits
+  while the model says ``blocked`` (blocking mode), and flushes (``flush_base_ms + MB * flush_ms_per_mb`` plus
+  one storage call). At a barrier it flushes the rest and snapshots (``snapshot-task``).
+* **checkpoint trigger** — every ``interval_s`` (after the previous one finished, plus ``min_pause_s``):
+  ``trigger-checkpoint``, barriers to every writer, ``complete-checkpoint`` when all snapshotted, or
+  ``abort-checkpoint`` after ``timeout_s``. The notification is lost with ``lost_ack_probability``.
+* **coordinator** — two single-threaded executors as in Hudi 1.1 (``instantRequestExecutor`` and the
+  ``meta-event-handle`` executor; in blocking mode instant requests share the commit thread, as 0.x's
+  coordinator started the next instant after the commit). An instant request that starts a new instant costs
+  a timeline listing (``listing_base_ms + listing_ms_per_instant * active instants``), the TrueTime
+  generation (:class:`model.truetime.SkewAdjustingTimeGenerator` through the model's ``TrueTimeSource``: lock
+  contention and the skew wait, charged from the generator's own records) and two timeline writes. A commit
+  costs ``commit_latency_s`` + ``timeline_writes`` + ``metadata_writes`` storage calls + its completion-time
+  generation; a clean (LAZY rollback of expired instants) follows a commit when the model enables it.
+* **faults** — crashes at fixed times, exponentially spaced, or right before/after the n-th occurrence of
+  a protocol step (:class:`CrashPlan`); a crashed task is down for ``restart_delay_s`` and its source rewinds
+  to what the model restored.
+
+Records in aggregate
+--------------------
+The model counts records by source offset; the simulation gives it *chunks*: model record ``k`` of split
+``i`` stands for real records ``[k C, (k+1) C)``. ``C`` is chosen so a buffer holds a handful of chunks and
+a checkpoint interval several, so one ``ingest`` event moves thousands of records, exactly-once over chunks is
+exactly-once over records, and a flush or a snapshot at a barrier moves whole chunks (the partial chunk
+consumed before a barrier is carried into the next interval, like records still in flight in the channel).
+
+Every run records its events in the model's trace format; the model's invariants are checked during the
+run (``check_step`` every few acks) and after :meth:`System.drain` (``check_drained``). A violation fails
+the run and writes the trace so ``hoodie-lab replay <trace>`` shows the first violating step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import simpy
+
+from model.invariants.protocol import check_drained, check_step
+from model.protocol import (
+    AbortCheckpoint,
+    Clean,
+    CompleteCheckpoint,
+    CrashCoordinator,
+    CrashTask,
+    DeliverAck,
+    Flush,
+    Ingest,
+    InstantTimeout,
+    LoseAck,
+    RequestInstant,
+    RestartJob,
+    SnapshotTask,
+    System,
+    TriggerCheckpoint,
+    TrueTimeSource,
+    variant,
+)
+from model.truetime import Clock, Lock, SkewAdjustingTimeGenerator, TimeGeneratorConfig
+
+from .fluid import Source, StorageLatency, consumed, time_to_consume
+from .metrics import RunMetrics
+
+#: Chunks a writer buffer holds at most (the model's ``buffer_size``) and chunks per checkpoint interval
+#: and writer we aim for at least (so barrier carry-over stays small).
+CHUNKS_PER_BUFFER = 4
+CHUNKS_PER_INTERVAL = 4
+#: The model's bound on records per split.
+MAX_MODEL_RECORDS = 1_000_000
+#: RPC latency of a task <-> coordinator message (s).
+RPC_S = 0.001
+
+CRASH_EVENTS = {"task": "crash-task", "coordinator": "crash-coordinator", "job": "restart-job"}
+
+
+@dataclass
+class CrashPlan:
+    """Crash ``target`` ("task" | "coordinator" | "job") right ``when`` ("before" | "after") the
+    ``occurrence``-th application of protocol step ``step`` (an event kind), or at time ``at_s``."""
+
+    target: str
+    step: str | None = None
+    when: str = "after"
+    occurrence: int = 1
+    at_s: float | None = None
+
+
+@dataclass
+class StreamResult:
+    mode: str
+    seed: int
+    metrics: RunMetrics
+    summary: dict
+    verdict: str                      # "ok" or the first violated invariant
+    replay: str | None = None         # replay command when the run failed
+    trace_path: Path | None = None
+    sim_events: int = 0               # SimPy events processed
+    model_events: int = 0             # protocol events applied
+    wall_s: float = 0.0
+    chunk: int = 0
+    lost_records: int = 0
+    duplicated_records: int = 0
+    crash_log: list = field(default_factory=list)
+
+
+class _Writer:
+    __slots__ = ("i", "src", "x", "t", "proc", "interruptible", "barrier", "down_until", "stall_t0")
+
+    def __init__(self, i: int, src: Source):
+        self.i, self.src = i, src
+        self.x = 0.0          # real records consumed from the source partition
+        self.t = 0.0          # time up to which x is accounted
+        self.proc = None
+        self.interruptible = False
+        self.barrier = False  # a barrier arrived while the writer could not take it
+        self.down_until = 0.0
+        self.stall_t0 = None
+
+
+class _Crash(Exception):
+    pass
+
+
+class StreamSim:
+    """One run of one experiment point in one mode (see the module docstring)."""
+
+    def __init__(self, exp, mode: str, seed: int, quick: bool = False, keep_series: bool = True,
+                 crash_plan: CrashPlan | None = None, trace_dir: Path | None = None, check_every_acks: int = 0):
+        p = exp.params
+        self.exp, self.mode, self.seed = exp, mode, seed
+        self.duration = float(p["run"]["quick_duration_s" if quick else "duration_s"])
+        self.rng = random.Random(seed)
+        self.P = P = p["writers"]["parallelism"]
+        src, wr, ck, co, tt, st, fa = (p[k] for k in ("source", "writers", "checkpoint", "coordinator",
+                                                      "truetime", "storage", "faults"))
+        self.p = p
+        rate = src["rate_rps"] / P
+        self.sources = [Source(rate, src["burst_rate_rps"] / P, src["burst_every_s"], src["burst_s"])
+                        for _ in range(P)]
+        self.capacity = 1e6 / wr["per_record_us"] if wr["per_record_us"] > 0 else math.inf
+        peak = rate + (src["burst_rate_rps"] / P if src["burst_every_s"] > 0 else 0.0)
+        # Chunk size: a buffer holds CHUNKS_PER_BUFFER chunks and an interval at least CHUNKS_PER_INTERVAL.
+        chunk = min(wr["buffer_records"] / CHUNKS_PER_BUFFER, rate * ck["interval_s"] / CHUNKS_PER_INTERVAL)
+        total = peak * self.duration * 1.05 + 1
+        chunk = max(1.0, chunk, total / (MAX_MODEL_RECORDS * 0.5))
+        self.C = C = int(math.ceil(chunk))
+        self.B = max(1, int(wr["buffer_records"] // C))
+        self.record_bytes = src["record_bytes"]
+        records = min(MAX_MODEL_RECORDS, int(2 * total / C) + 16)
+        faults = {"abort"}
+        if fa["lost_ack_probability"] > 0:
+            faults.add("lost-ack")
+        crashes = len(fa["crash_at_s"]) + (int(self.duration / fa["crash_every_s"]) * 3 + 3
+                                          if fa["crash_every_s"] > 0 else 0)
+        if crash_plan is not None:
+            crashes += 1
+        targets = {fa["crash_target"]} | ({crash_plan.target} if crash_plan else set())
+        if crashes:
+            faults |= {{"task": "task-crash", "coordinator": "coordinator-crash", "job": "full-restart"}[t]
+                       for t in targets}
+        name = p["protocol"]["blocking_variant" if mode == "blocking" else "async_variant"]
+        n_ckp = int(self.duration / ck["interval_s"]) + 16 + crashes * 4
+        self.pcfg = variant(name, parallelism=P, buffer_size=self.B, records=records,
+                            max_checkpoints=min(10_000, n_ckp), faults=frozenset(faults),
+                            max_crashes=min(10_000, crashes))
+        self.env = env = simpy.Environment()
+        # TrueTime: one generator for the table; the coordinator's two executors are two processes.
+        self.gen = None
+        self._charges: list = []
+        if tt["enabled"]:
+            off = int(tt["clock_offset_ms"])
+            self.gen = SkewAdjustingTimeGenerator(
+                TimeGeneratorConfig(max_expected_skew_ms=int(tt["max_skew_ms"])),
+                clocks={"coordinator": Clock(offset_ms=self.rng.randint(-off, off))},
+                lock=Lock(latency_ms=int(tt["lock_acquire_ms"])))
+            ts = TrueTimeSource(self.gen, lambda: int(env.now * 1000), "coordinator", self._charges.append)
+        else:
+            ts = None
+        self.system = System(self.pcfg, time_source=ts, seed=seed & 0xFFFF)
+        self.storage = StorageLatency(self.rng, st["median_ms"], st["sigma"], st["spike_probability"],
+                                      st["spike_factor"])
+        self.metrics = RunMetrics(self.duration, p["run"]["sample_s"])
+        self.keep_series = keep_series
+        self.writers = [_Writer(i, s) for i, s in enumerate(self.sources)]
+        self.request_exec = simpy.Resource(env, 1)
+        self.commit_exec = simpy.Resource(env, 1)
+        self.coord_changed = env.event()
+        self.snap_done = env.event()
+        self.events: list = []
+        self.counts: dict[str, int] = {}
+        self.crash_plan = crash_plan
+        self.crash_log: list[dict] = []
+        self.trace_dir = trace_dir
+        self.check_every = check_every_acks or max(1, int(self.duration / ck["interval_s"] / 10))
+        self.acks_seen = 0
+        self.first_violation: str | None = None
+        self.committed_real = 0
+        self._commit_log_len = 0
+        self._pending_n = 0
+        self.ckp_trigger_t: dict[int, float] = {}
+
+    # ------------------------------------------------------------------ model access
+    def apply(self, ev) -> None:
+        """Apply one protocol event (and a planned crash right before/after it)."""
+        plan = self.crash_plan
+        k = ev.kind
+        n = self.counts.get(k, 0) + 1
+        if plan is not None and plan.step == k and plan.occurrence == n and plan.when == "before":
+            self.counts[k] = n
+            self.crash_plan = None
+            self.crash(plan.target)
+            raise _Crash()
+        self.system.apply(ev)
+        self.events.append(ev)
+        self.counts[k] = n
+        if len(self.system.table.commit_log) != self._commit_log_len:
+            self._on_commits()
+        if plan is not None and plan.step == k and plan.occurrence == n and plan.when == "after":
+            self.crash_plan = None
+            self.crash(plan.target)
+            raise _Crash()
+
+    def enabled(self, ev) -> bool:
+        return self.system.is_enabled(ev) is None
+
+    def take_charges(self) -> float:
+        """Seconds the TrueTime generations of the last apply took (lock wait + skew wait)."""
+        if not self._charges:
+            return 0.0
+        total = sum(r.released_at - r.requested_at for r in self._charges) / 1000.0
+        self.metrics.lock_waits.extend(r.lock_wait_ms / 1000.0 for r in self._charges)
+        self._charges.clear()
+        self.gen.history.clear()  # summarised above; the generator need not keep every record
+        return total
+
+    def _on_commits(self) -> None:
+        """New entries in the table's commit log: count committed records, latency, pending instants."""
+        table = self.system.table
+        new = table.commit_log[self._commit_log_len:]
+        self._commit_log_len = len(table.commit_log)
+        now = self.env.now
+        C = self.C
+        for instant, _key, _how in new:
+            recs = 0
+            for s in table.metadata.get(instant, ()):
+                lo, hi = s.start * C, s.end * C
+                recs += hi - lo
+                src = self.sources[s.task]
+                self.metrics.latency_range(now, src.time_of(lo), src.time_of(hi), hi - lo)
+            self.committed_real += recs
+            self.metrics.commits.append((now, instant, recs))
+            self.metrics.committed.add_at(min(now, self.duration), recs)
+        self._check_recovery()
+
+    def _note_pending(self) -> None:
+        n = len(self.system.pending_instants())
+        if n != self._pending_n or not self.metrics.pending:
+            self._pending_n = n
+            self.metrics.pending.append((self.env.now, n))
+
+    def _signal(self) -> None:
+        ev, self.coord_changed = self.coord_changed, self.env.event()
+        ev.succeed()
+
+    # ---------------------------------------------------------------- writer helpers
+    def _advance(self, w: _Writer) -> None:
+        """Account the fluid consumption of writer ``w`` up to now."""
+        now = self.env.now
+        if now > w.t:
+            x = consumed(w.src, w.x, w.t, now, self.capacity)
+            limit = (self.system.writers[w.i].flushed + self.B) * self.C
+            x = min(x, max(limit, w.x))
+            if x > w.x:
+                self.metrics.processed.add_interval(w.t, now, x - w.x)
+            w.x = x
+        w.t = now
+
+    def _pause_end(self, w: _Writer) -> None:
+        w.t = self.env.now  # no consumption while flushing / waiting
+
+    def _ingest(self, w: _Writer) -> None:
+        sw = self.system.writers[w.i]
+        whole = int(w.x // self.C)
+        ev = Ingest(w.i)
+        while sw.offset < whole and sw.offset - sw.flushed < self.B:
+            self.apply(ev)
+            sw = self.system.writers[w.i]
+
+    def _stall_begin(self, w: _Writer) -> None:
+        if w.stall_t0 is None:
+            w.stall_t0 = self.env.now
+
+    def _stall_end(self, w: _Writer) -> None:
+        if w.stall_t0 is not None:
+            ckp = self.system.next_checkpoint - 1
+            self.metrics.stall(w.i, ckp, w.stall_t0, self.env.now)
+            w.stall_t0 = None
+
+    def _request_instant(self, w: _Writer):
+        """The instant RPC: queue on the coordinator thread, apply ``request-instant``, charge its cost."""
+        env = self.env
+        t0 = env.now
+        exec_ = self.commit_exec if self.mode == "blocking" else self.request_exec
+        with exec_.request() as req:
+            yield req
+            ev = RequestInstant(w.i)
+            if not self.enabled(ev):
+                return  # the state changed while queued (e.g. blocked now); the caller looks again
+            before = self.system.coordinator.instant
+            self.apply(ev)
+            cost = RPC_S
+            if self.system.coordinator.instant != before:  # a new instant was started
+                cost += self.take_charges() + self._listing() + self.storage.total(2)
+                self._note_pending()
+            yield env.timeout(cost)
+        self.metrics.instant_requests.append(env.now - t0)
+
+    def _listing(self) -> float:
+        co = self.p["coordinator"]
+        active = min(len(self.system.table.timeline), co["active_instants"])
+        return (co["listing_base_ms"] + co["listing_ms_per_instant"] * active) / 1000.0
+
+    def _wait_blocked(self, w: _Writer):
+        """Blocking mode: wait for a commit (or the ack timeout -> ``instant-timeout``)."""
+        env = self.env
+        timeout = self.p["coordinator"]["ack_timeout_s"]
+        start = w.stall_t0 if w.stall_t0 is not None else env.now
+        remaining = start + timeout - env.now
+        if remaining <= 0:
+            ev = InstantTimeout(w.i)
+            if self.enabled(ev):
+                self.apply(ev)
+                self._after_failover("instant-timeout")
+                raise _Crash()
+            remaining = 1.0  # an ack is in flight and may still free the task
+        yield self.coord_changed | env.timeout(remaining)
+
+    def _flush(self, w: _Writer, chunks: int, snapshot: bool):
+        wr = self.p["writers"]
+        mb = chunks * self.C * self.record_bytes / 1e6
+        cost = (wr["flush_base_ms"] + wr["flush_ms_per_mb"] * mb) / 1000.0 + (self.storage.sample() if chunks else 0.0)
+        if cost > 0:
+            yield self.env.timeout(cost)
+        ev = SnapshotTask(w.i) if snapshot else Flush(w.i)
+        if self.enabled(ev):
+            self.apply(ev)
+            if snapshot:
+                p = self.system.pending_checkpoint
+                if p is not None and p.all_tasks_done():
+                    self.snap_done.succeed()
+                    self.snap_done = self.env.event()
+
+    def _service(self, w: _Writer, barrier: bool):
+        """Get an instant / wait / flush until the buffer has room (and, at a barrier, snapshot)."""
+        sys_ = self.system
+        while True:
+            sw = sys_.writers[w.i]
+            if barrier and sys_.pending_checkpoint is None:
+                barrier = False  # the checkpoint was aborted meanwhile
+            if barrier and self.enabled(SnapshotTask(w.i)):
+                self._stall_end(w)
+                yield from self._flush(w, sw.offset - sw.flushed, snapshot=True)
+                return
+            status = sys_.writer_status(w.i)
+            if status == "needs-instant":
+                self._stall_begin(w)
+                yield from self._request_instant(w)
+                continue
+            if status == "blocked":
+                self._stall_begin(w)
+                yield from self._wait_blocked(w)
+                continue
+            if self.enabled(Flush(w.i)):
+                self._stall_end(w)
+                yield from self._flush(w, sw.offset - sw.flushed, snapshot=False)
+                continue
+            self._stall_end(w)
+            return
+
+    def writer(self, w: _Writer):
+        env = self.env
+        while True:
+            try:
+                if w.down_until > env.now:
+                    yield env.timeout(w.down_until - env.now)
+                    w.t = env.now
+                barrier = w.barrier
+                w.barrier = False
+                if not barrier:
+                    sw = self.system.writers[w.i]
+                    target = (sw.flushed + self.B) * self.C
+                    if w.x < target - 1e-9:
+                        wake = time_to_consume(w.src, w.x, env.now, target, self.capacity)
+                        w.interruptible = True
+                        try:
+                            yield env.timeout(max(0.0, wake - env.now))
+                        except simpy.Interrupt as it:
+                            w.interruptible = False
+                            if it.cause == "crash":
+                                raise _Crash() from None
+                            barrier = True
+                        w.interruptible = False
+                self._advance(w)
+                self._ingest(w)
+                yield from self._service(w, barrier)
+                self._pause_end(w)
+            except _Crash:
+                w.interruptible = False
+                w.stall_t0 = None
+            except simpy.Interrupt as it:  # a crash while flushing or waiting
+                w.interruptible = False
+                w.stall_t0 = None
+                if it.cause != "crash":
+                    w.barrier = True
+
+    def barrier(self) -> None:
+        for w in self.writers:
+            if w.interruptible:
+                w.proc.interrupt("barrier")
+            else:
+                w.barrier = True
+
+    # ------------------------------------------------------------------ checkpoints
+    def checkpoints(self):
+        env = self.env
+        ck = self.p["checkpoint"]
+        lost_p = self.p["faults"]["lost_ack_probability"]
+        next_t = ck["interval_s"]
+        while True:
+            yield env.timeout(max(0.0, next_t - env.now))
+            trigger_t = env.now
+            try:
+                if not self.enabled_trigger():
+                    next_t = env.now + ck["interval_s"]
+                    continue
+                self.apply(_TRIGGER)
+                n = self.system.pending_checkpoint.id
+                self.ckp_trigger_t[n] = trigger_t
+                self.barrier()
+                deadline = trigger_t + ck["timeout_s"]
+                while self.system.pending_checkpoint is not None and \
+                        self.system.pending_checkpoint.id == n and not self.system.pending_checkpoint.all_tasks_done():
+                    if env.now >= deadline:
+                        break
+                    yield self.snap_done | env.timeout(deadline - env.now)
+                p = self.system.pending_checkpoint
+                if p is not None and p.id == n:
+                    if p.all_tasks_done():
+                        self.apply(CompleteCheckpoint())
+                        self.metrics.checkpoints.append((n, trigger_t, env.now))
+                        if lost_p and self.rng.random() < lost_p and self.enabled(LoseAck(n)):
+                            self.apply(LoseAck(n))
+                        else:
+                            env.process(self.deliver_ack(n))
+                    else:
+                        self.apply(AbortCheckpoint())
+                        self.metrics.checkpoints.append((n, trigger_t, None))
+            except _Crash:
+                pass
+            next_t = max(trigger_t + ck["interval_s"], env.now + ck["min_pause_s"])
+
+    def enabled_trigger(self) -> bool:
+        return self.enabled(_TRIGGER)
+
+    def deliver_ack(self, n: int):
+        """``notifyCheckpointComplete(n)`` on the coordinator's commit thread: commits, then a clean."""
+        env = self.env
+        co = self.p["coordinator"]
+        yield env.timeout(RPC_S)
+        with self.commit_exec.request() as req:
+            yield req
+            ev = DeliverAck(n)
+            if not self.enabled(ev):
+                return  # dropped by a failover, or an older ack is still queued
+            before = len(self.system.table.commit_log)
+            try:
+                self.apply(ev)
+            except _Crash:
+                return
+            commits = len(self.system.table.commit_log) - before
+            cost = self.take_charges()
+            if commits:
+                cost += commits * (co["commit_latency_s"] + self.storage.total(co["timeline_writes"] +
+                                                                               co["metadata_writes"]))
+            if self.enabled(_CLEAN):
+                try:
+                    self.apply(_CLEAN)
+                except _Crash:
+                    return
+                cost += self._listing() + self.storage.total(2)
+            self._note_pending()
+            yield env.timeout(cost)
+            self.acks_seen += 1
+            if self.acks_seen % self.check_every == 0:
+                self.check()
+        self._signal()
+
+    # ------------------------------------------------------------------------ faults
+    def crash(self, target: str) -> None:
+        """Apply the crash event for ``target`` now; tasks go down for the restart delay."""
+        ev = {"task": CrashTask(self.rng.randrange(self.P)), "coordinator": CrashCoordinator(),
+              "job": RestartJob()}[target]
+        if not self.enabled(ev):
+            return
+        self.crash_log.append({"t": self.env.now, "target": target, "records": self._consumed_now(),
+                               "recovered_at": None})
+        self.system.apply(ev)
+        self.events.append(ev)
+        self.counts[ev.kind] = self.counts.get(ev.kind, 0) + 1
+        if len(self.system.table.commit_log) != self._commit_log_len:
+            self._on_commits()
+        self._after_failover(target)
+
+    def _consumed_now(self) -> float:
+        return sum(w.x for w in self.writers)
+
+    def _after_failover(self, what: str) -> None:
+        """Resynchronise the writers with the model's restored state; they restart after the delay."""
+        env = self.env
+        delay = self.p["faults"]["restart_delay_s"]
+        for w in self.writers:
+            sw = self.system.writers[w.i]
+            if w.x != sw.offset * self.C or what != "task":
+                w.x = float(sw.offset * self.C)
+                w.t = env.now
+                w.down_until = env.now + delay
+                w.barrier = False
+                if w.proc is not None and w.proc.is_alive and w.proc is not env.active_process:
+                    w.proc.interrupt("crash")
+        self._note_pending()
+        self.snap_done.succeed()
+        self.snap_done = env.event()
+        self._signal()
+
+    def _check_recovery(self) -> None:
+        for c in self.crash_log:
+            if c["recovered_at"] is None and self.committed_real >= c["records"] - 1e-6:
+                c["recovered_at"] = self.env.now
+
+    def faults(self):
+        env = self.env
+        fa = self.p["faults"]
+        times = sorted(fa["crash_at_s"])
+        if fa["crash_every_s"] > 0:
+            t = 0.0
+            while True:
+                t += self.rng.expovariate(1.0 / fa["crash_every_s"])
+                if t >= self.duration:
+                    break
+                times.append(t)
+            times.sort()
+        if self.crash_plan is not None and self.crash_plan.at_s is not None:
+            times.append(self.crash_plan.at_s)
+            times.sort()
+        for t in times:
+            yield env.timeout(max(0.0, t - env.now))
+            self.crash(fa["crash_target"])
+
+    def sampler(self):
+        env = self.env
+        dt = self.p["run"]["sample_s"]
+        while True:
+            yield env.timeout(dt)
+            now = env.now
+            backlog = 0.0
+            cap = self.capacity
+            for w in self.writers:
+                x = w.x
+                if w.interruptible and now > w.t:  # consuming: where the fluid is now (not accounted yet)
+                    x = min(consumed(w.src, x, w.t, now, cap),
+                            (self.system.writers[w.i].flushed + self.B) * self.C)
+                backlog += w.src.arrived(now) - x
+            self.metrics.backlog.append((now, backlog))
+
+    def check(self) -> None:
+        if self.first_violation is not None:
+            return
+        for v in check_step(self.system):
+            if not v.holds:
+                self.first_violation = str(v)
+                return
+
+    # -------------------------------------------------------------------------- run
+    def run(self) -> StreamResult:
+        env = self.env
+        t_wall = time.perf_counter()
+        for w in self.writers:
+            w.proc = env.process(self.writer(w))
+        env.process(self.checkpoints())
+        env.process(self.faults())
+        if self.keep_series:
+            env.process(self.sampler())
+        steps = 0
+        until = self.duration
+        step = env.step
+        peek = env.peek
+        while peek() < until:
+            step()
+            steps += 1
+        env._now = until  # noqa: SLF001 - end exactly at the duration (as env.run(until) does)
+        for w in self.writers:
+            if w.down_until <= until:
+                self._advance(w)
+        self._note_pending()
+        sim_wall = time.perf_counter() - t_wall
+        # Drain (no faults, no time) and judge the run.
+        self.check()
+        drained = self.system.drain()
+        self.events.extend(drained)
+        verdicts = check_drained(self.system) + check_step(self.system)
+        bad = [v for v in verdicts if not v.holds]
+        if self.first_violation is None and bad:
+            self.first_violation = str(bad[0])
+        lost, dup = self._exactly_once_counts()
+        for c in self.crash_log:
+            c["recovery_s"] = (c["recovered_at"] - c["t"]) if c["recovered_at"] is not None else float("nan")
+        self.metrics.crashes = self.crash_log
+        summary = self.metrics.summary(self.P)
+        summary.update({"chunk_records": self.C, "sim_events": steps, "model_events": len(self.events),
+                        "wall_s": sim_wall, "lost_records": lost, "duplicated_records": dup})
+        res = StreamResult(self.mode, self.seed, self.metrics, summary, self.first_violation or "ok",
+                           sim_events=steps, model_events=len(self.events), wall_s=sim_wall, chunk=self.C,
+                           lost_records=lost, duplicated_records=dup, crash_log=self.crash_log)
+        if self.first_violation is not None or self.trace_dir is not None:
+            res.trace_path = self.write_trace(self.trace_dir or Path("runs") / "sim" / "failed")
+            if self.first_violation is not None:
+                res.replay = f"hoodie-lab replay {res.trace_path}"
+        return res
+
+    def _exactly_once_counts(self) -> tuple[int, int]:
+        """Real records lost / duplicated after the drain (model chunks x chunk size)."""
+        committed = self.system.committed_offsets()
+        expected = self.system.emitted_offsets("checkpoint")
+        lost = len(expected - set(committed))
+        dup = sum(n - 1 for n in committed.values() if n > 1) + sum(1 for k in committed if k not in expected)
+        return lost * self.C, dup * self.C
+
+    def write_trace(self, out_dir: Path) -> Path:
+        from model import trace as mtrace
+
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"{self.exp.name}-{self.mode}-{self.seed}.jsonl"
+        with path.open("w", encoding="utf-8") as f:
+            f.write(mtrace.header(self.pcfg, self.seed & 0xFFFF, "simulate") + "\n")
+            for i, ev in enumerate(self.events, 1):
+                f.write(mtrace.event_line(i, ev) + "\n")
+        return path
+
+
+_TRIGGER = TriggerCheckpoint()
+_CLEAN = Clean()
+
+
+def run_stream(exp, mode: str, seed: int, quick: bool = False, keep_series: bool = True,
+               crash_plan: CrashPlan | None = None, trace_dir: Path | None = None) -> StreamResult:
+    """Run one stream simulation; see :class:`StreamSim`."""
+    return StreamSim(exp, mode, seed, quick, keep_series, crash_plan, trace_dir).run()
+
+
+def summary_json(res: StreamResult) -> str:
+    return json.dumps({k: v for k, v in res.summary.items()}, default=float)
