@@ -1,0 +1,291 @@
+"""``hoodie-lab diff RUN_DIR``: the real table of a pipeline run against the reference model's prediction.
+
+The run's trace (its inputs as ``ingest`` events, checkpoints, acks and crashes, in order) is replayed through a
+fresh :class:`model.protocol.System` with the run's recorded instant times. The model's prediction is then
+compared with what is on disk, read independently of the pipeline:
+
+* **instants** -- the data instants of the model's timeline against the table's timeline (read by
+  :mod:`hoodie_lab.ondisk.reader`): requested time, action, state, completion time, order, and the
+  checkpoint key (model: the key each commit came from; disk: ``flink_checkpoint_id`` in commit metadata);
+  the instants the model rolled back against the targets of the table's completed rollback instants;
+* **committed files** -- the data files the committed instants wrote (the write metadata the pipeline
+  persisted for exactly the instants the model committed) against the files the table's commit metadata
+  lists, and data files on disk that no completed or pending instant accounts for;
+* **table contents** -- the rows the model predicts (the input records at the committed source offsets,
+  upserted by key with the greatest ordering value) against the rows hudi-rs reads, and, for copy-on-write,
+  against Spark reading the latest base parquet files (the file slices hudi-rs lists) when a SparkSession is
+  given;
+* **exactly once** -- for a finished run, every well-formed input record committed exactly once (model), and
+  the quarantine holding exactly the malformed input lines.
+
+Exit status of the command: 0 no difference, 1 differences (each printed), 2 a bad run dir.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hoodie_lab.errors import UserError
+from model.instant import Action
+from pipeline import source as src
+from pipeline.coordinator import CHECKPOINT_KEY, TASK, replay_system
+from pipeline.run_dir import RunDir
+
+DATA_COLUMNS = ("key", "ts", "partition", "payload")
+
+
+@dataclass
+class DiffReport:
+    run_dir: Path
+    differences: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def add(self, what: str, model, disk) -> None:
+        self.differences.append(f"{what}\n    model: {model}\n    table: {disk}")
+
+    def render(self) -> str:
+        head = f"diff {self.run_dir}: " + ("no differences" if self.ok else f"{len(self.differences)} difference(s)")
+        lines = [head] + [f"  checked {c}" for c in self.checked]
+        lines += [f"  - {d}" for d in self.differences]
+        return "\n".join(lines)
+
+
+def _open(root: Path) -> tuple[RunDir, dict]:
+    from pipeline.job import open_run
+
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"{root}: not a directory")
+    rd, cfg = open_run(root)
+    for need in (rd.trace, rd.input):
+        if not need.exists():
+            raise UserError(f"{root}: not a complete pipeline run dir ({need.name} missing)")
+    if not (rd.table / ".hoodie").is_dir():
+        raise UserError(f"{rd.table}: no Hudi table (the run wrote nothing?)")
+    return rd, cfg
+
+
+def diff_run(root: Path, spark=None) -> DiffReport:
+    rd, cfg = _open(root)
+    from hoodie_lab.ondisk.reader import read_table
+
+    try:
+        system, events, _times = replay_system(rd)
+    except UserError:
+        raise
+    except Exception as exc:  # the trace does not replay: a finding about the run, not bad input
+        report = DiffReport(rd.root)
+        report.differences.append(f"the trace does not replay through the model: {exc}")
+        return report
+    table = read_table(rd.table)
+    report = DiffReport(rd.root)
+    inputs = src.read_inputs(rd.input)
+    records = [r for lines in inputs for r, _ in lines if r is not None]
+    _instants(report, system, table)
+    _files(report, system, table, rd)
+    predicted = _predicted_rows(system, records)
+    _rows_hudi_rs(report, predicted, rd.table)
+    if spark is not None and table.table_type == "COPY_ON_WRITE":
+        _rows_spark(report, predicted, rd.table, spark)
+    finished = any(e["kind"] == "finished" for e in rd.read_events()[-1:])
+    if finished:
+        _exactly_once(report, system, records)
+        _quarantine(report, rd, inputs)
+    _model_invariants(report, system)
+    return report
+
+
+# ------------------------------------------------------------------------------------------------ instants
+def _instants(report: DiffReport, system, table) -> None:
+    action = system.table.action
+    keys = {}
+    for t, key, _how in system.table.commit_log:
+        keys[t] = key
+    model = [(i.requested_time, i.shown_action.value, i.state.label, i.completion_time, keys.get(i.requested_time))
+             for i in system.table.timeline.instants() if i.action is action]
+    disk = []
+    for i in table.timeline.instants():
+        if i.action is not action:
+            continue
+        key = None
+        md = table.commit_metadata.get(i.requested_time) if i.is_completed else None
+        if md:
+            raw = (md.get("extraMetadata") or {}).get(CHECKPOINT_KEY)
+            key = int(raw) if raw is not None else None
+        disk.append((i.requested_time, i.shown_action.value, i.state.label, i.completion_time, key))
+    model.sort()
+    disk.sort()
+    report.checked.append(f"{len(model)} data instant(s): action, state, completion time, order, checkpoint key")
+    if model != disk:
+        m, d = set(model), set(disk)
+        for x in sorted(m - d):
+            report.add(f"instant {x[0]}", _fmt_instant(x), _fmt_instant(_find(disk, x[0])))
+        for x in sorted(d - m):
+            if _find(model, x[0]) is None:
+                report.add(f"instant {x[0]}", "absent", _fmt_instant(x))
+    # completion order = commit order of the model
+    order_m = [x[0] for x in sorted((x for x in model if x[3]), key=lambda x: x[3])]
+    order_d = [x[0] for x in sorted((x for x in disk if x[3]), key=lambda x: x[3])]
+    if order_m != order_d:
+        report.add("commit order (by completion time)", order_m, order_d)
+    # rollbacks
+    rolled = set(system.table.rollbacks)
+    disk_rolled = set()
+    for name, content in table.timeline_content.items():
+        if ".rollback" in name and content and not name.endswith((".requested", ".inflight")):
+            for t in content.get("commitsRollback") or []:
+                disk_rolled.add(t)
+    report.checked.append(f"{len(rolled)} rollback(s) of failed instants")
+    if rolled != disk_rolled:
+        report.add("rolled-back instants", sorted(rolled), sorted(disk_rolled))
+
+
+def _find(rows, t):
+    return next((x for x in rows if x[0] == t), None)
+
+
+def _fmt_instant(x) -> str:
+    if x is None:
+        return "absent"
+    t, a, st, c, k = x
+    return f"{t}{'->' + c if c else ''}.{a}[{st}] key {k}"
+
+
+# --------------------------------------------------------------------------------------------------- files
+def _files(report: DiffReport, system, table, rd: RunDir) -> None:
+    import json
+
+    action = system.table.action
+    committed = [i.requested_time for i in system.table.timeline.completed((action,))]
+    pending = [i.requested_time for i in system.table.timeline.pending((action,))]
+    expected: set[str] = set()
+    for t in committed:
+        p = rd.writemeta / f"{t}.json"
+        if not p.exists():
+            report.add(f"write metadata of committed instant {t}", "persisted", "missing in the run dir")
+            continue
+        wm = json.loads(p.read_text())
+        for s in (wm.get("result") or {}).get("write_stats", []):
+            expected.add(s["path"])
+    listed: set[str] = set()
+    for t in committed:
+        md = table.commit_metadata.get(t) or {}
+        for stats in (md.get("partitionToWriteStats") or {}).values():
+            for s in stats:
+                listed.add(s["path"])
+    report.checked.append(f"{len(expected)} committed data file(s) in commit metadata")
+    if expected != listed:
+        report.add("files of committed instants", f"{len(expected)} files, not in table: "
+                   f"{sorted(expected - listed)[:5]}", f"{len(listed)} files, not predicted: {sorted(listed - expected)[:5]}")
+    on_disk = {(f"{b.partition}/{b.name}" if b.partition else b.name): b.instant_time for b in table.base_files}
+    on_disk.update({(f"{lg.partition}/{lg.name}" if lg.partition else lg.name): lg.instant_time
+                    for lg in table.log_files})
+    missing = sorted(p for p in expected if p not in on_disk)
+    if missing:
+        report.add("committed data files present on storage", "all", f"missing {missing[:5]}")
+    alive = set(committed) | set(pending)
+    orphans = sorted(p for p, t in on_disk.items() if t not in alive and p not in expected)
+    if orphans:
+        report.add("data files of no committed or pending instant (not rolled back)", "none", orphans[:5])
+
+
+# ---------------------------------------------------------------------------------------------------- rows
+def _predicted_rows(system, records: list) -> dict[str, tuple]:
+    """key -> (key, ts, partition, payload): committed offsets mapped to input records, upserted."""
+    out: dict[str, tuple] = {}
+    for (task, offset), _n in sorted(system.committed_offsets().items()):
+        assert task == TASK
+        r = records[offset]
+        cur = out.get(r.key)
+        if cur is None or r.ts >= cur[1]:
+            out[r.key] = (r.key, r.ts, r.partition, r.payload)
+    return out
+
+
+def _rows_from_batches(batches) -> list[tuple]:
+    rows = []
+    for b in batches:
+        cols = [b.column(c).to_pylist() for c in DATA_COLUMNS]
+        rows.extend(zip(*cols))
+    return rows
+
+
+def _compare_rows(report: DiffReport, reader: str, predicted: dict[str, tuple], rows: list[tuple]) -> None:
+    got = Counter(rows)
+    want = Counter(predicted.values())
+    report.checked.append(f"{len(want)} row(s) read through {reader}")
+    if got != want:
+        extra = sorted((got - want).elements())
+        lost = sorted((want - got).elements())
+        dup = sorted(k for k, n in Counter(r[0] for r in rows).items() if n > 1)
+        report.add(f"table contents read through {reader}",
+                   f"{len(want)} rows; not read: {lost[:3]}{' ...' if len(lost) > 3 else ''}",
+                   f"{len(rows)} rows; not predicted: {extra[:3]}{' ...' if len(extra) > 3 else ''}"
+                   + (f"; duplicate keys {dup[:5]}" if dup else ""))
+
+
+def _rows_hudi_rs(report: DiffReport, predicted: dict, table_path: Path) -> None:
+    from hudi import HudiTable
+
+    try:
+        batches = HudiTable(str(table_path)).read()
+    except BaseException as exc:  # hudi-rs panics are BaseException
+        report.differences.append(f"hudi-rs cannot read the table: {type(exc).__name__}: {exc}")
+        return
+    _compare_rows(report, "hudi-rs", predicted, _rows_from_batches(batches))
+
+
+def latest_base_files(table_path: Path) -> list[str]:
+    """Absolute paths of the latest base files, as hudi-rs slices the table."""
+    from hudi import HudiTable
+
+    slices = HudiTable(str(table_path)).get_file_slices()
+    return [str(Path(table_path) / s.base_file_relative_path()) for s in slices if s.base_file_name]
+
+
+def _rows_spark(report: DiffReport, predicted: dict, table_path: Path, spark) -> None:
+    paths = latest_base_files(table_path)
+    if not paths:
+        _compare_rows(report, "Spark (latest base parquet files)", predicted, [])
+        return
+    df = spark.read.parquet(*paths).select(*DATA_COLUMNS)
+    _compare_rows(report, "Spark (latest base parquet files)", predicted,
+                  [tuple(r) for r in df.collect()])
+
+
+# ------------------------------------------------------------------------------------------- exactly once
+def _exactly_once(report: DiffReport, system, records: list) -> None:
+    got = system.committed_offsets()
+    dup = sorted(o for (_t, o), n in got.items() if n > 1)
+    lost = sorted(o for o in range(len(records)) if (TASK, o) not in got)
+    report.checked.append(f"{len(records)} input record(s) committed exactly once (finished run)")
+    if dup or lost:
+        report.add("every input record committed exactly once", "each once",
+                   f"lost offsets {lost[:10]}, duplicated offsets {dup[:10]}")
+
+
+def _quarantine(report: DiffReport, rd: RunDir, inputs) -> None:
+    from pipeline.job import read_quarantine
+
+    want = sum(1 for lines in inputs for r, _ in lines if r is None)
+    q = read_quarantine(rd)
+    report.checked.append(f"{want} malformed record(s) quarantined with a reason")
+    if q.num_rows != want or q.column("reason").null_count:
+        report.add("quarantined records", want, q.num_rows)
+
+
+def _model_invariants(report: DiffReport, system) -> None:
+    try:
+        from model.invariants.protocol import check_step
+    except ImportError:
+        return
+    bad = [v for v in check_step(system) if not v.holds]
+    report.checked.append("the model's protocol invariants on the replayed run")
+    for v in bad:
+        report.differences.append(f"model invariant on the replayed run: {v}")
