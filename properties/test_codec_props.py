@@ -93,7 +93,8 @@ def prop_any_text_parses_canonically_or_is_rejected(codec, text, layout):
     assert not (got.state is State.REQUESTED and got.action in STARTS_INFLIGHT), text
     assert not (got.state is State.COMPLETED and got.action is not fn.completed_action(got.action)), text
     assert not (layout == fn.LAYOUT_1 and got.action in LAYOUT2_ONLY), text
-    fmt_layout = fn.LAYOUT_1 if got.completion_time is None else layout  # legacy completed names carry no _c
+    legacy = got.state is State.COMPLETED and got.completion_time is None  # a completed name without _c
+    fmt_layout = fn.LAYOUT_1 if legacy else layout
     assert codec.timeline_file_name(got.requested_time, got.action, got.state, got.completion_time,
                                     fmt_layout) == text
 
