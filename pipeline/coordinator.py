@@ -79,6 +79,28 @@ def protocol_config(cfg: dict, records: int) -> ProtocolConfig:
                           buffer_size=max(1, records), faults=frozenset({"coordinator-crash"}), max_crashes=10_000)
 
 
+def check_table_path(table: Path, table_version: int) -> None:
+    """Refuse, with one line, a table path the pipeline must not write: a non-Hudi folder with files in it,
+    a Hudi table of a version the pipeline does not write (or not the run's), another table (name, type and
+    keys are checked again by the writer), or a table a live pipeline holds the lock of."""
+    table = Path(table)
+    props = table / ".hoodie" / "hoodie.properties"
+    if props.exists():
+        from hoodie_lab.ondisk.properties import read_properties
+        p = read_properties(props)
+        v = p.get("hoodie.table.version", "")
+        if v not in ("6", "8"):
+            raise UserError(f"{table}: table version {v or '?'}; the pipeline writes table versions 8 and 6")
+        if int(v) != table_version:
+            raise UserError(f"{table}: table version {v}, but the run writes version {table_version}")
+        name = p.get("hoodie.table.name")
+        if name != TABLE_NAME:
+            raise UserError(f"{table}: holds a different table ({name!r}; the pipeline writes {TABLE_NAME!r})")
+        TableLock(table).check()
+    elif table.exists() and (not table.is_dir() or any(x.name != ".hoodie" for x in table.iterdir())):
+        raise UserError(f"{table}: exists and is neither empty nor a Hudi table")
+
+
 # -------------------------------------------------------------------------------------------------- times
 class WallTrueTime:
     """The model's TrueTime generator (``SkewAdjustingTimeGenerator``, in-process lock: 1 ms skew wait) over
@@ -185,6 +207,7 @@ class PipelineCoordinator:
         self.latency_s = cfg.get("commit_latency_ms", 0) / 1000
         self.kill = KillSwitch(rd.root)
         self.kill.on_fire = lambda point: rd.log("crash", point=point, pid=_pid())
+        self.kill.arm_mid_write()
         self.lock = TableLock(rd.table)
         self._trace_buf: list[str] = []
         self._committer: threading.Thread | None = None
@@ -207,21 +230,7 @@ class PipelineCoordinator:
             raise
 
     def _check_table(self) -> None:
-        table = self.rd.table
-        props = table / ".hoodie" / "hoodie.properties"
-        if props.exists():
-            from hoodie_lab.ondisk.properties import read_properties
-            p = read_properties(props)
-            v = p.get("hoodie.table.version", "")
-            if v not in ("6", "8"):
-                raise UserError(f"{table}: table version {v or '?'}; the pipeline writes table versions 8 and 6")
-            if int(v) != self.cfg["table_version"]:
-                raise UserError(f"{table}: table version {v}, but the run writes version {self.cfg['table_version']}")
-            name = p.get("hoodie.table.name")
-            if name != TABLE_NAME:
-                raise UserError(f"{table}: holds a different table ({name!r}, the pipeline writes {TABLE_NAME!r})")
-        elif table.exists() and (not table.is_dir() or any(x.name != ".hoodie" for x in table.iterdir())):
-            raise UserError(f"{table}: exists and is neither empty nor a Hudi table")
+        check_table_path(self.rd.table, self.cfg["table_version"])
 
     def _open(self) -> None:
         from hoodie_lab.hudiformat.table import HudiTableWriter

@@ -69,6 +69,11 @@ def prepare_run(root: Path, **config) -> RunDir:
     rd = RunDir(Path(root), Path(cfg["table"]) if cfg.get("table") else None)
     if rd.root.exists() and any(rd.root.iterdir()):
         raise UserError(f"--out {rd.root}: exists and is not empty; choose a new run dir")
+    if cfg.get("table"):
+        from pipeline.coordinator import check_table_path
+        cfg["table"] = str(Path(cfg["table"]).resolve())
+        check_table_path(Path(cfg["table"]), cfg["table_version"])
+        rd = RunDir(Path(root), Path(cfg["table"]))
     rd.root.mkdir(parents=True, exist_ok=True)
     src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
                      update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])

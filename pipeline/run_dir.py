@@ -181,19 +181,27 @@ class TableLock:
         self.path = Path(table) / ".hoodie" / ".aux" / LOCK_NAME
         self.held = False
 
+    def holder(self) -> int | None:
+        """The pid of a live pipeline holding the lock (not this process), else None."""
+        try:
+            pid = int(self.path.read_text().strip() or 0)
+        except (OSError, ValueError):
+            return None
+        return pid if pid and pid != os.getpid() and _pid_alive(pid) else None
+
+    def check(self) -> None:
+        pid = self.holder()
+        if pid is not None:
+            raise UserError(f"{self.path.parent.parent.parent}: another pipeline (pid {pid}) is writing this table "
+                            f"(lock {self.path})")
+
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                try:
-                    pid = int(self.path.read_text().strip() or 0)
-                except (OSError, ValueError):
-                    pid = 0
-                if pid and pid != os.getpid() and _pid_alive(pid):
-                    raise UserError(f"{self.path.parent.parent.parent}: another pipeline (pid {pid}) is writing "
-                                    f"this table (lock {self.path})") from None
+                self.check()
                 self.path.unlink(missing_ok=True)  # stale: its writer is gone
                 continue
             with os.fdopen(fd, "w") as f:

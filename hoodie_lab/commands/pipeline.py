@@ -1,0 +1,117 @@
+"""``hoodie-lab pipeline``: run the PySpark Structured Streaming pipeline that writes a real Hudi table.
+
+``pipeline run`` generates seeded input files, runs the streaming query (file source, ``availableNow``,
+``foreachBatch`` into the driver-side coordinator) and prints one line per micro-batch. With ``--kill`` or
+``--crashes`` the query runs in subprocesses that are SIGKILLed at kill points and restarted on the same
+checkpoint (``pipeline kill-points`` lists them). ``pipeline resume RUN_DIR`` restarts a stopped run.
+Every run leaves a run dir (trace, inputs, Spark checkpoint, table, quarantine) for ``hoodie-lab diff``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from hoodie_lab.errors import UserError
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("pipeline", help="run the PySpark streaming pipeline into a real Hudi table",
+                              description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="pipeline_command", metavar="SUBCOMMAND")
+    r = sub.add_parser("run", help="generate inputs and run the streaming query",
+                       description="Generate seeded input files and run the streaming query into a Hudi table; "
+                                   "one progress line per micro-batch.")
+    r.add_argument("--mode", choices=["blocking", "async", "spark-sink"], default="async",
+                   help="coordinator: blocking or async instant generation, or Hudi's Spark sink (default async)")
+    r.add_argument("--table-type", choices=["cow", "mor"], default="mor", help="copy-on-write or merge-on-read")
+    r.add_argument("--table-version", type=int, choices=[8, 6], default=8, help="Hudi table version (default 8)")
+    r.add_argument("--records", type=int, default=1000, help="well-formed input records in all (default 1000)")
+    r.add_argument("--batches", type=int, default=5, help="input files = micro-batches (default 5)")
+    r.add_argument("--malformed", type=int, default=0, help="malformed input records to mix in (default 0)")
+    r.add_argument("--commit-latency-ms", type=int, default=0,
+                   help="sleep before each timeline write of the coordinator (object-store latency)")
+    r.add_argument("--master", default=None, help="Spark master URL (default local[2])")
+    r.add_argument("--out", type=Path, default=None, help="run dir (default runs/pipeline/<mode>-<type>-seed<S>)")
+    r.add_argument("--table", type=Path, default=None, help="table path (default RUN_DIR/table)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the input generator and of --crashes")
+    r.add_argument("--kill", action="append", default=[], metavar="POINT[#N]",
+                   help="SIGKILL the driver the N-th time it reaches POINT, then restart (repeatable)")
+    r.add_argument("--crashes", type=int, default=0, help="this many kills at seeded random kill points")
+    r.add_argument("--diff", action="store_true", help="run `hoodie-lab diff` on the run dir at the end")
+    r.set_defaults(func=run)
+    s = sub.add_parser("resume", help="restart a run on its checkpoint (after a crash or an interrupt)")
+    s.add_argument("run_dir", type=Path)
+    s.add_argument("--master", default=None)
+    s.set_defaults(func=resume)
+    k = sub.add_parser("kill-points", help="list the kill points of the crash harness")
+    k.set_defaults(func=kill_points)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _default_out(args) -> Path:
+    base = Path("runs") / "pipeline" / f"{args.mode}-{args.table_type}-seed{args.seed}"
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
+
+
+def run(args) -> int:
+    from pipeline.crash import KillSpec, run_with_crashes, seeded_plan
+    from pipeline.job import prepare_run, run_job
+
+    if args.crashes < 0:
+        raise UserError(f"--crashes: {args.crashes}; expected >= 0")
+    try:
+        plan = [KillSpec.parse(k) for k in args.kill]
+    except ValueError as exc:
+        raise UserError(f"--kill: {exc}") from None
+    plan += seeded_plan(args.seed, args.batches, args.crashes)
+    out = args.out or _default_out(args)
+    rd = prepare_run(out, mode=args.mode, table_type=args.table_type, table_version=args.table_version,
+                     records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,
+                     commit_latency_ms=args.commit_latency_ms, master=args.master,
+                     table=str(args.table) if args.table else None)
+    print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
+          f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
+    t0 = time.monotonic()
+    if plan:
+        run_with_crashes(rd.root, plan, extra_env={"HOODIE_LAB_SPARK_MASTER": args.master or ""},
+                         progress=lambda s: print(s, flush=True))
+        print(f"finished after {len(plan)} planned kill(s) in {time.monotonic() - t0:.1f} s")
+    else:
+        summary = run_job(rd.root, progress=lambda s: print(s, flush=True))
+        lat = summary["batch_seconds"]
+        print(f"finished: {summary['batches']} batches, {summary['records']} records, "
+              f"{summary['quarantined']} quarantined, {len(summary['commits'])} commits in "
+              f"{summary['seconds']:.1f} s" + (f" (batch p50 {sorted(lat)[len(lat) // 2]:.2f} s)" if lat else ""))
+    return _after(rd.root, args.diff)
+
+
+def _after(root: Path, diff: bool) -> int:
+    if not diff:
+        print(f"compare with the model: hoodie-lab diff {root}")
+        return 0
+    from pipeline.diff import diff_run
+
+    report = diff_run(root)
+    print(report.render())
+    return 0 if report.ok else 1
+
+
+def resume(args) -> int:
+    from pipeline.job import run_job
+
+    summary = run_job(args.run_dir, progress=lambda s: print(s, flush=True))
+    print(f"resumed: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
+    return _after(args.run_dir, False)
+
+
+def kill_points(args) -> int:
+    from pipeline.crash import KILL_POINTS
+
+    for name, what in KILL_POINTS.items():
+        print(f"{name:24s} {what}")
+    return 0
