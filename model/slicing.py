@@ -446,8 +446,9 @@ class FileSystemView:
     def _filter_base_after_pending_compaction(self, s: FileSlice) -> FileSlice:
         """tv6 ``filterBaseFileAfterPendingCompaction``: drop the base file of the slice at a pending
         compaction instant (``isFileSliceAfterPendingCompaction``); logs are not filtered (the log
-        reader skips blocks of non-completed instants)."""
-        if s.base_file is not None and self.pending_compactions.get(s.group) == s.base_instant:
+        reader skips blocks of non-completed instants). Pending compactions come from the plans
+        (``pending_compactions``) and from the timeline."""
+        if s.base_file is not None and s.base_instant in self._pending_compaction_instants:
             return FileSlice(s.group, s.base_instant, None, s.log_files)
         return s
 
@@ -496,7 +497,7 @@ class FileSystemView:
                 continue
             if not self.v8 and not self._slice_committed(s.base_instant):
                 continue
-            if not include_pending_compaction and self.pending_compactions.get(s.group) == s.base_instant:
+            if not include_pending_compaction and s.base_instant in self._pending_compaction_instants:
                 continue
             f = self._reader_filter(s)
             if not f.is_empty:
@@ -540,7 +541,7 @@ class FileSystemView:
             if not committed:
                 continue
             s = self._logs_filter(committed[0])
-            if self.pending_compactions.get(gid) == s.base_instant and len(committed) > 1:
+            if s.base_instant in self._pending_compaction_instants and len(committed) > 1:
                 prev = self._logs_filter(committed[1])
                 s = FileSlice(gid, prev.base_instant, prev.base_file, prev.log_files + s.log_files)
             s = self._filter_pending_clustering_base(s)

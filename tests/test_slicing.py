@@ -161,6 +161,9 @@ def test_tv6_instant_time_slicing_and_filters():
     # filterBaseFileAfterPendingCompaction drops the (partial) base file of the pending compaction
     assert shape(v.latest_file_slices()) == {T(50): (None, [T(50)])}
     assert shape(v.latest_merged_file_slices()) == {T(10): (T(10), [T(10), T(10), T(50)])}
+    # the pending compaction is also known from the timeline alone (no plan map given)
+    bare = FileSystemView(tl, [base(10), base(50)], [log(10, 1), log(10, 2), log(50, 1)])
+    assert shape(bare.latest_file_slices()) == {T(50): (None, [T(50)])}
     # base file of an inflight commit is not on the visible timeline (isFileSliceCommitted)
     tl2 = timeline(6, (Action.COMMIT, 10, 20), (Action.COMMIT, 30, None))
     v2 = FileSystemView(tl2, [base(10), base(30)], [])
