@@ -117,7 +117,8 @@ def test_real_fixture_v8_trips_chennai_as_a_pure_model_case():
     }
     (latest,) = v.latest_file_slices()
     assert latest.base_file.name == f"{CHENNAI_FID}_0-1112-3190_20251220210129235.parquet" and not latest.log_files
-    # as of the second log's requested time, the older slice with both logs... and spec admits only completed ones
+    # as of the second log's requested time: hudi-rs plans both logs of the older slice; the spec
+    # admits only deltacommits completed by then (128625 completed at 129197)
     (s,) = v.as_of_read("20251220210128625", mode="hudi-rs").slices
     assert shape([s]) == {"20251220210108078": ("20251220210108078", ["20251220210127080", "20251220210128625"])}
     (s,) = v.as_of_read("20251220210128625").slices
