@@ -226,16 +226,25 @@ def exclusive_completion_rule(log, keys, times):
 
 # ----------------------------------------------------------------------------------------- tests
 
+# Histories are cheap (a few ms) and the interesting ones (a tie between a completion time and a
+# compaction instant, a write straddling a compaction) need several events in order: run more
+# examples than the profile's default, never fewer.
+MORE = settings(max_examples=max(500, settings.default.max_examples))
+
+
+@MORE
 @given(events)
 def test_a_rules_agree_when_no_write_overlaps_a_compaction(evs):
     prop_rules_agree_without_overlap(evs)
 
 
+@MORE
 @given(events)
 def test_tv8_keeps_every_committed_write_exactly_once(evs):
     prop_exactly_once(evs)
 
 
+@MORE
 @given(events)
 def test_tv8_without_ties_keeps_every_committed_write(evs):
     """Completion-time slicing loses nothing whatever the overlap (strictly increasing times)."""
@@ -299,6 +308,7 @@ def test_a_is_not_vacuous_and_able_to_fail():
     assert overlaps(run(evs, 8)[0])
 
 
+@MORE
 @given(events, st.booleans())
 def test_inlined_rules_equal_the_rule_functions(evs, ties):
     """build_file_groups inlines the two rules for speed; calling the functions gives the same groups."""
