@@ -123,7 +123,8 @@ class WallTrueTime:
         self.last_ms = max((to_millis(r["t"]) for r in rows), default=0)
         self.lock = threading.Lock()
 
-    def next_time(self) -> str:
+    def next_time(self, kind: str = "requested") -> str:
+        """A requested or completion time (``kind``; both from the one generator, as TrueTime does)."""
         with self.lock:
             if self.pos < len(self.replay):
                 self.pos += 1

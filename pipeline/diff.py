@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hoodie_lab.errors import UserError
-from model.instant import Action
+from model.instant import to_millis
 from pipeline import source as src
 from pipeline.coordinator import CHECKPOINT_KEY, TASK, replay_system
 from pipeline.run_dir import RunDir
@@ -121,6 +121,15 @@ def _instants(report: DiffReport, system, table) -> None:
         disk.append((i.requested_time, i.shown_action.value, i.state.label, i.completion_time, key))
     model.sort()
     disk.sort()
+    if table.version == 6:
+        # Layout 1 keeps no completion time in the name: it is the completed file's modification time
+        # (millisecond precision through a float), so it is compared within 1 ms and then left out.
+        dm = {x[0]: x[3] for x in disk}
+        for x in model:
+            if x[3] and dm.get(x[0]) and abs(to_millis(x[3]) - to_millis(dm[x[0]])) > 1:
+                report.add(f"completion time of {x[0]} (file modification time, tv6)", x[3], dm[x[0]])
+        model = [x[:3] + (None,) + x[4:] for x in model]
+        disk = [x[:3] + (None,) + x[4:] for x in disk]
     report.checked.append(f"{len(model)} data instant(s): action, state, completion time, order, checkpoint key")
     if model != disk:
         m, d = set(model), set(disk)
@@ -130,8 +139,9 @@ def _instants(report: DiffReport, system, table) -> None:
             if _find(model, x[0]) is None:
                 report.add(f"instant {x[0]}", "absent", _fmt_instant(x))
     # completion order = commit order of the model
-    order_m = [x[0] for x in sorted((x for x in model if x[3]), key=lambda x: x[3])]
-    order_d = [x[0] for x in sorted((x for x in disk if x[3]), key=lambda x: x[3])]
+    order_m = [t for t, _k, _h in system.table.commit_log]
+    order_d = [i.requested_time for i in sorted(table.timeline.completed((action,)),
+                                                key=lambda i: (i.completion_time, i.requested_time))]
     if order_m != order_d:
         report.add("commit order (by completion time)", order_m, order_d)
     # rollbacks
