@@ -71,7 +71,7 @@ from .instant import (
     comparable_action,
     completed_action,
 )
-from .timeline import Timeline, _Record, layout_for_version
+from .timeline import Timeline, layout_for_version
 
 
 @contextmanager
@@ -386,12 +386,10 @@ def _timeline_from_files(names: Iterable[str], table_version: int, mtimes: Mappi
                                    f"{tf.state.label} file {prev[0]}")
         g[tf.state] = (name, tf)
     tl = Timeline(table_version)
-    records = tl._records  # noqa: SLF001 - faithful rebuild; Timeline has no public "add record" operation
-    for (req, cmp_action), g in groups.items():
+    for (req, _cmp_action), g in groups.items():
         lowest = g[min(g)][1]
         done = g.get(_COMPLETED)
-        records[InstantKey(req, cmp_action)] = _Record(req, lowest.action, set(g),
-                                                       done[1].completion_time if done else None)
+        tl.load(req, lowest.action, g, done[1].completion_time if done else None)
     return tl
 
 

@@ -94,6 +94,29 @@ class Timeline:
         return other
 
     # --------------------------------------------------------------- operations
+    def load(self, requested_time: str, action: Action, states, completion_time: str | None) -> Instant:
+        """Record an instant exactly as found on storage (the state files present).
+
+        Readers rebuild a timeline with this instead of replaying operations:
+        storage may legally hold any subset of earlier state files (archival,
+        ``revertToInflight``), so only what every layout guarantees is checked —
+        at least one state file, one record per identity, and a completion time
+        exactly when the completed file is present (layout 1 may not know it: None).
+        """
+        action = Action(action)
+        states = {State(s) for s in states}
+        if not states:
+            raise TimelineError("I3.visible-state", f"instant {requested_time}.{action.value} has no state file")
+        key = self._key(requested_time, action)
+        if key in self._records:
+            raise TimelineError("I3.create-once", f"instant {requested_time}.{action.value} loaded twice")
+        if completion_time is not None and State.COMPLETED not in states:
+            raise TimelineError("I2.requested-before-completion",
+                                f"pending instant {requested_time}.{action.value} has a completion time")
+        rec = _Record(requested_time, action, states, completion_time)
+        self._records[key] = rec
+        return rec.view()
+
     def create(self, requested_time: str, action: Action, *, allow_during_restore: bool = False) -> Instant:
         """``createNewInstant``: write the first state file (requested; inflight for savepoint).
 

@@ -37,8 +37,6 @@ set to the completion time (``hoodie.table.timeline.timezone=UTC``), which is wh
 
 from __future__ import annotations
 
-import calendar
-import datetime as _dt
 import json
 import os
 from dataclasses import dataclass, field
@@ -46,7 +44,8 @@ from pathlib import Path
 from typing import Iterable
 
 from model import filenames as fn
-from model.instant import Action, State
+from model.instant import Action, State, to_millis
+from model.slicing import FileSystemView
 from model.timeline import Timeline
 
 from . import metadata as md
@@ -89,44 +88,24 @@ class SkeletonPlans:
 
 def _epoch_ns(t: str) -> int:
     """A 17-digit UTC instant time as epoch nanoseconds (exact, for ``os.utime``)."""
-    d = _dt.datetime.strptime(t[:14], "%Y%m%d%H%M%S")
-    return (calendar.timegm(d.timetuple()) * 1000 + int(t[14:17])) * 1_000_000
+    return to_millis(t) * 1_000_000
 
 
 def default_compaction_plan(tc: str, tl: Timeline, base_files: Iterable[fn.BaseFile],
                             log_files: Iterable[fn.LogFile]) -> list[dict]:
-    """A plan as a scheduler would make it at ``tc``: per file group, the latest base file requested
-    before ``tc`` and the logs of that slice that were completed before ``tc`` (I9; RFC-66).
+    """A plan as a scheduler would make it at ``tc``, as Hudi's Avro plan operations.
 
-    tv6 logs belong to the slice their name names; tv8 logs with completion time < ``tc`` and
-    instant >= the base instant.
+    Which slices and logs go in is the model's rule
+    (:meth:`model.slicing.FileSystemView.compaction_plan_files`, I9 / RFC-66);
+    this function only renders it.
     """
-    groups: dict[tuple[str, str], fn.BaseFile | None] = {}
-    for b in base_files:
-        if b.instant_time < tc and tl.completion_time(b.instant_time) is not None:
-            key = (b.partition, b.file_id)
-            if key not in groups or groups[key].instant_time < b.instant_time:
-                groups[key] = b
-    logs_by_fg: dict[tuple[str, str], list[fn.LogFile]] = {}
-    for lf in sorted(log_files, key=fn.log_order_key):
-        key = (lf.partition, lf.file_id)
-        base = groups.get(key)
-        base_t = base.instant_time if base else None
-        if tl.layout == 1:
-            if lf.instant_time != base_t:
-                continue
-        else:
-            c = tl.completion_time(lf.delta_commit_time)
-            if c is None or not c < tc or (base_t is not None and lf.delta_commit_time < base_t):
-                continue
-        logs_by_fg.setdefault(key, []).append(lf)
+    view = FileSystemView(tl, base_files, log_files)
     ops = []
-    for key, logs in sorted(logs_by_fg.items()):
-        base = groups.get(key)
-        ops.append({"fileId": key[1], "partitionPath": key[0],
-                    "baseInstantTime": base.instant_time if base else logs[0].instant_time,
-                    "dataFilePath": base.name if base else None,
-                    "deltaFilePaths": [lf.name for lf in logs]})
+    for gid, sl in sorted(view.compaction_plan_files(tc).items()):
+        ops.append({"fileId": gid.file_id, "partitionPath": gid.partition,
+                    "baseInstantTime": sl.base_instant,
+                    "dataFilePath": sl.base_file.name if sl.base_file else None,
+                    "deltaFilePaths": [lf.name for lf in sl.log_files]})
     return ops
 
 
