@@ -332,8 +332,9 @@ class PipelineCoordinator:
         self._clean()
 
     # ------------------------------------------------------------------------------------------ a batch
-    def on_batch(self, batch_id: int, records: pa.Table, quarantined: int) -> None:
-        t0 = time.monotonic()
+    def on_batch(self, batch_id: int, records: pa.Table, quarantined: int, started: float | None = None) -> None:
+        """Write one micro-batch (``started``: when foreachBatch was entered, for the batch latency)."""
+        t0 = started if started is not None else time.monotonic()
         self.kill("batch.start")
         self._raise_committer_error()
         if self.mode == "spark-sink" and self._sink_can_skip(batch_id):

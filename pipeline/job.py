@@ -154,10 +154,11 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
                   .json(str(rd.input)))
 
         def sink(df, batch_id: int) -> None:
-            coord.deliver_spark_acks()
+            started = time.monotonic()
+            coord.deliver_spark_acks()  # blocking mode: the previous instant commits here
             good, bad = split_batch(df.toArrow())
             write_quarantine(rd, batch_id, bad)
-            coord.on_batch(batch_id, good, len(bad))
+            coord.on_batch(batch_id, good, len(bad), started=started)
 
         query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(rd.checkpoint))
                  .trigger(availableNow=True).start())
