@@ -58,9 +58,11 @@ from model.truetime import (
 )
 
 PROCESSES = ("writer-1", "writer-2", "table-service")
-PICK = st.tuples(st.integers(0, 10**6), st.booleans())  # (index into instants ever created, prefer a legal one)
+PICK = st.tuples(st.integers(0, 10**6), st.sampled_from(["legal", "illegal", "any"]))  # see _pick
 WAIT_MS = 200
 ALL_ACTIONS = list(Action)
+# Every action; compaction/logcompaction a little more often so their revert path is reached in `ci`.
+ACTION_ST = st.one_of(st.sampled_from(ALL_ACTIONS), st.sampled_from([Action.COMPACTION, Action.LOGCOMPACTION]))
 
 # Clocks whose actual skew stays within the wait: offsets in [-90, 90] and a small drift over the
 # horizon of a run (at most ~ stateful_step_count * (wait + latency + gaps) of true time).
@@ -105,16 +107,17 @@ class TimelineMachine(RuleBasedStateMachine):
         return out
 
     def _pick(self, pick, want=lambda sh: True):
-        """An instant ever created (possibly deleted since). ``pick = (index, prefer_legal)``: when
-        ``prefer_legal``, choose among live instants on which ``want`` holds, if there are any."""
+        """An instant ever created (possibly deleted since). ``pick = (index, mode)``: mode "legal"
+        chooses among live instants on which ``want`` holds, "illegal" among live instants on
+        which it does not (falling back to any instant when that set is empty), "any" among all."""
         if not self.known:
             return None
-        idx, prefer_legal = pick
+        idx, mode = pick
         pool = self.known
-        if prefer_legal:
-            legal = [(t, a) for t, a in self.known
-                     if (sh := self.shadow.get(InstantKey.of(t, a))) is not None and want(sh)]
-            pool = legal or pool
+        if mode != "any":
+            live = [(t, a, sh) for t, a in self.known if (sh := self.shadow.get(InstantKey.of(t, a))) is not None]
+            chosen = [(t, a) for t, a, sh in live if bool(want(sh)) == (mode == "legal")]
+            pool = chosen or pool
         t, a = pool[idx % len(pool)]
         return t, a, InstantKey.of(t, a), self.shadow.get(InstantKey.of(t, a))
 
@@ -122,7 +125,7 @@ class TimelineMachine(RuleBasedStateMachine):
         return max(sh["states"])
 
     # ---------------------------------------------------------------- rules
-    @rule(action=st.sampled_from(ALL_ACTIONS), proc=st.sampled_from(PROCESSES), gap=st.integers(0, 300))
+    @rule(action=ACTION_ST, proc=st.sampled_from(PROCESSES), gap=st.integers(0, 300))
     def create(self, action, proc, gap):
         """createNewInstant with a freshly generated requested time."""
         self._tick(gap)
@@ -366,8 +369,9 @@ BROKEN = {
                              ("I3.visible-state", "I3.legal-transition", "I3.complete-once", "I3.revert")),
 }
 
-_CATCH = settings(max_examples=300, stateful_step_count=25, database=None, deadline=None,
-                  phases=[Phase.generate, Phase.shrink], print_blob=False, report_multiple_bugs=False,
+# Generation only (no shrinking needed to show the catch); long runs so multi-step chains occur.
+_CATCH = settings(max_examples=1000, stateful_step_count=50, database=None, deadline=None,
+                  phases=[Phase.generate], print_blob=False, report_multiple_bugs=False,
                   suppress_health_check=list(HealthCheck))
 
 

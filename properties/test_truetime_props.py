@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import HealthCheck, assume, find, given, settings
+from hypothesis import HealthCheck, Phase, assume, find, given, settings
 from hypothesis import strategies as st
 
 from model.invariants import violations
@@ -148,8 +148,9 @@ def test_per_process_guard_alone_keeps_each_process_increasing(schedule, latency
 
 
 # ------------------------------------------------------------------ weaker configs must fail
+# No "explain" phase: it re-runs the shrunk example many times and dominates the runtime.
 _FIND = settings(max_examples=3000, database=None, deadline=None,
-                 suppress_health_check=list(HealthCheck))
+                 phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
 
 WEAKER = {
     "lock, wait below the skew": (TimeGeneratorConfig(max_expected_skew_ms=10), 1, 3 * WAIT_MS),
