@@ -55,10 +55,11 @@ from model.instant import State, to_millis
 from model.protocol import (CompleteCheckpoint, CrashCoordinator, DeliverAck, Ingest, ProtocolConfig, RequestInstant,
                             SnapshotTask, System, TriggerCheckpoint, event_from_dict)
 from model.protocol import Clean as CleanEvent
+from model import trace as mtrace
 from model.truetime import SkewAdjustingTimeGenerator, TimeGeneratorConfig
 from pipeline import source as src
 from pipeline.crash import KillSwitch
-from pipeline.run_dir import RunDir, TableLock, append_line, atomic_write_json, read_lines
+from pipeline.run_dir import RunDir, TableLock, append_line, atomic_write_json, read_lines, repair_tail
 
 CHECKPOINT_KEY = "flink_checkpoint_id"           # StreamerUtil.FLINK_CHECKPOINT_ID
 SINK_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"  # HoodieStreamingSink.SINK_CHECKPOINT_KEY
@@ -155,32 +156,22 @@ class WallTrueTime:
 
 # -------------------------------------------------------------------------------------------------- trace
 def trace_header(pcfg: ProtocolConfig, seed: int) -> dict:
-    try:
-        from model import trace as mtrace
-        return mtrace.header(pcfg, seed, "pipeline")
-    except (ImportError, AttributeError, TypeError):
-        return {"trace": "hoodie-lab", "version": 1, "config": pcfg.to_dict(), "seed": seed, "driver": "pipeline"}
+    return mtrace.header(pcfg, seed, "pipeline")
 
 
 def trace_event_line(step: int, ev) -> str:
-    try:
-        from model import trace as mtrace
-        line = mtrace.event_line(step, ev)
-        return line if isinstance(line, str) else json.dumps(line, sort_keys=True)
-    except (ImportError, AttributeError):
-        return json.dumps({"step": step, **ev.to_dict()}, sort_keys=True)
+    return mtrace.dumps(mtrace.event_record(step, ev))
 
 
 def read_trace_events(path: Path) -> tuple[dict | None, list]:
-    """Header and events of a pipeline trace (a torn last line from a kill is ignored)."""
-    rows = read_lines(path)
-    if not rows:
+    """Header and events of a pipeline trace (model/trace.py format). A bad trace is bad input."""
+    if not Path(path).exists() or not Path(path).read_text().strip():
         return None, []
-    header, events = rows[0], []
-    for r in rows[1:]:
-        d = {k: v for k, v in r.items() if k != "step"}
-        events.append(event_from_dict(d))
-    return header, events
+    try:
+        tr = mtrace.parse_trace(Path(path).read_text())
+    except mtrace.TraceError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    return tr.header, tr.events
 
 
 def replay_system(rd: RunDir, live_times: bool = False) -> tuple[System, list, WallTrueTime]:
@@ -246,6 +237,8 @@ class PipelineCoordinator:
         self.writer = HudiTableWriter(self.rd.table, self.cfg["table_type"], self.cfg["table_version"],
                                       record_key="key", ordering_field="ts", partition_field="partition",
                                       table_name=TABLE_NAME)
+        for log in (self.rd.trace, self.rd.events, self.rd.root / "times.jsonl"):
+            repair_tail(log)  # a kill mid-append leaves a torn last line: cut it before appending again
         header, events = read_trace_events(self.rd.trace)
         self.times = WallTrueTime(self.rd.root / "times.jsonl")
         self.system = System(self.pcfg, time_source=self.times, seed=self.cfg["seed"])
@@ -298,11 +291,7 @@ class PipelineCoordinator:
     def _flush_trace(self) -> None:
         if not self._trace_buf:
             return
-        with open(self.rd.trace, "a") as f:
-            f.write("\n".join(self._trace_buf) + "\n")
-            f.flush()
-            import os
-            os.fsync(f.fileno())
+        append_line(self.rd.trace, "\n".join(self._trace_buf))
         self._trace_buf.clear()
 
     def _complete_spark_checkpoint(self) -> None:

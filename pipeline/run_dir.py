@@ -52,6 +52,20 @@ def append_line(path: Path, obj: dict | str) -> None:
         os.fsync(f.fileno())
 
 
+def repair_tail(path: Path) -> None:
+    """Cut a torn last line (a kill during an append) so the next append starts on a line of its own."""
+    path = Path(path)
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        with open(path, "r+b") as f:
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+
+
 def read_lines(path: Path) -> list[dict]:
     """The complete JSON lines of an append-only log (a torn last line, from a kill, is dropped)."""
     path = Path(path)

@@ -37,6 +37,9 @@ def _check_recovered(root, spark=None):
     assert report.ok, report.render()
     assert any("exactly once" in c for c in report.checked)
     assert audit_table(str(rd.table)).exit_code == 0
+    # the run's trace (with its restarts) replays through the model with every invariant holding
+    from hoodie_lab.cli import main as cli
+    assert cli(["replay", str(rd.trace)]) == 0
 
 
 def test_kills_at_several_points_recover_exactly_once(tmp_path):
