@@ -29,10 +29,13 @@ Processes
 Records in aggregate
 --------------------
 The model counts records by source offset; the simulation gives it *chunks*: model record ``k`` of split
-``i`` stands for real records ``[k C, (k+1) C)``. ``C`` is chosen so a buffer holds a handful of chunks and
-a checkpoint interval several, so one ``ingest`` event moves thousands of records, exactly-once over chunks is
-exactly-once over records, and a flush or a snapshot at a barrier moves whole chunks (the partial chunk
-consumed before a barrier is carried into the next interval, like records still in flight in the channel).
+``i`` stands for the real records ``[bounds[k], bounds[k+1])`` of that partition, whatever the writer had
+consumed when it ingested it -- a full buffer (``buffer_records``) or, at a barrier, the rest. The model's
+``buffer_size`` is 1 chunk, so "buffer full" in the model is "a chunk waits to be flushed". Rewinding to a
+restored offset ``m`` truncates ``bounds`` after ``m``: the records are read again and chunked afresh. The
+model's exactly-once check is over ``(split, chunk)``; a chunk re-read after a rewind that was also committed
+before it would be committed twice, which the model reports. Real-record counts (throughput, latency,
+lost/duplicated) go through ``bounds``.
 
 Every run records its events in the model's trace format; the model's invariants are checked during the
 run (``check_step`` every few acks) and after :meth:`System.drain` (``check_drained``). A violation fails
@@ -50,7 +53,14 @@ from pathlib import Path
 
 import simpy
 
-from model.invariants.protocol import check_drained, check_step
+from model.invariants.protocol import (
+    check_blocking_one_pending,
+    check_bounded_state,
+    check_drained,
+    check_one_instant_per_key,
+    check_step,
+    check_subsume,
+)
 from model.protocol import (
     AbortCheckpoint,
     Clean,
@@ -75,14 +85,12 @@ from model.truetime import Clock, Lock, SkewAdjustingTimeGenerator, TimeGenerato
 from .fluid import Source, StorageLatency, consumed, time_to_consume
 from .metrics import RunMetrics
 
-#: Chunks a writer buffer holds at most (the model's ``buffer_size``) and chunks per checkpoint interval
-#: and writer we aim for at least (so barrier carry-over stays small).
-CHUNKS_PER_BUFFER = 4
-CHUNKS_PER_INTERVAL = 4
 #: The model's bound on records per split.
 MAX_MODEL_RECORDS = 1_000_000
-#: RPC latency of a task <-> coordinator message (s).
+#: Network latency of a task <-> coordinator message (s), and the coordinator thread's time to handle one
+#: that needs no new instant (s).
 RPC_S = 0.001
+HANDLE_S = 0.0001
 
 CRASH_EVENTS = {"task": "crash-task", "coordinator": "crash-coordinator", "job": "restart-job"}
 
@@ -110,18 +118,23 @@ class StreamResult:
     trace_path: Path | None = None
     sim_events: int = 0               # SimPy events processed
     model_events: int = 0             # protocol events applied
-    wall_s: float = 0.0
-    chunk: int = 0
+    wall_s: float = 0.0               # wall time of the event loop
+    loop_cpu_s: float = 0.0           # CPU time of the event loop
     lost_records: int = 0
     duplicated_records: int = 0
     crash_log: list = field(default_factory=list)
 
 
 class _Writer:
-    __slots__ = ("i", "src", "x", "t", "proc", "interruptible", "barrier", "down_until", "stall_t0")
+    __slots__ = ("i", "src", "x", "t", "proc", "interruptible", "barrier", "down_until", "stall_t0", "bounds",
+                 "ev_ingest", "ev_request", "ev_flush", "ev_snapshot")
 
     def __init__(self, i: int, src: Source):
         self.i, self.src = i, src
+        # this task's protocol events (immutable values, made once)
+        self.ev_ingest, self.ev_request, self.ev_flush, self.ev_snapshot = \
+            Ingest(i), RequestInstant(i), Flush(i), SnapshotTask(i)
+        self.bounds = [0.0]   # real offset where model record k starts; bounds[-1]: start of the next
         self.x = 0.0          # real records consumed from the source partition
         self.t = 0.0          # time up to which x is accounted
         self.proc = None
@@ -153,14 +166,11 @@ class StreamSim:
                         for _ in range(P)]
         self.capacity = 1e6 / wr["per_record_us"] if wr["per_record_us"] > 0 else math.inf
         peak = rate + (src["burst_rate_rps"] / P if src["burst_every_s"] > 0 else 0.0)
-        # Chunk size: a buffer holds CHUNKS_PER_BUFFER chunks and an interval at least CHUNKS_PER_INTERVAL.
-        chunk = min(wr["buffer_records"] / CHUNKS_PER_BUFFER, rate * ck["interval_s"] / CHUNKS_PER_INTERVAL)
-        total = peak * self.duration * 1.05 + 1
-        chunk = max(1.0, chunk, total / (MAX_MODEL_RECORDS * 0.5))
-        self.C = C = int(math.ceil(chunk))
-        self.B = max(1, int(wr["buffer_records"] // C))
+        self.buffer = float(wr["buffer_records"])
         self.record_bytes = src["record_bytes"]
-        records = min(MAX_MODEL_RECORDS, int(2 * total / C) + 16)
+        # Model records (chunks) per split: one per full buffer and one per barrier, twice over for rewinds.
+        chunks = peak * self.duration / self.buffer + self.duration / ck["interval_s"]
+        records = min(MAX_MODEL_RECORDS, int(2 * chunks) + 64)
         faults = {"abort"}
         if fa["lost_ack_probability"] > 0:
             faults.add("lost-ack")
@@ -174,7 +184,7 @@ class StreamSim:
                        for t in targets}
         name = p["protocol"]["blocking_variant" if mode == "blocking" else "async_variant"]
         n_ckp = int(self.duration / ck["interval_s"]) + 16 + crashes * 4
-        self.pcfg = variant(name, parallelism=P, buffer_size=self.B, records=records,
+        self.pcfg = variant(name, parallelism=P, buffer_size=1, records=records,
                             max_checkpoints=min(10_000, n_ckp), faults=frozenset(faults),
                             max_crashes=min(10_000, crashes))
         self.env = env = simpy.Environment()
@@ -196,43 +206,55 @@ class StreamSim:
         self.metrics = RunMetrics(self.duration, p["run"]["sample_s"])
         self.keep_series = keep_series
         self.writers = [_Writer(i, s) for i, s in enumerate(self.sources)]
-        self.request_exec = simpy.Resource(env, 1)
-        self.commit_exec = simpy.Resource(env, 1)
+        # The coordinator's single-threaded executors, as "busy until" times: the instant-request executor
+        # and the meta-event-handle (commit) executor; blocking mode has one thread for both.
+        self.req_free_at = 0.0
+        self.commit_free_at = 0.0
         self.coord_changed = env.event()
         self.snap_done = env.event()
         self.events: list = []
         self.counts: dict[str, int] = {}
         self.crash_plan = crash_plan
+        self.crash_plan_label = (f"{crash_plan.target}-{crash_plan.when}-{crash_plan.step}-{crash_plan.occurrence}"
+                                 if crash_plan is not None and crash_plan.step else "")
         self.crash_log: list[dict] = []
         self.trace_dir = trace_dir
-        self.check_every = check_every_acks or max(1, int(self.duration / ck["interval_s"] / 10))
+        self.check_every = check_every_acks or 1
         self.acks_seen = 0
         self.first_violation: str | None = None
         self.committed_real = 0
         self._commit_log_len = 0
-        self._pending_n = 0
+        self._defer = False      # a commit in progress: its effects are counted when its latency is over
+        self._committing = 0     # instants being committed (still pending as far as a reader can tell)
+        self._pending_n = -1
         self.ckp_trigger_t: dict[int, float] = {}
 
     # ------------------------------------------------------------------ model access
     def apply(self, ev) -> None:
-        """Apply one protocol event (and a planned crash right before/after it)."""
+        """Apply one protocol event, with a planned crash right before or after it.
+
+        A crash runs synchronously (the model's failover is one atomic action). Raises :class:`_Crash` when
+        the calling writer was restarted by it, or when a "before" crash disabled the event; otherwise the
+        caller carries on (the checkpoint and ack processes re-read the model's state)."""
         plan = self.crash_plan
         k = ev.kind
         n = self.counts.get(k, 0) + 1
-        if plan is not None and plan.step == k and plan.occurrence == n and plan.when == "before":
+        hit = plan is not None and plan.step == k and plan.occurrence == n
+        if hit and plan.when == "before":
             self.counts[k] = n
             self.crash_plan = None
-            self.crash(plan.target)
-            raise _Crash()
+            if self.crash(plan.target) or not self.enabled(ev):
+                raise _Crash()
+            n = self.counts[k]  # the event still happens, after the crash
         self.system.apply(ev)
         self.events.append(ev)
         self.counts[k] = n
-        if len(self.system.table.commit_log) != self._commit_log_len:
+        if not self._defer and len(self.system.table.commit_log) != self._commit_log_len:
             self._on_commits()
-        if plan is not None and plan.step == k and plan.occurrence == n and plan.when == "after":
+        if hit and plan.when == "after":
             self.crash_plan = None
-            self.crash(plan.target)
-            raise _Crash()
+            if self.crash(plan.target):
+                raise _Crash()
 
     def enabled(self, ev) -> bool:
         return self.system.is_enabled(ev) is None
@@ -253,22 +275,21 @@ class StreamSim:
         new = table.commit_log[self._commit_log_len:]
         self._commit_log_len = len(table.commit_log)
         now = self.env.now
-        C = self.C
         for instant, _key, _how in new:
-            recs = 0
+            recs = 0.0
             for s in table.metadata.get(instant, ()):
-                lo, hi = s.start * C, s.end * C
+                w = self.writers[s.task]
+                lo, hi = w.bounds[s.start], w.bounds[s.end]
                 recs += hi - lo
-                src = self.sources[s.task]
-                self.metrics.latency_range(now, src.time_of(lo), src.time_of(hi), hi - lo)
+                self.metrics.latency_range(now, w.src.time_of(lo), w.src.time_of(hi), hi - lo)
             self.committed_real += recs
             self.metrics.commits.append((now, instant, recs))
             self.metrics.committed.add_at(min(now, self.duration), recs)
         self._check_recovery()
 
     def _note_pending(self) -> None:
-        n = len(self.system.pending_instants())
-        if n != self._pending_n or not self.metrics.pending:
+        n = len(self.system.pending_instants()) + self._committing
+        if n != self._pending_n:
             self._pending_n = n
             self.metrics.pending.append((self.env.now, n))
 
@@ -278,12 +299,13 @@ class StreamSim:
 
     # ---------------------------------------------------------------- writer helpers
     def _advance(self, w: _Writer) -> None:
-        """Account the fluid consumption of writer ``w`` up to now."""
+        """Account the fluid consumption of writer ``w`` up to now (never past a full buffer)."""
         now = self.env.now
         if now > w.t:
             x = consumed(w.src, w.x, w.t, now, self.capacity)
-            limit = (self.system.writers[w.i].flushed + self.B) * self.C
-            x = min(x, max(limit, w.x))
+            limit = w.bounds[self.system.writers[w.i].flushed] + self.buffer
+            if x > limit:
+                x = max(limit, w.x)
             if x > w.x:
                 self.metrics.processed.add_interval(w.t, now, x - w.x)
             w.x = x
@@ -293,12 +315,11 @@ class StreamSim:
         w.t = self.env.now  # no consumption while flushing / waiting
 
     def _ingest(self, w: _Writer) -> None:
+        """Hand what was consumed since the last chunk to the model as one record (if the buffer has room)."""
         sw = self.system.writers[w.i]
-        whole = int(w.x // self.C)
-        ev = Ingest(w.i)
-        while sw.offset < whole and sw.offset - sw.flushed < self.B:
-            self.apply(ev)
-            sw = self.system.writers[w.i]
+        if w.x - w.bounds[-1] >= 1.0 and sw.offset == sw.flushed and sw.offset + 1 == len(w.bounds):
+            self.apply(w.ev_ingest)
+            w.bounds.append(w.x)
 
     def _stall_begin(self, w: _Writer) -> None:
         if w.stall_t0 is None:
@@ -311,22 +332,26 @@ class StreamSim:
             w.stall_t0 = None
 
     def _request_instant(self, w: _Writer):
-        """The instant RPC: queue on the coordinator thread, apply ``request-instant``, charge its cost."""
+        """The instant RPC: applied when it reaches the coordinator, answered when its thread is done.
+
+        The coordinator thread is a "busy until" time: requests are handled in arrival order; one that
+        starts a new instant costs the timeline listing, the TrueTime generation (the generator's own record:
+        lock wait + skew wait) and two timeline writes."""
         env = self.env
         t0 = env.now
-        exec_ = self.commit_exec if self.mode == "blocking" else self.request_exec
-        with exec_.request() as req:
-            yield req
-            ev = RequestInstant(w.i)
-            if not self.enabled(ev):
-                return  # the state changed while queued (e.g. blocked now); the caller looks again
-            before = self.system.coordinator.instant
-            self.apply(ev)
-            cost = RPC_S
-            if self.system.coordinator.instant != before:  # a new instant was started
-                cost += self.take_charges() + self._listing() + self.storage.total(2)
-                self._note_pending()
-            yield env.timeout(cost)
+        ev = w.ev_request
+        before = self.system.coordinator.instant
+        self.apply(ev)
+        cost = HANDLE_S
+        if self.system.coordinator.instant != before:  # a new instant was started
+            cost += self.take_charges() + self._listing() + self.storage.total(2)
+            self._note_pending()
+        arrive = env.now + RPC_S / 2
+        if self.mode == "blocking":  # 0.x: one coordinator thread starts instants after commits
+            done = self.commit_free_at = max(arrive, self.commit_free_at) + cost
+        else:
+            done = self.req_free_at = max(arrive, self.req_free_at) + cost
+        yield env.timeout(done + RPC_S / 2 - env.now)
         self.metrics.instant_requests.append(env.now - t0)
 
     def _listing(self) -> float:
@@ -345,17 +370,19 @@ class StreamSim:
             if self.enabled(ev):
                 self.apply(ev)
                 self._after_failover("instant-timeout")
-                raise _Crash()
+                raise _Crash()  # this writer was restarted too
             remaining = 1.0  # an ack is in flight and may still free the task
         yield self.coord_changed | env.timeout(remaining)
 
-    def _flush(self, w: _Writer, chunks: int, snapshot: bool):
+    def _flush(self, w: _Writer, snapshot: bool):
         wr = self.p["writers"]
-        mb = chunks * self.C * self.record_bytes / 1e6
-        cost = (wr["flush_base_ms"] + wr["flush_ms_per_mb"] * mb) / 1000.0 + (self.storage.sample() if chunks else 0.0)
+        sw = self.system.writers[w.i]
+        records = w.bounds[sw.offset] - w.bounds[sw.flushed]
+        mb = records * self.record_bytes / 1e6
+        cost = (wr["flush_base_ms"] + wr["flush_ms_per_mb"] * mb) / 1000.0 + (self.storage.sample() if records else 0.0)
         if cost > 0:
             yield self.env.timeout(cost)
-        ev = SnapshotTask(w.i) if snapshot else Flush(w.i)
+        ev = w.ev_snapshot if snapshot else w.ev_flush
         if self.enabled(ev):
             self.apply(ev)
             if snapshot:
@@ -368,12 +395,11 @@ class StreamSim:
         """Get an instant / wait / flush until the buffer has room (and, at a barrier, snapshot)."""
         sys_ = self.system
         while True:
-            sw = sys_.writers[w.i]
             if barrier and sys_.pending_checkpoint is None:
                 barrier = False  # the checkpoint was aborted meanwhile
-            if barrier and self.enabled(SnapshotTask(w.i)):
+            if barrier and sys_.is_enabled(w.ev_snapshot) is None:
                 self._stall_end(w)
-                yield from self._flush(w, sw.offset - sw.flushed, snapshot=True)
+                yield from self._flush(w, snapshot=True)
                 return
             status = sys_.writer_status(w.i)
             if status == "needs-instant":
@@ -384,9 +410,9 @@ class StreamSim:
                 self._stall_begin(w)
                 yield from self._wait_blocked(w)
                 continue
-            if self.enabled(Flush(w.i)):
+            if sys_.is_enabled(w.ev_flush) is None:
                 self._stall_end(w)
-                yield from self._flush(w, sw.offset - sw.flushed, snapshot=False)
+                yield from self._flush(w, snapshot=False)
                 continue
             self._stall_end(w)
             return
@@ -401,8 +427,7 @@ class StreamSim:
                 barrier = w.barrier
                 w.barrier = False
                 if not barrier:
-                    sw = self.system.writers[w.i]
-                    target = (sw.flushed + self.B) * self.C
+                    target = w.bounds[-1] + self.buffer
                     if w.x < target - 1e-9:
                         wake = time_to_consume(w.src, w.x, env.now, target, self.capacity)
                         w.interruptible = True
@@ -413,6 +438,9 @@ class StreamSim:
                             if it.cause == "crash":
                                 raise _Crash() from None
                             barrier = True
+                        else:  # the buffer is full: land exactly on the target (no float residue)
+                            self.metrics.processed.add_interval(w.t, env.now, target - w.x)
+                            w.x, w.t = float(target), env.now
                         w.interruptible = False
                 self._advance(w)
                 self._ingest(w)
@@ -444,17 +472,20 @@ class StreamSim:
             yield env.timeout(max(0.0, next_t - env.now))
             trigger_t = env.now
             try:
-                if not self.enabled_trigger():
+                if not self.enabled(_TRIGGER):
                     next_t = env.now + ck["interval_s"]
                     continue
                 self.apply(_TRIGGER)
-                n = self.system.pending_checkpoint.id
+                p = self.system.pending_checkpoint
+                if p is None:  # a crash right after the trigger aborted it
+                    raise _Crash()
+                n = p.id
                 self.ckp_trigger_t[n] = trigger_t
                 self.barrier()
                 deadline = trigger_t + ck["timeout_s"]
-                while self.system.pending_checkpoint is not None and \
-                        self.system.pending_checkpoint.id == n and not self.system.pending_checkpoint.all_tasks_done():
-                    if env.now >= deadline:
+                while True:
+                    p = self.system.pending_checkpoint
+                    if p is None or p.id != n or p.all_tasks_done() or env.now >= deadline:
                         break
                     yield self.snap_done | env.timeout(deadline - env.now)
                 p = self.system.pending_checkpoint
@@ -462,10 +493,11 @@ class StreamSim:
                     if p.all_tasks_done():
                         self.apply(CompleteCheckpoint())
                         self.metrics.checkpoints.append((n, trigger_t, env.now))
-                        if lost_p and self.rng.random() < lost_p and self.enabled(LoseAck(n)):
-                            self.apply(LoseAck(n))
-                        else:
-                            env.process(self.deliver_ack(n))
+                        if n in self.system.acks_in_flight:
+                            if lost_p and self.rng.random() < lost_p and self.enabled(LoseAck(n)):
+                                self.apply(LoseAck(n))
+                            else:
+                                env.process(self.deliver_ack(n))
                     else:
                         self.apply(AbortCheckpoint())
                         self.metrics.checkpoints.append((n, trigger_t, None))
@@ -473,83 +505,111 @@ class StreamSim:
                 pass
             next_t = max(trigger_t + ck["interval_s"], env.now + ck["min_pause_s"])
 
-    def enabled_trigger(self) -> bool:
-        return self.enabled(_TRIGGER)
-
     def deliver_ack(self, n: int):
         """``notifyCheckpointComplete(n)`` on the coordinator's commit thread: commits, then a clean."""
         env = self.env
         co = self.p["coordinator"]
         yield env.timeout(RPC_S)
-        with self.commit_exec.request() as req:
-            yield req
-            ev = DeliverAck(n)
-            if not self.enabled(ev):
-                return  # dropped by a failover, or an older ack is still queued
-            before = len(self.system.table.commit_log)
+        while env.now < self.commit_free_at:  # the thread is busy (an earlier commit, or a request)
+            yield env.timeout(self.commit_free_at - env.now)
+        ev = DeliverAck(n)
+        if not self.enabled(ev):
+            return  # dropped by a failover, or the ack was lost
+        # The commit takes effect in the model when the thread starts it; its latency occupies the thread
+        # and delays what readers see (committed records, latency, pending instants) until it is over.
+        before = len(self.system.table.commit_log)
+        self._defer = True
+        try:
+            self.apply(ev)
+        except _Crash:
+            return
+        finally:
+            self._defer = False
+        commits = len(self.system.table.commit_log) - before
+        cost = self.take_charges()
+        if commits:
+            cost += commits * (co["commit_latency_s"] + self.storage.total(co["timeline_writes"] +
+                                                                           co["metadata_writes"]))
+        if self.enabled(_CLEAN):
             try:
-                self.apply(ev)
+                self.apply(_CLEAN)
             except _Crash:
                 return
-            commits = len(self.system.table.commit_log) - before
-            cost = self.take_charges()
-            if commits:
-                cost += commits * (co["commit_latency_s"] + self.storage.total(co["timeline_writes"] +
-                                                                               co["metadata_writes"]))
-            if self.enabled(_CLEAN):
-                try:
-                    self.apply(_CLEAN)
-                except _Crash:
-                    return
-                cost += self._listing() + self.storage.total(2)
-            self._note_pending()
-            yield env.timeout(cost)
-            self.acks_seen += 1
-            if self.acks_seen % self.check_every == 0:
-                self.check()
+            cost += self._listing() + self.storage.total(2)
+        self.acks_seen += 1
+        if self.acks_seen % self.check_every == 0:
+            self.check()
+        self.commit_free_at = env.now + cost
+        self._committing += commits
+        self._note_pending()
+        yield env.timeout(cost)
+        self._committing -= commits
+        if len(self.system.table.commit_log) != self._commit_log_len:
+            self._on_commits()
+        self._note_pending()
         self._signal()
 
     # ------------------------------------------------------------------------ faults
-    def crash(self, target: str) -> None:
-        """Apply the crash event for ``target`` now; tasks go down for the restart delay."""
+    def crash(self, target: str) -> bool:
+        """Apply the crash event for ``target`` now; restarted tasks go down for the restart delay.
+
+        Returns True when the process running this call is a writer the crash restarted."""
         ev = {"task": CrashTask(self.rng.randrange(self.P)), "coordinator": CrashCoordinator(),
               "job": RestartJob()}[target]
         if not self.enabled(ev):
-            return
+            return False
+        back = self.env.now + self.p["faults"]["restart_delay_s"]
         self.crash_log.append({"t": self.env.now, "target": target, "records": self._consumed_now(),
-                               "recovered_at": None})
+                               "back_at": back, "recovered_at": None})
+        self.env.process(self._recheck_at(back))
         self.system.apply(ev)
         self.events.append(ev)
         self.counts[ev.kind] = self.counts.get(ev.kind, 0) + 1
         if len(self.system.table.commit_log) != self._commit_log_len:
             self._on_commits()
-        self._after_failover(target)
+        return self._after_failover(target)
 
     def _consumed_now(self) -> float:
         return sum(w.x for w in self.writers)
 
-    def _after_failover(self, what: str) -> None:
-        """Resynchronise the writers with the model's restored state; they restart after the delay."""
+    def _after_failover(self, what: str) -> bool:
+        """Resynchronise the writers with the model's restored state; they restart after the delay.
+
+        Returns True when the active process is one of the restarted writers (it cannot interrupt itself;
+        the caller raises :class:`_Crash` instead)."""
         env = self.env
         delay = self.p["faults"]["restart_delay_s"]
+        me = False
         for w in self.writers:
             sw = self.system.writers[w.i]
-            if w.x != sw.offset * self.C or what != "task":
-                w.x = float(sw.offset * self.C)
+            if len(w.bounds) != sw.offset + 1 or w.x != w.bounds[-1] or what != "task":
+                del w.bounds[sw.offset + 1:]
+                w.x = w.bounds[-1]
                 w.t = env.now
                 w.down_until = env.now + delay
                 w.barrier = False
-                if w.proc is not None and w.proc.is_alive and w.proc is not env.active_process:
+                w.stall_t0 = None
+                if w.proc is env.active_process:
+                    me = True
+                elif w.proc is not None and w.proc.is_alive:
                     w.proc.interrupt("crash")
         self._note_pending()
         self.snap_done.succeed()
         self.snap_done = env.event()
         self._signal()
+        return me
 
     def _check_recovery(self) -> None:
+        """A crash is recovered once the writers are back and every record they had consumed at the crash
+        is committed (recommits of restored instants count)."""
+        now = self.env.now
         for c in self.crash_log:
-            if c["recovered_at"] is None and self.committed_real >= c["records"] - 1e-6:
-                c["recovered_at"] = self.env.now
+            if c["recovered_at"] is None and now >= c["back_at"] - 1e-9 and self.committed_real >= c["records"] - 1e-6:
+                c["recovered_at"] = now
+
+    def _recheck_at(self, t: float):
+        yield self.env.timeout(max(0.0, t - self.env.now))
+        self._check_recovery()
 
     def faults(self):
         env = self.env
@@ -572,7 +632,7 @@ class StreamSim:
 
     def sampler(self):
         env = self.env
-        dt = self.p["run"]["sample_s"]
+        dt = max(self.p["run"]["sample_s"], self.duration / 600.0)  # at most 600 backlog samples
         while True:
             yield env.timeout(dt)
             now = env.now
@@ -581,17 +641,23 @@ class StreamSim:
             for w in self.writers:
                 x = w.x
                 if w.interruptible and now > w.t:  # consuming: where the fluid is now (not accounted yet)
-                    x = min(consumed(w.src, x, w.t, now, cap),
-                            (self.system.writers[w.i].flushed + self.B) * self.C)
+                    x = min(consumed(w.src, x, w.t, now, cap), w.bounds[-1] + self.buffer)
                 backlog += w.src.arrived(now) - x
             self.metrics.backlog.append((now, backlog))
 
-    def check(self) -> None:
+    def check(self, full: bool = False) -> None:
+        """The model's invariants. After every commit: the ones about transient state (subsume, one
+        instant per key, one pending instant in blocking mode, bounded state); the rest record rule breaks
+        as observations that persist, so :func:`check_step` at the end sees them (and expanding every
+        committed offset after each commit would dominate the run time)."""
         if self.first_violation is not None:
             return
-        for v in check_step(self.system):
+        s = self.system
+        verdicts = check_step(s) if full else (check_subsume(s), check_one_instant_per_key(s),
+                                               check_blocking_one_pending(s), check_bounded_state(s))
+        for v in verdicts:
             if not v.holds:
-                self.first_violation = str(v)
+                self.first_violation = f"{v} (at {self.env.now:.3f} s, after model step {s.step_count})"
                 return
 
     # -------------------------------------------------------------------------- run
@@ -605,6 +671,7 @@ class StreamSim:
         if self.keep_series:
             env.process(self.sampler())
         steps = 0
+        cpu0 = time.process_time()
         until = self.duration
         step = env.step
         peek = env.peek
@@ -617,11 +684,12 @@ class StreamSim:
                 self._advance(w)
         self._note_pending()
         sim_wall = time.perf_counter() - t_wall
+        self.loop_cpu_s = time.process_time() - cpu0
         # Drain (no faults, no time) and judge the run.
-        self.check()
+        self.check(full=True)
         drained = self.system.drain()
         self.events.extend(drained)
-        verdicts = check_drained(self.system) + check_step(self.system)
+        verdicts = check_drained(self.system) + check_step(self.system)  # after the drain
         bad = [v for v in verdicts if not v.holds]
         if self.first_violation is None and bad:
             self.first_violation = str(bad[0])
@@ -630,10 +698,13 @@ class StreamSim:
             c["recovery_s"] = (c["recovered_at"] - c["t"]) if c["recovered_at"] is not None else float("nan")
         self.metrics.crashes = self.crash_log
         summary = self.metrics.summary(self.P)
-        summary.update({"chunk_records": self.C, "sim_events": steps, "model_events": len(self.events),
+        chunks = sum(len(w.bounds) - 1 for w in self.writers)
+        summary.update({"mean_chunk_records": (sum(w.bounds[-1] for w in self.writers) / chunks) if chunks else 0.0,
+                        "sim_events": steps, "model_events": len(self.events),
                         "wall_s": sim_wall, "lost_records": lost, "duplicated_records": dup})
         res = StreamResult(self.mode, self.seed, self.metrics, summary, self.first_violation or "ok",
-                           sim_events=steps, model_events=len(self.events), wall_s=sim_wall, chunk=self.C,
+                           sim_events=steps, model_events=len(self.events), wall_s=sim_wall,
+                           loop_cpu_s=self.loop_cpu_s,
                            lost_records=lost, duplicated_records=dup, crash_log=self.crash_log)
         if self.first_violation is not None or self.trace_dir is not None:
             res.trace_path = self.write_trace(self.trace_dir or Path("runs") / "sim" / "failed")
@@ -641,25 +712,46 @@ class StreamSim:
                 res.replay = f"hoodie-lab replay {res.trace_path}"
         return res
 
-    def _exactly_once_counts(self) -> tuple[int, int]:
-        """Real records lost / duplicated after the drain (model chunks x chunk size)."""
-        committed = self.system.committed_offsets()
-        expected = self.system.emitted_offsets("checkpoint")
-        lost = len(expected - set(committed))
-        dup = sum(n - 1 for n in committed.values() if n > 1) + sum(1 for k in committed if k not in expected)
-        return lost * self.C, dup * self.C
+    def _exactly_once_counts(self) -> tuple[float, float]:
+        """Real records lost / duplicated after the drain, from the committed chunk ranges.
+
+        Per split: the committed ``[start, end)`` chunk ranges, sorted, against ``[0, checkpointed offset)``;
+        overlap or anything past the offset is duplicated, a gap is lost (interval arithmetic only, each
+        chunk weighted by its real size)."""
+        last = self.system.last_completed
+        upto = [snap.offset for snap in last.tasks] if last is not None else [0] * self.P
+        per: dict[int, list] = {}
+        for s in self.system.table.committed_statuses():
+            per.setdefault(s.task, []).append((s.start, s.end))
+        lost = dup = 0.0
+        for t in range(self.P):
+            b = self.writers[t].bounds
+
+            def size(lo, hi):
+                hi = min(hi, len(b) - 1)
+                return b[hi] - b[lo] if hi > lo else 0.0
+
+            covered = 0
+            for a, e in sorted(per.get(t, ())):
+                if a < covered:
+                    dup += size(a, min(e, covered))
+                if e > covered:
+                    lost += size(covered, min(a, upto[t])) if a > covered else 0.0
+                    covered = e
+            lost += size(covered, upto[t])
+            dup += size(upto[t], covered)
+        return round(lost), round(dup)
 
     def write_trace(self, out_dir: Path) -> Path:
-        from model import trace as mtrace
+        """The run's protocol events (drain included) in the model's trace format."""
+        from hoodie_lab.replay import write_trace
 
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / f"{self.exp.name}-{self.mode}-{self.seed}.jsonl"
-        with path.open("w", encoding="utf-8") as f:
-            f.write(mtrace.header(self.pcfg, self.seed & 0xFFFF, "simulate") + "\n")
-            for i, ev in enumerate(self.events, 1):
-                f.write(mtrace.event_line(i, ev) + "\n")
-        return path
+        name = f"{self.exp.name}-{self.mode}-{self.seed}"
+        if self.crash_plan_label:
+            name += "-" + self.crash_plan_label
+        return write_trace(Path(out_dir) / f"{name}.jsonl", self.pcfg, self.events, self.seed & 0xFFFF,
+                           "simulate", experiment=self.exp.name, mode=self.mode,
+                           note="events of a SimPy run (model records are chunks of real records)")
 
 
 _TRIGGER = TriggerCheckpoint()

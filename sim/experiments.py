@@ -48,19 +48,28 @@ def derive_seed(seed: int, *parts) -> int:
     return int.from_bytes(h[:8], "big") >> 1
 
 
-def quick_grid(sweep: dict[str, list]) -> dict[str, list]:
-    """A small grid for --quick: the smallest and largest value of each key (parallelism: smallest only)."""
+def quick_grid(exp: cfg.Experiment) -> dict[str, list]:
+    """A small grid for --quick: the smallest and largest value of each key, checkpoint intervals only up to
+    a quarter of the quick run (so every point completes checkpoints), and the experiment's own parallelism
+    (or the swept value nearest to it)."""
     out = {}
-    for k, vals in sweep.items():
+    dur = exp.params["run"]["quick_duration_s"]
+    for k, vals in exp.sweep.items():
         vals = sorted(set(vals))
-        out[k] = vals[:1] if k == "writers.parallelism" else sorted({vals[0], vals[-1]})
+        if k == "writers.parallelism":
+            base = exp.params["writers"]["parallelism"]
+            out[k] = [min(vals, key=lambda v: abs(v - base))]
+            continue
+        if k == "checkpoint.interval_s":
+            vals = [v for v in vals if v <= dur / 4] or vals[:1]
+        out[k] = sorted({vals[0], vals[-1]})
     return out
 
 
 # --------------------------------------------------------------------------------------- the grid
 def grid_tasks(exp: cfg.Experiment, seed: int, modes: tuple[str, ...], quick: bool) -> list[dict]:
     """Independent tasks: one per (grid point, mode, repetition)."""
-    sweep = quick_grid(exp.sweep) if quick else exp.sweep
+    sweep = quick_grid(exp) if quick else exp.sweep
     keys = list(sweep)
     import itertools
 
@@ -142,7 +151,7 @@ def _stream(exp, out, seed, quick, modes, progress, grid) -> Outcome:
         if res.replay:
             failures.append(res.replay)
         tick()
-    paths = plots.stream_runs(runs, out, f"{exp.name}: {_describe(exp, quick)}")
+    paths = plots.stream_runs(runs, out, f"{exp.name}: {_describe(exp, quick)}", exp.get("writers.parallelism"))
     if grid and exp.sweep:
         tasks = grid_tasks(exp, seed, modes, quick)
         tick = _tick(progress, "sweep", len(tasks))

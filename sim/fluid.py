@@ -87,6 +87,9 @@ def consumed(src: Source, x0: float, t0: float, t1: float, capacity: float) -> f
     if capacity == math.inf:
         return max(x0, src.arrived(t1))
     best = x0 + capacity * (t1 - t0)
+    if not src.burst_rate:  # no breakpoints; A(t0) + c (t1 - t0) >= best since A(t0) >= x0
+        a = src.rate * t1
+        return a if a < best else best
     for s in (t0, t1, *src.breakpoints(t0, t1)):
         v = src.arrived(s) + capacity * (t1 - s)
         if v < best:

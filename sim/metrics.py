@@ -118,6 +118,14 @@ class RunMetrics:
     def stall_durations(self) -> list[float]:
         return [s.end - s.start for s in self.stalls]
 
+    def stall_per_writer_interval(self, writers: int) -> list[float]:
+        """Blocked seconds of each writer in each checkpoint interval (zeros included)."""
+        per: dict[tuple[int, int], float] = {}
+        for s in self.stalls:
+            per[(s.writer, s.checkpoint)] = per.get((s.writer, s.checkpoint), 0.0) + (s.end - s.start)
+        intervals = {c for c, _, _ in self.checkpoints} | {k[1] for k in per}
+        return [per.get((w, c), 0.0) for c in sorted(intervals) for w in range(writers)]
+
     def commits_per_minute(self) -> np.ndarray:
         n = int(math.ceil(self.duration / 60.0)) or 1
         out = np.zeros(n)
@@ -139,11 +147,11 @@ class RunMetrics:
             "committed_rps": float(self.committed.values.sum() / self.duration),
             "records_committed": float(self.committed.values.sum()),
             "stall_per_checkpoint_s": total_stall / n_ckp / writers,
-            "stall_max_s": max(self.stall_durations(), default=0.0),
+            "stall_max_s": max(self.stall_per_writer_interval(writers), default=0.0),
             "latency_p50_s": p[50],
             "latency_p99_s": p[99],
-            "backlog_max_records": float(max(backlog, default=0.0)),
-            "backlog_mean_records": float(np.mean(backlog)) if backlog else 0.0,
+            "backlog_max_records": float(max(backlog)) if backlog else float("nan"),  # nan: not sampled
+            "backlog_mean_records": float(np.mean(backlog)) if backlog else float("nan"),
             "commits_per_minute": len(self.commits) / (self.duration / 60.0),
             "commits": float(len(self.commits)),
             "checkpoints_completed": float(n_ckp if self.checkpoints else 0),

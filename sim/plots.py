@@ -15,7 +15,7 @@ from hoodie_lab.plots import save  # noqa: E402  (PNG + SVG, shared with the rep
 MODE_COLOURS = {"blocking": "#d62728", "async": "#1f77b4"}
 
 
-def stream_runs(runs: dict, out_dir: Path, title: str) -> list[Path]:
+def stream_runs(runs: dict, out_dir: Path, title: str, writers: int) -> list[Path]:
     """``runs``: mode -> RunMetrics of one point. Throughput, stalls, backlog and pending instants."""
     fig, axes = plt.subplots(2, 2, figsize=(12, 7.5))
     ax = axes[0][0]
@@ -27,11 +27,11 @@ def stream_runs(runs: dict, out_dir: Path, title: str) -> list[Path]:
     ax.set_title("writer throughput over time")
     ax.legend(fontsize=8)
     ax = axes[0][1]
-    data = [[d for d in m.stall_durations()] or [0.0] for m in runs.values()]
+    data = [m.stall_per_writer_interval(writers) or [0.0] for m in runs.values()]
     ax.boxplot(data, showfliers=True)
     ax.set_xticks(range(1, len(runs) + 1), list(runs))
-    ax.set_ylabel("writer stall per checkpoint interval (s)")
-    ax.set_title("stall distribution (one sample per writer and interval)")
+    ax.set_ylabel("time waiting for an instant (s)")
+    ax.set_title("writer stall per checkpoint interval (one sample per writer and interval)")
     ax = axes[1][0]
     for mode, m in runs.items():
         if m.backlog:
@@ -56,30 +56,59 @@ def stream_runs(runs: dict, out_dir: Path, title: str) -> list[Path]:
 
 
 def sweep(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
-    """Stall per checkpoint and throughput over the swept keys (first key on x, one line per other combo)."""
+    """The grid: with two or more swept keys, heatmaps of the first two keys (one row per mode, one column per
+    value of the third key, the rest averaged) for writer stall and throughput; with one key, lines."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
     keys = [k for k in df.columns if k.startswith("param.")]
     if not keys:
         return []
-    x = keys[0]
-    others = keys[1:]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-    for metric, ax, label in (("stall_per_checkpoint_s", axes[0], "mean writer stall per checkpoint (s)"),
-                              ("throughput_rps", axes[1], "throughput (records/s)")):
-        for (mode, *combo), g in df.groupby(["mode", *others]) if others else df.groupby(["mode"]):
-            g = g.groupby(x, as_index=False)[metric].mean().sort_values(x)
-            name = ", ".join(f"{k[6:]}={v:g}" for k, v in zip(others, combo))
-            ax.plot(g[x], g[metric], marker="o", ms=3, lw=1,
-                    ls="-" if mode == "blocking" else "--", label=f"{mode} {name}".strip())
-        ax.set_xscale("log")
-        ax.set_xlabel(_label(x))
-        ax.set_ylabel(label)
-        ax.legend(fontsize=6, ncol=2)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return save(fig, out_dir, "sweep")
+    metrics = (("stall_per_checkpoint_s", "mean writer stall per checkpoint (s)"),
+               ("throughput_rps", "throughput (records/s)"))
+    modes = list(dict.fromkeys(df["mode"]))
+    if len(keys) == 1:
+        x = keys[0]
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+        for (metric, label), ax in zip(metrics, axes):
+            for mode in modes:
+                g = df[df["mode"] == mode].groupby(x, as_index=False)[metric].mean().sort_values(x)
+                ax.plot(g[x], g[metric], marker="o", ms=3, color=MODE_COLOURS.get(mode), label=mode)
+            ax.set_xscale("log")
+            ax.set_xlabel(_label(x))
+            ax.set_ylabel(label)
+            ax.legend(fontsize=8)
+        fig.suptitle(title)
+        fig.tight_layout()
+        return save(fig, out_dir, "sweep")
+    x, y = keys[0], keys[1]
+    facet = keys[2] if len(keys) > 2 else None
+    facets = sorted(df[facet].unique()) if facet else [None]
+    paths = []
+    for metric, label in metrics:
+        fig, axes = plt.subplots(len(modes), len(facets), figsize=(3.4 * len(facets) + 1.5, 3.2 * len(modes) + 0.8),
+                                 squeeze=False, constrained_layout=True)
+        vmax = float(df[metric].max()) if len(df) else 1.0
+        for r, mode in enumerate(modes):
+            for c, fv in enumerate(facets):
+                ax = axes[r][c]
+                d = df[df["mode"] == mode]
+                if facet is not None:
+                    d = d[d[facet] == fv]
+                grid = d.groupby([y, x])[metric].mean().unstack(x)
+                im = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=vmax, cmap="viridis")
+                ax.set_xticks(range(len(grid.columns)), [f"{v:g}" for v in grid.columns], fontsize=7)
+                ax.set_yticks(range(len(grid.index)), [f"{v:g}" for v in grid.index], fontsize=7)
+                for (i, j), v in np.ndenumerate(grid.values):
+                    ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=6,
+                            color="white" if v < vmax / 2 else "black")
+                ax.set_xlabel(_label(x), fontsize=8)
+                ax.set_ylabel(_label(y), fontsize=8)
+                ax.set_title(f"{mode}" + (f", {facet[6:]}={fv:g}" if facet else ""), fontsize=9)
+        fig.colorbar(im, ax=axes, shrink=0.8, label=label)
+        fig.suptitle(f"{title}: {label}", fontsize=10)
+        paths += save(fig, out_dir, "sweep-" + metric.split("_")[0])
+    return paths
 
 
 _UNITS = {"commit_latency_s": "s", "interval_s": "s", "parallelism": "tasks", "rate_rps": "records/s",

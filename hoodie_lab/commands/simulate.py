@@ -58,26 +58,37 @@ def progress_bar(enabled: bool = True):
         yield progress
 
 
-def print_outcome(outcome) -> None:
+#: Columns shown per experiment kind (the results table has them all), with short headers.
+COLUMNS = {
+    "stream": [("mode", "mode"), ("index", "pt"), ("throughput_rps", "rec/s"), ("stall_per_checkpoint_s", "stall s"),
+               ("latency_p50_s", "p50 s"), ("latency_p99_s", "p99 s"), ("backlog_max_records", "backlog"),
+               ("commits_per_minute", "commits/min"), ("pending_instants_max", "pending"), ("invariants", "invariants")],
+    "collisions": [("writers", "N"), ("period_s", "T s"), ("p_collision_per_day", "P(>=1)/day"),
+                   ("mean_collisions_per_day", "mean/day"), ("expected_collisions_per_day", "expected"),
+                   ("truetime_collisions", "TrueTime")],
+    "truetime": [("tables", "tables"), ("writers", "writers"), ("skew_ms", "skew ms"), ("request_p50_s", "p50 s"),
+                 ("request_p99_s", "p99 s"), ("lock_wait_mean_s", "lock wait s"), ("duplicate_times", "dups")],
+    "recovery": [("mode", "mode"), ("target", "crash"), ("when", "when"), ("step", "step"), ("crashed", "hit"),
+                 ("recovery_s", "recover s"), ("lost_records", "lost"), ("duplicated_records", "dup"),
+                 ("invariants", "invariants")],
+}
+
+
+def print_outcome(outcome, kind: str = "stream", limit: int = 40) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    show = ["mode", "index", "throughput_rps", "stall_per_checkpoint_s", "latency_p50_s", "latency_p99_s",
-            "backlog_max_records", "commits_per_minute", "pending_instants_max", "recovery_s_max", "invariants",
-            "writers", "period_s", "p_collision_per_day", "mean_collisions_per_day", "truetime_collisions",
-            "tables", "skew_ms", "request_p50_s", "request_p99_s", "lock_wait_mean_s", "target", "step",
-            "recovery_s", "lost_records", "duplicated_records"]
+    console = Console(width=max(120, Console().width))
     rows = outcome.rows
-    cols = [c for c in show if any(c in r for r in rows)]
-    table = Table(title=f"{outcome.experiment}: {len(rows)} run(s)")
-    for c in cols:
-        table.add_column(c, justify="right")
-    for r in rows[:40]:
-        table.add_row(*[_fmt(r.get(c, "")) for c in cols])
+    cols = [(c, h) for c, h in COLUMNS.get(kind, COLUMNS["stream"]) if any(c in r for r in rows)]
+    table = Table(title=f"{outcome.experiment}: {len(rows)} row(s)")
+    for _, h in cols:
+        table.add_column(h, justify="right")
+    for r in rows[:limit]:
+        table.add_row(*[_fmt(r.get(c, "")) for c, _ in cols])
     console.print(table)
-    if len(rows) > 40:
-        console.print(f"... {len(rows) - 40} more rows in {outcome.table}")
+    if len(rows) > limit:
+        console.print(f"... {len(rows) - limit} more rows in {outcome.table}")
     console.print(f"table: {outcome.table}")
     for p in outcome.plots:
         console.print(f"plot:  {p}")
@@ -106,7 +117,7 @@ def run(args) -> int:
     with progress_bar(sys.stderr.isatty()) as progress:
         outcome = run_named(args.experiment, out, seed=args.seed, quick=args.quick, modes=modes_arg(args.mode),
                             progress=progress, grid=not args.no_sweep)
-    print_outcome(outcome)
+    print_outcome(outcome, exp.kind)
     for f in outcome.failures:
         print(f"invariant violated: {f}", file=sys.stderr)
     return 1 if outcome.failures else 0

@@ -44,8 +44,8 @@ def run_grid(tasks: list[dict], master: str | None, progress=None) -> list[dict]
     from pipeline.spark import get_spark
 
     spark = get_spark(master, app_name="hoodie-lab-sweep")
-    rows = spark.sparkContext.parallelize(tasks, len(tasks)).map(run_task).collect()
-    return sorted(rows, key=lambda r: (r["index"], r["mode"], r["rep"]))
+    # one partition per task; collect() returns the partitions in order, so rows follow the tasks
+    return spark.sparkContext.parallelize(tasks, len(tasks)).map(run_task).collect()
 
 
 def run(args) -> int:
@@ -72,7 +72,7 @@ def run(args) -> int:
     paths = plots.sweep(rows, out, f"{exp.name}: sweep ({len(tasks)} runs, master {args.master})")
     failures = [r["replay"] for r in rows if r.get("replay")]
     outcome = Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
-    print_outcome(outcome)
+    print_outcome(outcome, "stream")
     for f in failures:
         print(f"invariant violated: {f}", file=sys.stderr)
     return 1 if failures else 0

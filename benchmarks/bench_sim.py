@@ -1,0 +1,92 @@
+"""Simulation speed: the reference workload and the event rate against bare SimPy.
+
+Reference workload (``hoodie_lab/experiments/reference.toml``): 1 simulated hour, 64 writers, 10 s
+checkpoints, 100,000 records/s, async instant generation, the model driven through every protocol step.
+Targets: under 10 s of wall time; the simulation's event rate (SimPy events processed per CPU second of the
+event loop, the model work it drives included) at least 30 % of bare SimPy's event loop (64 processes doing nothing but timeouts, stepped by
+the same loop), both measured in this run. CPU time is the primary measure (``time.process_time``): the
+machine is shared, wall time is printed too.
+
+``--quick``: 10 simulated minutes (no wall-time target). Exit status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import simpy  # noqa: E402
+
+from sim import config as cfg  # noqa: E402
+from sim.engine import run_stream  # noqa: E402
+
+WALL_TARGET_S = 10.0
+RATIO_TARGET = 0.30
+
+
+def bare_simpy(processes: int, events: int) -> tuple[float, float]:
+    """Events per CPU second and per wall second of a bare SimPy loop (timeouts only)."""
+    env = simpy.Environment()
+    rng = random.Random(1)
+
+    def proc():
+        timeout = env.timeout
+        rnd = rng.random
+        while True:
+            yield timeout(rnd())
+
+    for _ in range(processes):
+        env.process(proc())
+    step = env.step
+    c0, w0 = time.process_time(), time.perf_counter()
+    for _ in range(events):
+        step()
+    return events / (time.process_time() - c0), events / (time.perf_counter() - w0)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    exp = cfg.load("reference")
+    p = exp.params
+    duration = p["run"]["quick_duration_s" if args.quick else "duration_s"]
+    print(f"reference workload: {duration:g} s simulated, {p['writers']['parallelism']} writers, "
+          f"{p['checkpoint']['interval_s']:g} s checkpoints, {p['source']['rate_rps']:g} records/s, async")
+    c0, w0 = time.process_time(), time.perf_counter()
+    res = run_stream(exp, "async", exp.seed, quick=args.quick, keep_series=True)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    s = res.summary
+    print(f"  run:        {wall:6.2f} s wall, {cpu:6.2f} s CPU (event loop {res.wall_s:.2f} s wall; the rest is the "
+          f"drain and the final invariant checks)")
+    print(f"  events:     {res.sim_events:,} SimPy events, {res.model_events:,} protocol events applied, "
+          f"invariants: {res.verdict}")
+    print(f"  workload:   {s['throughput_rps']:,.0f} records/s processed, {s['commits']:.0f} commits, "
+          f"latency p50 {s['latency_p50_s']:.2f} s p99 {s['latency_p99_s']:.2f} s, "
+          f"lost {s['lost_records']:.0f} duplicated {s['duplicated_records']:.0f}")
+    sim_rate = res.sim_events / res.loop_cpu_s
+    bare_cpu, bare_wall = bare_simpy(p["writers"]["parallelism"] + 3, max(res.sim_events, 100_000))
+    ratio = sim_rate / bare_cpu
+    print(f"  event rate: simulation {sim_rate:,.0f} events/CPU-s (event loop: {res.loop_cpu_s:.2f} s CPU); bare SimPy {bare_cpu:,.0f} events/CPU-s "
+          f"({bare_wall:,.0f}/wall-s); ratio {ratio:.1%} (target >= {RATIO_TARGET:.0%})")
+    print(f"  per event:  simulation {1e6 / sim_rate:.1f} us, bare SimPy {1e6 / bare_cpu:.1f} us; protocol events "
+          f"per SimPy event {res.model_events / res.sim_events:.2f}")
+    ok = True
+    if not args.quick:
+        hit = wall < WALL_TARGET_S
+        ok &= hit
+        print(f"  target wall < {WALL_TARGET_S:g} s: {'met' if hit else 'MISSED'} ({wall:.2f} s; CPU {cpu:.2f} s)")
+    hit = ratio >= RATIO_TARGET
+    ok &= hit
+    print(f"  target event rate >= {RATIO_TARGET:.0%} of bare SimPy: {'met' if hit else 'MISSED'} ({ratio:.1%})")
+    ok &= res.verdict == "ok"
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
