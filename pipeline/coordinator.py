@@ -119,9 +119,10 @@ class WallTrueTime:
         self.live = live
         self.gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig.in_process(), epoch_ms=0)
         rows = read_lines(path) if path is not None else []
-        self.replay = [r["t"] for r in rows if r.get("model")]
+        void = {t for r in rows for t in r.get("void", ())}
+        self.replay = [r["t"] for r in rows if r.get("model") and r["t"] not in void]
         self.pos = 0
-        self.last_ms = max((to_millis(r["t"]) for r in rows), default=0)
+        self.last_ms = max((to_millis(r["t"]) for r in rows if "t" in r), default=0)
         self.lock = threading.Lock()
 
     def next_time(self, kind: str = "requested") -> str:
@@ -134,6 +135,14 @@ class WallTrueTime:
                 raise RuntimeError("the trace asks for more instant times than the run recorded")
             self.pos += 1
             return self._generate(model=True)
+
+    def void_unused(self) -> None:
+        """After the trace is replayed: model times recorded by a killed driver whose events never reached
+        the trace are void (the disk never used them); a replay must not hand them out again."""
+        unused = self.replay[self.pos:]
+        if unused and self.path is not None:
+            append_line(self.path, {"void": unused})
+        del self.replay[self.pos:]
 
     def fresh(self) -> str:
         with self.lock:
@@ -248,6 +257,7 @@ class PipelineCoordinator:
             raise UserError(f"{self.rd.trace}: the trace was written for another configuration")
         for ev in events:
             self.system.apply(ev)
+        self.times.void_unused()
         self.step = len(events)
         self._load_events()
         if self.mode == "async":

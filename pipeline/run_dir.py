@@ -4,12 +4,16 @@ Layout (``RUN_DIR``)::
 
     run.json            the run's configuration (mode, table type/version, records, batches, seed, ...)
     trace.jsonl         the model trace (model/trace.py format, driver "pipeline"), appended + fsynced per event
-    events.jsonl        what the pipeline saw: batches, acks, commits, rollbacks, restarts, crashes
+    times.jsonl         every instant time the driver generated (TrueTime over the wall clock), so replays of
+                        the trace reproduce them; ``{"void": [...]}`` voids times a killed driver never used
+    events.jsonl        what the pipeline did: batch -> checkpoint, instants started, commits, rollbacks (with
+                        their rollback instant), restarts, crashes, sink skips
     input/              the generated input files (pipeline/source.py), one per micro-batch
     checkpoint/         Spark's checkpoint dir (offsets/, commits/, sources/)
     table/              the Hudi table (unless --table points elsewhere)
     quarantine/         malformed records: a parquet table (one file per batch), columns batch, reason, raw
-    writemeta/<n>.json  write metadata of batch n, persisted atomically before batch n returns to Spark
+    writemeta/<t>.json  write metadata of the batch written under instant t (batch, checkpoint, key, source
+                        offsets, Hudi write stats), persisted atomically before the batch returns to Spark
     crash/              kill-point hook files of the crash harness (pipeline/crash.py)
 
 Every JSON state file is written to a temp name, fsynced and renamed, so a SIGKILL leaves either the old or
@@ -126,9 +130,6 @@ class RunDir:
     def crash(self) -> Path:
         return self.root / "crash"
 
-    def writemeta_file(self, batch: int) -> Path:
-        return self.writemeta / f"{batch:06d}.json"
-
     def load_config(self) -> dict:
         if not self.run_file.exists():
             raise UserError(f"{self.root}: not a pipeline run dir (no {RUN_FILE})")
@@ -153,21 +154,6 @@ class RunDir:
             return []
         return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
 
-    def spark_planned_batches(self) -> list[int]:
-        """Batch ids Spark planned (``checkpoint/offsets/N``, written before batch N runs)."""
-        d = self.checkpoint / "offsets"
-        if not d.is_dir():
-            return []
-        return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
-
-    def persisted_writemeta(self) -> dict[int, dict]:
-        if not self.writemeta.is_dir():
-            return {}
-        out = {}
-        for p in sorted(self.writemeta.glob("*.json")):
-            if p.stem.isdigit():
-                out[int(p.stem)] = json.loads(p.read_text())
-        return out
 
 
 # ---------------------------------------------------------------------------------------------- the table lock
