@@ -92,7 +92,8 @@ def run(args) -> int:
 
 def _after(root: Path, diff: bool) -> int:
     if not diff:
-        print(f"compare with the model: hoodie-lab diff {root}")
+        print(f"compare with the model: hoodie-lab diff {root}\nreplay the model trace: hoodie-lab replay "
+              f"{Path(root) / 'trace.jsonl'}")
         return 0
     from pipeline.diff import diff_run
 
