@@ -152,7 +152,8 @@ class StreamSim:
     """One run of one experiment point in one mode (see the module docstring)."""
 
     def __init__(self, exp, mode: str, seed: int, quick: bool = False, keep_series: bool = True,
-                 crash_plan: CrashPlan | None = None, trace_dir: Path | None = None, check_every_acks: int = 0):
+                 crash_plan: CrashPlan | None = None, trace_dir: Path | None = None, check_every_acks: int = 0,
+                 failed_trace_dir: Path | None = None):
         p = exp.params
         self.exp, self.mode, self.seed = exp, mode, seed
         self.duration = float(p["run"]["quick_duration_s" if quick else "duration_s"])
@@ -184,9 +185,14 @@ class StreamSim:
                        for t in targets}
         name = p["protocol"]["blocking_variant" if mode == "blocking" else "async_variant"]
         n_ckp = int(self.duration / ck["interval_s"]) + 16 + crashes * 4
-        self.pcfg = variant(name, parallelism=P, buffer_size=1, records=records,
-                            max_checkpoints=min(10_000, n_ckp), faults=frozenset(faults),
-                            max_crashes=min(10_000, crashes))
+        try:
+            self.pcfg = variant(name, parallelism=P, buffer_size=1, records=records,
+                                max_checkpoints=min(10_000, n_ckp), faults=frozenset(faults),
+                                max_crashes=min(10_000, crashes))
+        except ValueError as exc:  # a bound of the protocol model (e.g. its maximum parallelism)
+            from hoodie_lab.errors import UserError
+
+            raise UserError(f"{exp.source}: the protocol model refuses this point: {exc}") from None
         self.env = env = simpy.Environment()
         # TrueTime: one generator for the table; the coordinator's two executors are two processes.
         self.gen = None
@@ -218,7 +224,8 @@ class StreamSim:
         self.crash_plan_label = (f"{crash_plan.target}-{crash_plan.when}-{crash_plan.step}-{crash_plan.occurrence}"
                                  if crash_plan is not None and crash_plan.step else "")
         self.crash_log: list[dict] = []
-        self.trace_dir = trace_dir
+        self.trace_dir = trace_dir                # every run's trace goes here (when given)
+        self.failed_trace_dir = failed_trace_dir  # a failing run's trace goes here (default runs/sim/failed)
         self.check_every = check_every_acks or 1
         self.acks_seen = 0
         self.first_violation: str | None = None
@@ -638,11 +645,18 @@ class StreamSim:
             now = env.now
             backlog = 0.0
             cap = self.capacity
+            buf = self.buffer
             for w in self.writers:
+                src = w.src
+                a = src.rate * now if not src.burst_rate else src.arrived(now)
                 x = w.x
                 if w.interruptible and now > w.t:  # consuming: where the fluid is now (not accounted yet)
-                    x = min(consumed(w.src, x, w.t, now, cap), w.bounds[-1] + self.buffer)
-                backlog += w.src.arrived(now) - x
+                    if src.burst_rate or cap == math.inf:
+                        x = consumed(src, x, w.t, now, cap)
+                    else:  # inline fast path of fluid.consumed (steady source)
+                        x = min(x + cap * (now - w.t), a)
+                    x = min(x, w.bounds[-1] + buf)
+                backlog += a - x
             self.metrics.backlog.append((now, backlog))
 
     def check(self, full: bool = False) -> None:
@@ -707,7 +721,7 @@ class StreamSim:
                            loop_cpu_s=self.loop_cpu_s,
                            lost_records=lost, duplicated_records=dup, crash_log=self.crash_log)
         if self.first_violation is not None or self.trace_dir is not None:
-            res.trace_path = self.write_trace(self.trace_dir or Path("runs") / "sim" / "failed")
+            res.trace_path = self.write_trace(self.trace_dir or self.failed_trace_dir or Path("runs") / "sim" / "failed")
             if self.first_violation is not None:
                 res.replay = f"hoodie-lab replay {res.trace_path}"
         return res
@@ -759,9 +773,12 @@ _CLEAN = Clean()
 
 
 def run_stream(exp, mode: str, seed: int, quick: bool = False, keep_series: bool = True,
-               crash_plan: CrashPlan | None = None, trace_dir: Path | None = None) -> StreamResult:
-    """Run one stream simulation; see :class:`StreamSim`."""
-    return StreamSim(exp, mode, seed, quick, keep_series, crash_plan, trace_dir).run()
+               crash_plan: CrashPlan | None = None, trace_dir: Path | None = None,
+               failed_trace_dir: Path | None = None) -> StreamResult:
+    """Run one stream simulation; see :class:`StreamSim`. ``trace_dir``: write the trace of this run there;
+    ``failed_trace_dir``: where the trace of a run that breaks an invariant goes (default runs/sim/failed)."""
+    return StreamSim(exp, mode, seed, quick, keep_series, crash_plan, trace_dir,
+                     failed_trace_dir=failed_trace_dir).run()
 
 
 def summary_json(res: StreamResult) -> str:

@@ -10,7 +10,8 @@ Entry points:
   repetition) only, so a grid gives the same rows serially, on ``local[*]`` or on a cluster.
 
 Results are written to ``out_dir``: ``results.csv`` and ``results.parquet`` (one row per run), plus
-``<plot>.png``/``<plot>.svg`` and ``summary.json``.
+``<plot>.png``/``<plot>.svg``, ``summary.json`` and ``traces/`` (the model traces of the curve runs, and of
+any run that broke an invariant; ``hoodie-lab replay traces/<file>``).
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ def quick_grid(exp: cfg.Experiment) -> dict[str, list]:
 
 
 # --------------------------------------------------------------------------------------- the grid
-def grid_tasks(exp: cfg.Experiment, seed: int, modes: tuple[str, ...], quick: bool) -> list[dict]:
-    """Independent tasks: one per (grid point, mode, repetition)."""
+def grid_tasks(exp: cfg.Experiment, seed: int, modes: tuple[str, ...], quick: bool,
+               trace_dir: Path | str | None = None) -> list[dict]:
+    """Independent tasks: one per (grid point, mode, repetition). A task whose run breaks an invariant writes
+    its trace to ``trace_dir`` (default ``runs/sim/failed``)."""
     sweep = quick_grid(exp) if quick else exp.sweep
     keys = list(sweep)
     import itertools
@@ -80,7 +83,8 @@ def grid_tasks(exp: cfg.Experiment, seed: int, modes: tuple[str, ...], quick: bo
         for mode in modes:
             for rep in range(runs):
                 tasks.append({"source": exp.source, "raw_point": point, "index": idx, "mode": mode, "rep": rep,
-                              "seed": derive_seed(seed, "grid", idx, mode, rep), "quick": quick})
+                              "seed": derive_seed(seed, "grid", idx, mode, rep), "quick": quick,
+                              "trace_dir": str(trace_dir) if trace_dir else None})
     return tasks
 
 
@@ -89,7 +93,8 @@ def run_task(task: dict) -> dict:
     from .engine import run_stream
 
     exp = cfg.load(task["source"]).with_values(task["raw_point"])
-    res = run_stream(exp, task["mode"], task["seed"], quick=task["quick"], keep_series=False)
+    res = run_stream(exp, task["mode"], task["seed"], quick=task["quick"], keep_series=False,
+                     failed_trace_dir=Path(task["trace_dir"]) if task.get("trace_dir") else None)
     row = {"index": task["index"], "mode": task["mode"], "rep": task["rep"], "seed": task["seed"]}
     row.update({f"param.{k}": v for k, v in task["raw_point"].items()})
     row.update(res.summary)
@@ -144,7 +149,7 @@ def _stream(exp, out, seed, quick, modes, progress, grid) -> Outcome:
     failures = []
     tick = _tick(progress, "curves", len(modes))
     for mode in modes:
-        res = run_stream(exp, mode, derive_seed(seed, "base", mode), quick=quick)
+        res = run_stream(exp, mode, derive_seed(seed, "base", mode), quick=quick, trace_dir=out / "traces")
         runs[mode] = res.metrics
         rows.append({"index": -1, "mode": mode, "rep": 0, "seed": res.seed, **res.summary,
                      "invariants": res.verdict, "replay": res.replay or ""})
@@ -153,7 +158,7 @@ def _stream(exp, out, seed, quick, modes, progress, grid) -> Outcome:
         tick()
     paths = plots.stream_runs(runs, out, f"{exp.name}: {_describe(exp, quick)}", exp.get("writers.parallelism"))
     if grid and exp.sweep:
-        tasks = grid_tasks(exp, seed, modes, quick)
+        tasks = grid_tasks(exp, seed, modes, quick, out / "traces")
         tick = _tick(progress, "sweep", len(tasks))
         grid_rows = []
         for t in tasks:
@@ -198,7 +203,7 @@ def _collisions(exp, out, seed, quick, modes, progress, grid) -> Outcome:
 def _recovery(exp, out, seed, quick, modes, progress, grid) -> Outcome:
     from . import recovery
 
-    rows = recovery.run(exp, seed, quick, modes, progress)
+    rows = recovery.run(exp, seed, quick, modes, progress, trace_dir=out / "traces")
     failures = [r["replay"] for r in rows if r.get("replay")]
     failures += [f"{r['mode']} {r['target']}@{r['step']}: lost {r['lost_records']}, duplicated "
                  f"{r['duplicated_records']}" for r in rows if r["lost_records"] or r["duplicated_records"]]

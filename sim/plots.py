@@ -169,14 +169,25 @@ def collisions(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
 
 
 def recovery(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
-    labels = [f"{r['target']}@{r['step']}" for r in rows]
-    fig, ax = plt.subplots(figsize=(max(8, 0.35 * len(rows)), 4.8))
-    vals = [r["recovery_s"] if r["recovery_s"] == r["recovery_s"] else 0.0 for r in rows]
-    colours = ["#d62728" if (r["lost_records"] or r["duplicated_records"]) else "#2ca02c" for r in rows]
-    ax.bar(range(len(rows)), vals, color=colours)
-    ax.set_xticks(range(len(rows)), labels, rotation=75, ha="right", fontsize=6)
-    ax.set_ylabel("time to recover (s)")
-    ax.set_xlabel("crash target @ protocol step (red: records lost or duplicated)")
-    ax.set_title(title)
-    fig.tight_layout()
+    """Time to recover per (crash target, before/after, step), one panel per mode; red bars: records lost or
+    duplicated; a grey x: the step never happened often enough in that run."""
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    n = max(1, max((sum(1 for r in rows if r["mode"] == m) for m in modes), default=1))
+    fig, axes = plt.subplots(len(modes), 1, figsize=(max(8, 0.22 * n + 2), 3.2 * len(modes) + 1.2), squeeze=False,
+                             constrained_layout=True)
+    for ax, mode in zip(axes[:, 0], modes):
+        rs = [r for r in rows if r["mode"] == mode]
+        labels = [f"{r['target']} {r['when']} {r['step']}" for r in rs]
+        vals = [r["recovery_s"] if r["crashed"] and r["recovery_s"] == r["recovery_s"] else 0.0 for r in rs]
+        colours = ["#d62728" if (r["lost_records"] or r["duplicated_records"] or r["invariants"] != "ok") else "#2ca02c"
+                   for r in rs]
+        ax.bar(range(len(rs)), vals, color=colours)
+        missed = [i for i, r in enumerate(rs) if not r["crashed"]]
+        ax.plot(missed, [0.0] * len(missed), "x", color="grey", label="step not reached")
+        ax.set_xticks(range(len(rs)), labels, rotation=80, ha="right", fontsize=6)
+        ax.set_ylabel("time to recover (s)")
+        ax.set_title(f"{mode}: crash target, before/after, protocol step (green: exactly-once held)", fontsize=9)
+        if missed:
+            ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
     return save(fig, out_dir, "recovery")

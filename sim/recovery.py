@@ -44,7 +44,7 @@ def run(exp, seed: int, quick: bool, modes, progress=None, trace_dir: Path | Non
     rows = []
     for mode, plan in todo:
         s = derive_seed(seed, "recovery", mode, plan.target, plan.step, plan.when)
-        res = run_stream(exp, mode, s, quick=quick, keep_series=False, crash_plan=plan)
+        res = run_stream(exp, mode, s, quick=quick, keep_series=False, crash_plan=plan, failed_trace_dir=trace_dir)
         crashed = bool(res.crash_log)
         rec = res.crash_log[0].get("recovery_s", float("nan")) if crashed else float("nan")
         rows.append({"mode": mode, "target": plan.target, "step": plan.step, "when": plan.when,

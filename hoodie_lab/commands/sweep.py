@@ -64,9 +64,9 @@ def run(args) -> int:
     exp.source = str(Path(cfg.resolve(args.experiment)).resolve())
     seed = exp.seed if args.seed is None else args.seed
     modes = modes_arg(args.mode) or exp.modes
-    tasks = grid_tasks(exp, seed, modes, args.quick)
     out = args.out or Path("runs") / "sweep" / exp.name
     out.mkdir(parents=True, exist_ok=True)
+    tasks = grid_tasks(exp, seed, modes, args.quick, (out / "traces").resolve())
     with progress_bar(sys.stderr.isatty()) as progress:
         rows = run_grid(tasks, args.master, progress)
     paths = plots.sweep(rows, out, f"{exp.name}: sweep ({len(tasks)} runs, master {args.master})")
