@@ -84,7 +84,8 @@ Interleaving callers (explicit steps; each takes the true time at which it happe
     gen.step(p, now)        # performs next_step(p)
 
 A step out of order raises ``model.errors.RuleViolation`` with rule ``"TT.step-order"``.
-``gen.history`` lists every ``GeneratedTime`` in completion order; ``gen.copy()`` clones.
+``gen.history`` lists every ``GeneratedTime`` in completion order (``keep_history=False`` keeps
+none, for long simulations; ``gen.generated`` counts them); ``gen.copy()`` clones.
 """
 
 from __future__ import annotations
@@ -299,8 +300,10 @@ class TimeGenerator:
     """
 
     def __init__(self, config: TimeGeneratorConfig | None = None, clocks: dict[str, Clock] | None = None,
-                 lock: Lock | None = None, epoch_ms: int = DEFAULT_EPOCH_MS):
+                 lock: Lock | None = None, epoch_ms: int = DEFAULT_EPOCH_MS, keep_history: bool = True):
         self.config = config or TimeGeneratorConfig()
+        self.keep_history = keep_history  # False: long simulations keep no records (seq still counts)
+        self.generated = 0
         self.clocks: dict[str, Clock] = dict(clocks or {})
         self.lock = lock if lock is not None else Lock()
         self.epoch_ms = epoch_ms
@@ -441,10 +444,12 @@ class TimeGenerator:
         rec = GeneratedTime(process=process, kind=p.kind, time=t, local_ms=p.local_ms,
                             requested_at=p.first_requested_at, acquired_at=p.acquired_at,
                             read_at=p.read_at, released_at=now, lock_wait_ms=p.lock_wait_ms,
-                            waited_ms=p.waited_ms, attempts=p.attempts, seq=len(self.history),
+                            waited_ms=p.waited_ms, attempts=p.attempts, seq=self.generated,
                             locked=self.config.use_lock)
         del self.pending[process]
-        self.history.append(rec)
+        self.generated += 1
+        if self.keep_history:
+            self.history.append(rec)
         return rec
 
     def step(self, process: str, now: int) -> Any:
@@ -516,16 +521,17 @@ class NaiveGenerator(TimeGenerator):
     """0.x ``createNewInstantTime``: read the clock, no lock, no wait; the per-JVM guard only."""
 
     def __init__(self, clocks: dict[str, Clock] | None = None, epoch_ms: int = DEFAULT_EPOCH_MS,
-                 guard: bool = True):
+                 guard: bool = True, keep_history: bool = True):
         super().__init__(TimeGeneratorConfig(max_expected_skew_ms=0, use_lock=False, guard=guard),
-                         clocks=clocks, lock=Lock(), epoch_ms=epoch_ms)
+                         clocks=clocks, lock=Lock(), epoch_ms=epoch_ms, keep_history=keep_history)
 
 
 def generator_for(config: TimeGeneratorConfig, clocks: dict[str, Clock] | None = None,
-                  lock: Lock | None = None, epoch_ms: int = DEFAULT_EPOCH_MS) -> TimeGenerator:
+                  lock: Lock | None = None, epoch_ms: int = DEFAULT_EPOCH_MS,
+                  keep_history: bool = True) -> TimeGenerator:
     """A generator for a config: skew-adjusting with a lock, or the generic one without."""
     cls = SkewAdjustingTimeGenerator if config.use_lock else TimeGenerator
-    return cls(config, clocks=clocks, lock=lock, epoch_ms=epoch_ms)
+    return cls(config, clocks=clocks, lock=lock, epoch_ms=epoch_ms, keep_history=keep_history)
 
 
 __all__ = [

@@ -215,3 +215,10 @@ def test_timeline_time_checks():
     v = check_timeline_times_unique(tl)
     assert not v.holds and B in v.detail
     assert check_requested_before_completion(tl).holds and check_visible_state_is_highest(tl).holds
+
+
+def test_keep_history_off_still_numbers_generations():
+    g = SkewAdjustingTimeGenerator(TimeGeneratorConfig.in_process(), keep_history=False)
+    recs = [g.generate("a", 0) for _ in range(3)]
+    assert g.history == [] and g.generated == 3 and [r.seq for r in recs] == [0, 1, 2]
+    assert recs[0].time < recs[1].time < recs[2].time
