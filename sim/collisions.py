@@ -27,6 +27,7 @@ import random
 
 import numpy as np
 
+from model.invariants.times import check_times_strictly_increasing
 from model.truetime import Clock, Lock, NaiveGenerator, SkewAdjustingTimeGenerator, TimeGeneratorConfig
 
 DAY_MS = 86_400_000
@@ -109,7 +110,8 @@ def truetime_run(seed: int, writers: int, period_s: float, jitter: float, days: 
             if nxt < duration_ms:
                 heapq.heappush(heap, (nxt, i, k + 1))
     n = len(times)
-    return {"collisions": n - len(set(times)), "calls": n,
+    verdict = check_times_strictly_increasing(times)  # I1, in generation order
+    return {"collisions": n - len(set(times)), "calls": n, "invariant": "ok" if verdict.holds else str(verdict),
             "lock_wait_ms_mean": waits / n if n else 0.0, "call_ms_mean": durations / n if n else 0.0}
 
 
@@ -143,6 +145,7 @@ def run(params: dict, seed: int, quick: bool = False, progress=None) -> list[dic
                 "truetime_calls": int(sum(r["calls"] for r in tt_res)),
                 "truetime_lock_wait_ms_mean": float(np.mean([r["lock_wait_ms_mean"] for r in tt_res]))
                 if tt_res else float("nan"),
+                "truetime_invariant": next((r["invariant"] for r in tt_res if r["invariant"] != "ok"), "ok"),
             })
             if progress:
                 progress()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -184,7 +183,8 @@ def _truetime(exp, out, seed, quick, modes, progress, grid) -> Outcome:
     st = exp.params["truetime_study"]
     total = len(st["skews_ms"]) * len(st["tables"]) * len(st["writers"])
     rows = truetime_study.run(exp.params, seed, quick, _tick(progress, "points", total))
-    failures = [f"duplicate instant times at {r}" for r in rows if r["duplicate_times"]]
+    failures = [f"{r['invariant']} (tables={r['tables']} writers={r['writers']} skew={r['skew_ms']:g} ms)"
+                for r in rows if r["invariant"] != "ok" or r["duplicate_times"]]
     paths = plots.truetime(rows, out, f"{exp.name}: instant-request latency under the TrueTime lock")
     return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
 
@@ -194,8 +194,8 @@ def _collisions(exp, out, seed, quick, modes, progress, grid) -> Outcome:
 
     c = exp.params["collisions"]
     rows = collisions.run(exp.params, seed, quick, _tick(progress, "points", len(c["writers"]) * len(c["periods_s"])))
-    failures = [f"{r['truetime_collisions']} collisions with TrueTime at N={r['writers']} T={r['period_s']}"
-                for r in rows if r["truetime_collisions"]]
+    failures = [f"{r['truetime_collisions']} collisions with TrueTime at N={r['writers']} T={r['period_s']}: "
+                f"{r['truetime_invariant']}" for r in rows if r["truetime_collisions"] or r["truetime_invariant"] != "ok"]
     paths = plots.collisions(rows, out, f"{exp.name}: instant-time collisions per simulated day")
     return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
 
@@ -209,7 +209,3 @@ def _recovery(exp, out, seed, quick, modes, progress, grid) -> Outcome:
                  f"{r['duplicated_records']}" for r in rows if r["lost_records"] or r["duplicated_records"]]
     paths = plots.recovery(rows, out, f"{exp.name}: time to recover after a crash at each protocol step")
     return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
-
-
-def finite(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -31,6 +31,13 @@ def test_collisions_without_truetime_at_high_n_and_none_with_truetime():
     for r in rows:
         assert r["truetime_calls"] > 0
         assert r["truetime_collisions"] == 0
+        assert r["truetime_invariant"] == "ok"
+
+
+def test_the_truetime_check_fails_when_the_skew_wait_is_shorter_than_the_real_skew():
+    res = collisions.truetime_run(2, writers=8, period_s=0.05, jitter=0.05, days=0.001, clock_offset_ms=500,
+                                  max_skew_ms=1, lock_ms=0)
+    assert "VIOLATED" in res["invariant"]
 
 
 def test_truetime_lock_contention_grows_with_writers_and_times_stay_unique():
@@ -41,6 +48,7 @@ def test_truetime_lock_contention_grows_with_writers_and_times_stay_unique():
     lo = truetime_study.run_point(exp.params, 1, 1, 200, seed=1, duration_s=120)
     hi = truetime_study.run_point(exp.params, 16, 1, 200, seed=1, duration_s=120)
     assert lo["duplicate_times"] == hi["duplicate_times"] == 0
+    assert lo["invariant"] == hi["invariant"] == "ok"
     assert lo["request_p50_s"] >= 0.2  # the skew wait is always paid
     assert hi["request_p99_s"] > 2 * lo["request_p99_s"]
     assert hi["lock_wait_mean_s"] > lo["lock_wait_mean_s"]
