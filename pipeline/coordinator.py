@@ -215,7 +215,6 @@ class PipelineCoordinator:
         self._queue: queue.Queue = queue.Queue()
         self._enqueued: set[str] = set()
         self._error: BaseException | None = None
-        self._model_lock = threading.RLock()
         self.batch_stats: list[dict] = []
         self.checkpoint_batch: dict[int, int] = {}
         self.skipped: list[int] = []
@@ -284,10 +283,9 @@ class PipelineCoordinator:
     def _recover(self) -> None:
         """The previous driver died. What Spark made durable first (its commit of a batch completes that
         batch's checkpoint), then the crash: restore from the last completed checkpoint."""
-        with self._model_lock:
-            self._complete_spark_checkpoint()
-            self._apply(CrashCoordinator())
-            self._flush_trace()
+        self._complete_spark_checkpoint()
+        self._apply(CrashCoordinator())
+        self._flush_trace()
         self.progress(f"recovered: restored from checkpoint "
                       f"{self.system.last_completed.id if self.system.last_completed else '-'}; "
                       f"pending instants {self.system.pending_instants()}")
@@ -313,21 +311,19 @@ class PipelineCoordinator:
             self._apply(CompleteCheckpoint())
 
     def _clean(self) -> None:
-        with self._model_lock:
-            if self.system.is_enabled(CleanEvent()) is None:
-                self._apply(CleanEvent())
-                self._flush_trace()
-                self.sync()
+        if self.system.is_enabled(CleanEvent()) is None:
+            self._apply(CleanEvent())
+            self._flush_trace()
+            self.sync()
 
     def deliver_spark_acks(self) -> None:
         """Spark committed batch n => its checkpoint completes and the ack reaches the coordinator."""
         self._raise_committer_error()
-        with self._model_lock:
-            self._complete_spark_checkpoint()
-            while self.system.acks_in_flight:
-                self._apply(DeliverAck(self.system.acks_in_flight[0]))
-            self._flush_trace()
-            self.sync()
+        self._complete_spark_checkpoint()
+        while self.system.acks_in_flight:
+            self._apply(DeliverAck(self.system.acks_in_flight[0]))
+        self._flush_trace()
+        self.sync()
         self._clean()
 
     # ------------------------------------------------------------------------------------------ a batch
@@ -344,17 +340,16 @@ class PipelineCoordinator:
         self._check_batch(batch_id, records)
         w = self.system.writers[TASK]
         start, key = w.offset, w.checkpoint_id
-        with self._model_lock:
-            for _ in range(records.num_rows):
-                self._apply(Ingest(TASK))
-            self._apply(TriggerCheckpoint())
-            ckp = self.system.pending_checkpoint.id
-            self.checkpoint_batch[ckp] = batch_id
-            self.rd.log("checkpoint", checkpoint=ckp, batch=batch_id)
-            self._apply(RequestInstant(TASK))
-            instant = self.system.writers[TASK].instant
-            self._flush_trace()
-            self.sync()
+        for _ in range(records.num_rows):
+            self._apply(Ingest(TASK))
+        self._apply(TriggerCheckpoint())
+        ckp = self.system.pending_checkpoint.id
+        self.checkpoint_batch[ckp] = batch_id
+        self.rd.log("checkpoint", checkpoint=ckp, batch=batch_id)
+        self._apply(RequestInstant(TASK))
+        instant = self.system.writers[TASK].instant
+        self._flush_trace()
+        self.sync()
         self.kill("write.instant-started")
         result = self.writer.write_batch(instant, records, "upsert") if records.num_rows else None
         self.kill("write.files-written")
@@ -362,15 +357,13 @@ class PipelineCoordinator:
             "batch": batch_id, "checkpoint": ckp, "key": key, "instant": instant, "start": start,
             "end": start + records.num_rows, "result": result.to_dict() if result is not None else None})
         self.kill("writemeta.persisted")
-        with self._model_lock:
-            self._apply(SnapshotTask(TASK))
-            if self.mode == "spark-sink":
-                self._apply(CompleteCheckpoint())
-                self._apply(DeliverAck(ckp))
-            self._flush_trace()
-            if self.mode == "spark-sink":
-                self.sync()
+        self._apply(SnapshotTask(TASK))
         if self.mode == "spark-sink":
+            self._apply(CompleteCheckpoint())
+            self._apply(DeliverAck(ckp))
+        self._flush_trace()
+        if self.mode == "spark-sink":  # Hudi's streaming sink commits inside the batch
+            self.sync()
             self.kill("sink.after-commit")
             self._clean()
         stat = {"batch": batch_id, "checkpoint": ckp, "instant": instant, "records": records.num_rows,
