@@ -56,7 +56,7 @@ class DiffReport:
         return "\n".join(lines)
 
 
-def _open(root: Path) -> tuple[RunDir, dict]:
+def open_run_dir(root: Path) -> tuple[RunDir, dict]:
     from pipeline.job import open_run
 
     root = Path(root)
@@ -72,7 +72,7 @@ def _open(root: Path) -> tuple[RunDir, dict]:
 
 
 def diff_run(root: Path, spark=None) -> DiffReport:
-    rd, cfg = _open(root)
+    rd, cfg = open_run_dir(root)
     from hoodie_lab.ondisk.reader import read_table
 
     try:

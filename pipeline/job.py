@@ -18,6 +18,7 @@ checkpoint) the streaming query on it:
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -106,7 +107,7 @@ def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
             reason = src.parse_line(raw)[1] or "unparseable record"
         else:
             reason = src.validate(row["key"], row["ts"], row["partition"]) or "invalid record"
-            raw = src.json.dumps({k: row[k] for k in DATA_COLUMNS}, sort_keys=True)
+            raw = json.dumps({k: row[k] for k in DATA_COLUMNS}, sort_keys=True)
         bad.append((reason, raw))
     good = good.cast(pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
                                 ("payload", pa.string())]))

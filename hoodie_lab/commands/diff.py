@@ -24,9 +24,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from pipeline.diff import diff_run, _open
+    from pipeline.diff import diff_run, open_run_dir
 
-    rd, cfg = _open(args.run_dir)  # bad run dir: one line, exit 2, before Spark starts
+    rd, cfg = open_run_dir(args.run_dir)  # bad run dir: one line, exit 2, before Spark starts
     spark = None
     if not args.no_spark and cfg["table_type"] == "cow":
         from pipeline.spark import get_spark
