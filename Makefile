@@ -33,4 +33,4 @@ report: install
 	@$(WITH_ENV) $(BIN)/hoodie-lab report
 
 clean:
-	rm -rf $(VENV) build *.egg-info reports/*.html reports/*.png reports/*.svg
+	rm -rf $(VENV) build *.egg-info; find reports -mindepth 1 ! -name .gitkeep ! -name README.md -exec rm -rf {} +

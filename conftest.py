@@ -21,18 +21,7 @@ settings.register_profile(
 settings.register_profile("debug", parent=settings.get_profile("ci"), verbosity=Verbosity.verbose)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-ROOT = Path(__file__).resolve().parent
-
-
-def fixtures_root() -> Path | None:
-    """``$HOODIE_LAB_FIXTURES`` or ``../shared/fixtures`` beside the project, if present."""
-    env = os.environ.get("HOODIE_LAB_FIXTURES")
-    candidates = [Path(env)] if env else []
-    candidates.append(ROOT.parent / "shared" / "fixtures")
-    for c in candidates:
-        if (c / "hudi-tables").is_dir():
-            return c
-    return None
+from hoodie_lab.fixtures import fixtures_root  # noqa: E402
 
 
 def pytest_report_header(config):

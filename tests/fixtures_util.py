@@ -11,13 +11,11 @@ import atexit
 import hashlib
 import os
 import shutil
-import struct
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 
-from conftest import fixtures_root
+from hoodie_lab.fixtures import _zip_mtime, find_table_dir, fixtures_root  # noqa: F401
 
 _CACHE: dict[Path, Path] = {}
 _ROOT: Path | None = None
@@ -44,30 +42,6 @@ def _tmp_root() -> Path:
         _ROOT = Path(tempfile.mkdtemp(prefix="hoodie-lab-fixtures-"))
         atexit.register(shutil.rmtree, _ROOT, True)
     return _ROOT
-
-
-def find_table_dir(root: Path) -> Path:
-    """The directory under ``root`` that contains ``.hoodie`` (outside ``__MACOSX``; the metadata
-    table's own ``.hoodie/metadata/.hoodie`` is not a separate table)."""
-    found = sorted(p.parent for p in root.rglob(".hoodie")
-                   if p.is_dir() and "__MACOSX" not in p.parts and ".hoodie" not in p.parent.parts)
-    if len(found) != 1:
-        raise ValueError(f"{root}: expected one table (.hoodie folder), found {len(found)}: {found}")
-    return found[0]
-
-
-def _zip_mtime(info: zipfile.ZipInfo) -> float:
-    """Modification time of a zip entry: the UTC "extended timestamp" extra field (0x5455) when
-    present (what ``unzip`` uses), else the DOS date-time read as local time."""
-    extra = info.extra
-    i = 0
-    while i + 4 <= len(extra):
-        hid, size = struct.unpack_from("<HH", extra, i)
-        body = extra[i + 4:i + 4 + size]
-        if hid == 0x5455 and size >= 5 and body[0] & 1:
-            return float(struct.unpack_from("<i", body, 1)[0])
-        i += 4 + size
-    return time.mktime(info.date_time + (0, 0, -1))
 
 
 def extract_table(zip_path: Path) -> Path:
