@@ -211,6 +211,43 @@ def check_reader_visibility(view, tl, *, replaced: Mapping[tuple[str, str], str]
     return _verdict("I8.reader-visibility", bad, "file(s) a reader must not see")
 
 
+def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_logs: Iterable) -> Verdict:
+    """I8.snapshot-completeness: a snapshot reader reads the data of every committed write.
+
+    A snapshot of a file group reads its latest merged slice
+    (``getLatestMergedFileSlicesBeforeOrOn``). A committed base or log file that is not
+    in that slice is only legitimately skipped when a newer slice of the group starts
+    with a committed base file: that base file (a compaction, or a rewrite by a commit)
+    holds the older data. Anything else is committed data no reader will ever return —
+    what the instant-time rule does to a write that overlaps a compaction
+    (``hudi-semantics.md`` 3.2; RFC-66 "Non-Serial Compaction Plan Schedule").
+    Replaced file groups are exempt (their data lives in the replacing group).
+    """
+    read: set = set()
+    for s in view.latest_merged_file_slices():
+        if s.base_file is not None:
+            read.add(s.base_file)
+        read.update(s.log_files)
+    committed = set(committed_base) | set(committed_logs)
+    newest_base: dict = {}
+    for fg in view.file_groups():
+        newest_base[fg.id] = next((sl.base_instant for sl in fg.slices
+                                   if sl.base_file is not None and sl.base_file in committed), None)
+    bad = []
+    for f in sorted(committed - read, key=lambda f: f.path):
+        sl = view.slice_of(f)
+        if sl is None or view.file_group(sl.group) is None:
+            continue
+        gid = sl.group
+        if getattr(view, "_replaced_by", None) and view._replaced_by(gid, None):  # noqa: SLF001
+            continue
+        nb = newest_base.get(gid)
+        if nb is not None and sl.base_instant < nb:
+            continue  # superseded by a newer committed base file
+        bad.append(f"{f.path} (slice {sl.base_instant}) is committed but no snapshot reads it")
+    return _verdict("I8.snapshot-completeness", bad, "committed file(s) lost to snapshot readers")
+
+
 # ----------------------------------------------------------------------------------- I9
 def check_compaction_plans(tl, plans: Mapping[str, Iterable]) -> Verdict:
     """I9.compaction-plan (tv8, RFC-66): the plan of compaction ``tc`` lists only log files whose
@@ -273,6 +310,7 @@ def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule:
     out.append(check_files_in_one_slice(view, bases, logs, rule=rule))
     out.append(check_reader_visibility(view, tl, replaced=replaced,
                                        pending_clustering_instants=pending_clustering_instants))
+    out.append(check_snapshot_reads_every_commit(view, bases, logs))
     if tl.layout == 2:
         out.append(check_compaction_plans(tl, compaction_plans))
     return out
@@ -281,6 +319,6 @@ def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule:
 __all__ = [
     "check_time_format", "check_unique_times", "check_requested_before_completion", "check_state_files",
     "check_visible_state", "check_completed_action", "check_no_write_during_restore",
-    "check_files_in_one_slice", "check_reader_visibility", "check_compaction_plans",
+    "check_files_in_one_slice", "check_reader_visibility", "check_snapshot_reads_every_commit", "check_compaction_plans",
     "timeline_verdicts", "committed_files", "table_verdicts",
 ]
