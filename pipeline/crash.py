@@ -26,6 +26,8 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +129,8 @@ class Attempt:
     stderr_tail: str
 
 
-def _run_job(run_root: Path, kill: KillSpec | None, timeout: float, extra_env: dict | None) -> Attempt:
+def _run_job(run_root: Path, kill: KillSpec | None, timeout: float, extra_env: dict | None,
+             progress=None) -> Attempt:
     env = dict(os.environ)
     env.pop(ENV_VAR, None)
     if kill is not None:
@@ -136,18 +139,25 @@ def _run_job(run_root: Path, kill: KillSpec | None, timeout: float, extra_env: d
     repo = Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(repo), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.job", str(run_root)], cwd=repo, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        out, err = proc.communicate()
-        raise RuntimeError(f"pipeline job timed out after {timeout:.0f} s (kill {kill}); stderr:\n{err[-3000:]}")
-    finally:
-        _kill_group(proc.pid)  # the driver's JVM and Python workers, if any outlived the driver
-    return Attempt(kill, proc.returncode, time.monotonic() - t0, proc.returncode == -signal.SIGKILL,
-                   (err or "")[-3000:])
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "pipeline.job", str(run_root)], cwd=repo, env=env,
+                                stdout=subprocess.PIPE, stderr=err, start_new_session=True, text=True)
+        timer = threading.Timer(timeout, _kill_group, (proc.pid,))
+        timer.start()
+        try:
+            for line in proc.stdout:  # the job's progress lines, as they come
+                if progress and not line.startswith("done:"):
+                    progress("  " + line.rstrip())
+            proc.wait()
+        finally:
+            timer.cancel()
+            _kill_group(proc.pid)  # the driver's JVM and Python workers, if any outlived the driver
+        timed_out = time.monotonic() - t0 >= timeout
+        err.seek(0)
+        tail = err.read()[-3000:]
+    if timed_out:
+        raise RuntimeError(f"pipeline job timed out after {timeout:.0f} s (kill {kill}); stderr:\n{tail}")
+    return Attempt(kill, proc.returncode, time.monotonic() - t0, proc.returncode == -signal.SIGKILL, tail)
 
 
 def _kill_group(pgid: int) -> None:
@@ -165,7 +175,7 @@ def run_with_crashes(run_root: Path, plan: list[KillSpec], *, timeout: float = 3
     such (``killed`` False), not as an error; a job that fails otherwise raises with its stderr."""
     attempts = []
     for kill in [*plan, None]:
-        a = _run_job(run_root, kill, timeout, extra_env)
+        a = _run_job(run_root, kill, timeout, extra_env, progress)
         attempts.append(a)
         if progress:
             state = "killed" if a.killed else f"exit {a.returncode}"

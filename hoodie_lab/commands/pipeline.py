@@ -78,8 +78,7 @@ def run(args) -> int:
           f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
     t0 = time.monotonic()
     if plan:
-        run_with_crashes(rd.root, plan, extra_env={"HOODIE_LAB_SPARK_MASTER": args.master or ""},
-                         progress=lambda s: print(s, flush=True))
+        run_with_crashes(rd.root, plan, progress=lambda s: print(s, flush=True))
         print(f"finished after {len(plan)} planned kill(s) in {time.monotonic() - t0:.1f} s")
     else:
         summary = run_job(rd.root, progress=lambda s: print(s, flush=True))
@@ -95,9 +94,14 @@ def _after(root: Path, diff: bool) -> int:
         print(f"compare with the model: hoodie-lab diff {root}\nreplay the model trace: hoodie-lab replay "
               f"{Path(root) / 'trace.jsonl'}")
         return 0
-    from pipeline.diff import diff_run
+    from pipeline.diff import diff_run, open_run_dir
 
-    report = diff_run(root)
+    _, cfg = open_run_dir(root)
+    spark = None
+    if cfg["table_type"] == "cow":  # Spark reads the latest base files too, as `hoodie-lab diff` does
+        from pipeline.spark import get_spark
+        spark = get_spark(cfg.get("master"))
+    report = diff_run(root, spark=spark)
     print(report.render())
     return 0 if report.ok else 1
 
