@@ -151,8 +151,8 @@ def collisions(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
         n, p, mean, exp, tt = zip(*pts)
         line, = axes[0].plot(n, p, marker="o", ms=3, label=f"T = {period:g} s, no TrueTime")
         axes[0].plot(n, [0.0 if x == 0 else np.nan for x in tt], marker="x", ls="none", color=line.get_color())
-        axes[1].plot(n, np.maximum(mean, 1e-4), marker="o", ms=3, color=line.get_color(),
-                     label=f"T = {period:g} s simulated")
+        axes[1].plot(n, [m if m > 0 else np.nan for m in mean], marker="o", ms=3, color=line.get_color(),
+                     label=f"T = {period:g} s simulated (0: not drawn)")
         axes[1].plot(n, exp, ls="--", lw=1, color=line.get_color(), label=f"T = {period:g} s C(N,2)*86.4/T^2")
     axes[0].plot([], [], marker="x", ls="none", color="k", label="with TrueTime: 0 collisions")
     axes[0].set_xlabel("writers N (count)")
