@@ -87,8 +87,8 @@ from .metrics import RunMetrics
 
 #: The model's bound on records per split.
 MAX_MODEL_RECORDS = 1_000_000
-#: Network latency of a task <-> coordinator message (s), and the coordinator thread's time to handle one
-#: that needs no new instant (s).
+#: Network time of a task <-> coordinator request and its reply (s), and the coordinator thread's time to
+#: handle a request that needs no new instant (s).
 RPC_S = 0.001
 HANDLE_S = 0.0001
 
@@ -212,10 +212,11 @@ class StreamSim:
         self.metrics = RunMetrics(self.duration, p["run"]["sample_s"])
         self.keep_series = keep_series
         self.writers = [_Writer(i, s) for i, s in enumerate(self.sources)]
-        # The coordinator's single-threaded executors, as "busy until" times: the instant-request executor
-        # and the meta-event-handle (commit) executor; blocking mode has one thread for both.
-        self.req_free_at = 0.0
-        self.commit_free_at = 0.0
+        # The coordinator's single-threaded executors: instantRequestExecutor and the meta-event-handle
+        # (commit) executor; in blocking mode one thread does both (0.x started the next instant after the
+        # commit, and 1.1's CommitGuard makes the request wait for it).
+        self.commit_thread = simpy.Resource(env, 1)
+        self.request_thread = self.commit_thread if mode == "blocking" else simpy.Resource(env, 1)
         self.coord_changed = env.event()
         self.snap_done = env.event()
         self.events: list = []
@@ -243,6 +244,12 @@ class StreamSim:
         the calling writer was restarted by it, or when a "before" crash disabled the event; otherwise the
         caller carries on (the checkpoint and ack processes re-read the model's state)."""
         plan = self.crash_plan
+        if plan is None:  # fast path: no planned crash left (step counts only matter for one)
+            self.system.apply(ev)
+            self.events.append(ev)
+            if not self._defer and len(self.system.table.commit_log) != self._commit_log_len:
+                self._on_commits()
+            return
         k = ev.kind
         n = self.counts.get(k, 0) + 1
         hit = plan is not None and plan.step == k and plan.occurrence == n
@@ -340,26 +347,27 @@ class StreamSim:
             w.stall_t0 = None
 
     def _request_instant(self, w: _Writer):
-        """The instant RPC: applied when it reaches the coordinator, answered when its thread is done.
+        """The instant RPC: queued on the coordinator's thread, applied when the thread handles it.
 
-        The coordinator thread is a "busy until" time: requests are handled in arrival order; one that
-        starts a new instant costs the timeline listing, the TrueTime generation (the generator's own record:
-        lock wait + skew wait) and two timeline writes."""
+        A request that starts a new instant costs the timeline listing, the TrueTime generation (the
+        generator's own record: lock wait + skew wait) and two timeline writes; one for a key that already
+        has an instant only the handling time. Returns without a grant when the model no longer enables the
+        request by the time the thread gets to it (the caller looks at the writer's status again)."""
         env = self.env
         t0 = env.now
         ev = w.ev_request
-        before = self.system.coordinator.instant
-        self.apply(ev)
-        cost = HANDLE_S
-        if self.system.coordinator.instant != before:  # a new instant was started
-            cost += self.take_charges() + self._listing() + self.storage.total(2)
-            self._note_pending()
-        arrive = env.now + RPC_S / 2
-        if self.mode == "blocking":  # 0.x: one coordinator thread starts instants after commits
-            done = self.commit_free_at = max(arrive, self.commit_free_at) + cost
-        else:
-            done = self.req_free_at = max(arrive, self.req_free_at) + cost
-        yield env.timeout(done + RPC_S / 2 - env.now)
+        with self.request_thread.request() as req:
+            yield req
+            if self.system.is_enabled(ev) is not None:
+                return
+            before = self.system.coordinator.instant
+            self.apply(ev)
+            cost = HANDLE_S
+            if self.system.coordinator.instant != before:  # a new instant was started
+                cost += self.take_charges() + self._listing() + self.storage.total(2)
+                self._note_pending()
+            yield env.timeout(cost)
+        yield env.timeout(RPC_S)  # the request's and the reply's network time
         self.metrics.instant_requests.append(env.now - t0)
 
     def _listing(self) -> float:
@@ -517,43 +525,42 @@ class StreamSim:
         env = self.env
         co = self.p["coordinator"]
         yield env.timeout(RPC_S)
-        while env.now < self.commit_free_at:  # the thread is busy (an earlier commit, or a request)
-            yield env.timeout(self.commit_free_at - env.now)
-        ev = DeliverAck(n)
-        if not self.enabled(ev):
-            return  # dropped by a failover, or the ack was lost
-        # The commit takes effect in the model when the thread starts it; its latency occupies the thread
-        # and delays what readers see (committed records, latency, pending instants) until it is over.
-        before = len(self.system.table.commit_log)
-        self._defer = True
-        try:
-            self.apply(ev)
-        except _Crash:
-            return
-        finally:
-            self._defer = False
-        commits = len(self.system.table.commit_log) - before
-        cost = self.take_charges()
-        if commits:
-            cost += commits * (co["commit_latency_s"] + self.storage.total(co["timeline_writes"] +
-                                                                           co["metadata_writes"]))
-        if self.enabled(_CLEAN):
+        with self.commit_thread.request() as req:
+            yield req
+            ev = DeliverAck(n)
+            if not self.enabled(ev):
+                return  # dropped by a failover, or the ack was lost
+            # The commit takes effect in the model when the thread starts it; its latency occupies the
+            # thread and delays what readers see (committed records, latency, pending instants).
+            before = len(self.system.table.commit_log)
+            self._defer = True
             try:
-                self.apply(_CLEAN)
+                self.apply(ev)
             except _Crash:
                 return
-            cost += self._listing() + self.storage.total(2)
-        self.acks_seen += 1
-        if self.acks_seen % self.check_every == 0:
-            self.check()
-        self.commit_free_at = env.now + cost
-        self._committing += commits
-        self._note_pending()
-        yield env.timeout(cost)
-        self._committing -= commits
-        if len(self.system.table.commit_log) != self._commit_log_len:
-            self._on_commits()
-        self._note_pending()
+            finally:
+                self._defer = False
+            commits = len(self.system.table.commit_log) - before
+            cost = self.take_charges()
+            if commits:
+                cost += commits * (co["commit_latency_s"] + self.storage.total(co["timeline_writes"] +
+                                                                               co["metadata_writes"]))
+            if self.enabled(_CLEAN):
+                try:
+                    self.apply(_CLEAN)
+                except _Crash:
+                    return
+                cost += self._listing() + self.storage.total(2)
+            self.acks_seen += 1
+            if self.acks_seen % self.check_every == 0:
+                self.check()
+            self._committing += commits
+            self._note_pending()
+            yield env.timeout(cost)
+            self._committing -= commits
+            if len(self.system.table.commit_log) != self._commit_log_len:
+                self._on_commits()
+            self._note_pending()
         self._signal()
 
     # ------------------------------------------------------------------------ faults
@@ -571,7 +578,6 @@ class StreamSim:
         self.env.process(self._recheck_at(back))
         self.system.apply(ev)
         self.events.append(ev)
-        self.counts[ev.kind] = self.counts.get(ev.kind, 0) + 1
         if len(self.system.table.commit_log) != self._commit_log_len:
             self._on_commits()
         return self._after_failover(target)

@@ -31,7 +31,7 @@ def stream_runs(runs: dict, out_dir: Path, title: str, writers: int) -> list[Pat
     ax.boxplot(data, showfliers=True)
     ax.set_xticks(range(1, len(runs) + 1), list(runs))
     ax.set_ylabel("time waiting for an instant (s)")
-    ax.set_title("writer stall per checkpoint interval (one sample per writer and interval)")
+    ax.set_title("writer stall per checkpoint interval (per writer)")
     ax = axes[1][0]
     for mode, m in runs.items():
         if m.backlog:
