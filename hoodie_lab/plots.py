@@ -50,7 +50,8 @@ def timeline_gantt(instants: Iterable[Instant], title: str = "", ax=None, now: s
     for row, inst in enumerate(instants):
         start = (to_millis(inst.requested_time) - t0) / 1000.0
         end = (to_millis(inst.completion_time) - t0) / 1000.0 if inst.completion_time else (horizon - t0) / 1000.0
-        width = max(end - start, 0.001 * max(horizon - t0, 1))
+        # a minimum width (0.2 % of the span, in seconds) keeps instantaneous instants visible
+        width = max(end - start, 0.002 * max(horizon - t0, 1) / 1000.0)
         colour = ACTION_COLOURS.get(inst.action, "#333333")
         label = inst.action.value if inst.action not in seen else None
         seen.add(inst.action)
@@ -61,7 +62,8 @@ def timeline_gantt(instants: Iterable[Instant], title: str = "", ax=None, now: s
     ax.invert_yaxis()
     ax.set_xlabel("seconds since the first requested time")
     ax.set_title(title or "timeline: requested -> completion per instant")
-    ax.legend(loc="lower right", fontsize=7)
+    # outside the axes, so it never hides a bar
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     fig.tight_layout()
     return fig
 

@@ -62,8 +62,9 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max
 padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #333}h2{margin-top:2em;border-bottom:1px solid #ccc}
 code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:90%}
-pre{background:#f6f8fa;padding:.7em;overflow-x:auto;border-radius:4px}
-table{border-collapse:collapse;margin:.6em 0;font-size:90%}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+pre{background:#f6f8fa;padding:.7em;overflow-x:auto;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:.6em 0;font-size:85%;display:block;overflow-x:auto;max-width:100%}
+td{overflow-wrap:break-word}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
 th{background:#f0f0f0}.ok{color:#1a7f37;font-weight:bold}.bad{color:#cf222e;font-weight:bold}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}.cmd{background:#eef;padding:.3em .6em;border-radius:4px}
 nav a{margin-right:1em}
@@ -72,10 +73,15 @@ nav a{margin-right:1em}
 
 def render(sections: list[Section], title: str, generated: str) -> str:
     nav = "".join(f'<a href="#s{i}">{esc(s.title)}</a>' for i, s in enumerate(sections))
+    summary = "".join(f"<tr><td><a href='#s{i}'>{esc(s.title)}</a></td><td>"
+                      + ("<span class='ok'>ok</span>" if s.ok else "<span class='bad'>FAILED</span>")
+                      + f"</td><td>{s.seconds:.1f} s</td></tr>" for i, s in enumerate(sections))
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
              f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>",
              f"<p>Generated {esc(generated)}. Every section names the command that reproduces it.</p>",
-             f"<nav>{nav}</nav>"]
+             f"<nav>{nav}</nav>",
+             f"<table><thead><tr><th>section</th><th>status</th><th>time</th></tr></thead><tbody>{summary}"
+             "</tbody></table>"]
     for i, s in enumerate(sections):
         status = "<span class='ok'>ok</span>" if s.ok else "<span class='bad'>FAILED</span>"
         parts.append(f"<h2 id='s{i}'>{esc(s.title)} — {status}</h2>")

@@ -9,6 +9,7 @@ path is the last line on stdout. Exit 0 when every section is ok, 1 otherwise, 2
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -26,8 +27,15 @@ def default_out_dir() -> Path:
 
 
 def check_out_dir(out: Path) -> Path:
+    """The output directory, created; a one-line UserError when it cannot be."""
     if out.exists() and not out.is_dir():
         raise UserError(f"--out: {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--out: cannot create {out} ({exc.strerror})") from None
+    if not os.access(out, os.W_OK):
+        raise UserError(f"--out: {out} is not writable")
     return out
 
 

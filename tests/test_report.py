@@ -1,0 +1,83 @@
+"""``hoodie-lab report`` in quick mode: every section ok, the HTML opens offline, the embedded plots decode.
+
+One report is built per test session (module fixture) and shared by the assertions; it runs every
+section builder of ``hoodie_lab.report_sections`` with the quick parameters (the property suites with
+15 examples per property, the simulation without its sweep, small explorations, one small pipeline
+run on Spark in a subprocess, every fixture table). Runtime: about 60-90 s on a loaded 2-core machine,
+most of it the property suites and the Spark start.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+import pytest
+
+from hoodie_lab.cli import main
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, fixtures_dir):
+    out = tmp_path_factory.mktemp("report")
+    from hoodie_lab.commands.report import build
+
+    lines: list[str] = []
+    path, sections = build(out, full=False, seed=7, log=lines.append)
+    return out, path, sections, lines
+
+
+def test_every_section_is_ok(report):
+    _out, path, sections, lines = report
+    assert path.name == "index.html" and path.exists()
+    names = [s.title for s in sections]
+    assert len(sections) == 6, names
+    bad = {s.title: s.paragraphs[-1][:2000] for s in sections if not s.ok}
+    assert not bad, bad
+    assert all(s.command for s in sections), "every section names the command that reproduces it"
+    assert len(lines) >= len(sections), "one progress line per section at least"
+
+
+def test_html_is_self_contained(report):
+    _out, path, _sections, _lines = report
+    text = path.read_text(encoding="utf-8")
+    # no network: no http(s) URL in any src/href attribute, no external scripts, styles or fonts
+    refs = re.findall(r"""(?:src|href)\s*=\s*['"]([^'"]*)['"]""", text, flags=re.I)
+    assert refs, "the report has images and links"
+    assert not [r for r in refs if re.match(r"\s*(https?:)?//", r, flags=re.I)], refs
+    assert not re.search(r"<script[^>]+src|<link[^>]+stylesheet|@import|@font-face", text, flags=re.I)
+
+
+def test_embedded_pngs_decode(report):
+    _out, path, _sections, _lines = report
+    from PIL import Image  # matplotlib depends on pillow
+
+    text = path.read_text(encoding="utf-8")
+    blobs = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", text)
+    # the demo's Gantt chart, the simulation curves and one Gantt chart per fixture table
+    assert len(blobs) >= 3, len(blobs)
+    for b in blobs:
+        img = Image.open(io.BytesIO(base64.b64decode(b)))
+        img.verify()
+        assert img.size[0] > 200 and img.size[1] > 100
+
+
+def test_svg_links_point_at_written_files(report):
+    out, path, _sections, _lines = report
+    text = path.read_text(encoding="utf-8")
+    for rel in re.findall(r"href='(figures/[^']+\.svg)'", text):
+        assert (out / rel).is_file(), rel
+
+
+def test_bad_arguments_exit_2(tmp_path, capsys):
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    assert main(["report", "--out", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--out" in err[0] and "not a directory" in err[0]
+    assert main(["report", "--out", str(tmp_path / "r"), "--section", "nonexistent"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--section" in err[0]
+    assert main(["report", "--seed", "-1", "--out", str(tmp_path / "r")]) == 2
+    assert "--seed" in capsys.readouterr().err
