@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="hoodie-lab", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="hoodie-lab", description="Executable specification and simulation testbed for Apache Hudi's transaction timeline.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         try:
