@@ -29,10 +29,12 @@ The system -- :mod:`model.protocol.system`::
                                         # by cfg.faults, the crash budget and not stopped), bounded
                                         # by cfg (checkpoints, records); deterministic order
     s.is_enabled(ev) -> str | None      # None when enabled, else the reason
-    s.apply(ev) -> None                 # raises model.errors.RuleViolation("<kind>.not-enabled")
+    s.apply(ev) -> None                 # raises model.errors.RuleViolation("<kind>.not-enabled");
+                                        # s.apply(ev, check=False) skips the guard (explorers, for
+                                        # events just taken from enabled_events())
     s.clone() -> System                 # cheap (copy-on-write of the timeline)
     s.fingerprint() -> tuple            # hashable canonical state (instant times renamed by rank)
-    s.drain(max_checkpoints=None) -> list[Event]   # stop faults, run checkpoints + acks to quiescence
+    s.drain(max_checkpoints=5) -> list[Event]      # stop faults, run checkpoints + acks to quiescence
     s.step_count                        # events applied so far
 
 Read access (all plain values; never mutate them)::
@@ -71,8 +73,23 @@ metadata, heartbeats, rollback) take explicit arguments and hold no hidden refer
 Invariants -- :mod:`model.invariants.protocol`: ``check_step(system) -> list[Verdict]`` after every
 event, ``check_drained(system) -> list[Verdict]`` after :meth:`System.drain`.
 
-Traces -- :mod:`model.trace`: ``header(config, seed, driver)``, ``event_line(step, ev)``,
-``parse_trace(lines) -> Trace``; ``hoodie-lab replay TRACE`` replays one.
+Traces -- :mod:`model.trace`: ``header(config, seed, driver, **extra)``, ``event_record(step, ev)``,
+``to_lines(config, events, seed, driver)``, ``to_text(...)``, ``parse_trace(text) -> Trace``
+(``TraceError(line, problem)``); files: ``hoodie_lab.replay.write_trace(path, config, events,
+seed, driver)`` / ``load_trace(path)``; ``hoodie-lab replay TRACE`` replays one.
+
+Times: the default :class:`LogicalClock` gives the k-th instant of every run the same requested
+time (epoch 2025-01-01 + k seconds; completion times fill in between), so fingerprints need no
+renaming. ``TrueTimeSource(gen, now_fn, process="coordinator")`` takes times from a
+:mod:`model.truetime` generator (``gen.generate(process, now_fn())``) for simulations.
+
+Checkpoint keys: writers start with checkpoint id -1; data written between checkpoints n-1 and
+n is keyed n-1; checkpoint ids start at 1; the ack of n commits every buffered key < n.
+
+Model findings (see :mod:`model.protocol.variants`): ``bug-19215`` reproduces Hudi #19215;
+``hudi-1.1-partial-abort`` and ``single-task-failover`` are data-loss schedules this model finds
+in the Hudi 1.1 design when tasks disagree on their last-known checkpoint id (not confirmed
+against Hudi).
 """
 
 from __future__ import annotations

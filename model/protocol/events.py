@@ -51,6 +51,9 @@ class Event:
         args = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
         return f"{self.kind}({args})"
 
+    def _repr_pretty_(self, p, cycle) -> None:  # used by Hypothesis when it prints draws
+        p.text(str(self))
+
 
 @dataclass(frozen=True, slots=True)
 class Ingest(Event):

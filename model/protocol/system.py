@@ -38,7 +38,6 @@ restart-job            [full-restart] crash budget left                    globa
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import NamedTuple
 
@@ -49,7 +48,7 @@ from .checkpoint import CompletedCheckpoint, PendingCheckpoint, TaskSnapshot
 from .config import FAULTS, ProtocolConfig
 from .coordinator import Coordinator
 from .source import Record, Source
-from .table_view import Table, TimeSource, WriteStatus
+from .table_view import Table, TimeSource
 from .writer import WriterTask
 
 
@@ -61,10 +60,8 @@ class Observation(NamedTuple):
     detail: str
 
 
-_TIME_RE = re.compile(r"\d{17}")
-
 #: Checkpoints the drain may run before giving up (liveness bound is checked separately).
-DRAIN_LIMIT = 8
+DRAIN_LIMIT = 5
 
 
 class System:
@@ -288,13 +285,17 @@ class System:
         return out
 
     # ------------------------------------------------------------------- apply
-    def apply(self, ev: E.Event) -> None:
-        """Apply one event; ``RuleViolation("<kind>.not-enabled")`` when its guard is false."""
-        why = self.is_enabled(ev)
-        if why is not None:
-            raise RuleViolation(f"{ev.kind}.not-enabled", f"{ev} is not enabled: {why}")
+    def apply(self, ev: E.Event, check: bool = True) -> None:
+        """Apply one event; ``RuleViolation("<kind>.not-enabled")`` when its guard is false.
+
+        ``check=False`` skips the guard: only for events just taken from :meth:`enabled_events`
+        (exhaustive exploration)."""
+        if check:
+            why = self.is_enabled(ev)
+            if why is not None:
+                raise RuleViolation(f"{ev.kind}.not-enabled", f"{ev} is not enabled: {why}")
         before = len(self.table.observations)
-        getattr(self, _EFFECTS[ev.kind])(ev)
+        _EFFECTS[ev.kind](self, ev)
         self.step_count += 1
         new = self.table.observations[before:]
         if new:
@@ -476,17 +477,17 @@ class System:
         return [o for o in self.observations if o.rule == rule]
 
     # -------------------------------------------------------------- fingerprint
-    def fingerprint(self) -> str:
-        """Canonical state: instant times replaced by their rank (the rules compare times only
-        by order, and new times exceed every existing one, so renaming preserves behaviour).
-        Excludes history kept only for explanations (commit log, step count, observation text)."""
-        tl = self.table.timeline
-        raw = (
-            tuple((i.requested_time, int(i.state)) for i in tl.instants()),
-            tuple(sorted(self.table.metadata.items())),
-            tuple(sorted(self.table.heartbeats)),
+    def fingerprint(self) -> tuple:
+        """Hashable canonical state. Requested times are canonical by construction (the k-th
+        instant of any run has the same time, see :class:`LogicalClock`); completion times and
+        history kept only for explanations (commit log, step count, observation text) are left
+        out. Observations enter as the set of rules broken so far (they are sticky)."""
+        c = self.coordinator
+        return (
+            self.table.fingerprint(),
+            self.table.heartbeats,
             self.table.last_key,
-            self.coordinator.key(),
+            tuple(sorted(c.buffers.items())), c.instant, c.max_acked, tuple(sorted(c.assigned.items())),
             tuple(w.key() for w in self.writers),
             self.pending_checkpoint,
             self.last_completed,
@@ -495,14 +496,8 @@ class System:
             self.last_ack,
             self.crashes,
             self.faults_stopped,
-            tuple(sorted({o.rule for o in self.observations})),
+            frozenset(o.rule for o in self.observations),
         )
-        s = repr(raw)
-        times = sorted(set(_TIME_RE.findall(s)))
-        if not times:
-            return s
-        rank = {t: f"T{i}" for i, t in enumerate(times)}
-        return _TIME_RE.sub(lambda m: rank[m.group()], s)
 
     def __repr__(self) -> str:
         return (f"System({self.config.mode}, tv{self.config.table_version}, step {self.step_count}, "
@@ -542,4 +537,5 @@ _EFFECTS = {
     "restart-job": "_do_restart_job",
 }
 assert set(_EFFECTS) == set(E.EVENT_TYPES), "every event kind needs an effect"
+_EFFECTS = {k: getattr(System, v) for k, v in _EFFECTS.items()}
 assert set(FAULTS) == {c.fault for c in E.EVENT_TYPES.values() if c.fault} | {"late-ack"}

@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable, NamedTuple, Protocol
 
-from ..instant import Action, format_millis
+from ..instant import Action, State, format_millis
 from ..timeline import Timeline
 
 #: 2025-01-01T00:00:00Z, the epoch of the model's logical clock (as in model.truetime).
@@ -43,7 +43,7 @@ class WriteStatus(NamedTuple):
 
 
 class TimeSource(Protocol):
-    def next_time(self) -> str: ...  # a 17-digit time greater than every earlier one
+    def next_time(self, kind: str = "requested") -> str: ...  # 17 digits, > every earlier time
 
     def copy(self) -> "TimeSource": ...
 
@@ -54,20 +54,34 @@ def _fmt(ms: int) -> str:
 
 
 class LogicalClock:
-    """A monotone logical clock: each call returns the next millisecond after ``epoch_ms``."""
+    """A strictly increasing logical clock whose requested times are canonical.
 
-    __slots__ = ("epoch_ms", "tick")
+    The k-th requested time is ``epoch + 1000*k`` ms; completion times fill the gap after the
+    latest requested time (``epoch + 1000*k + c``, c = completions since then, < 1000). Every
+    time is greater than all earlier ones (the TrueTime abstraction of :mod:`model.truetime`),
+    and the k-th instant of every run has the same time, so states reached along different
+    paths compare equal without renaming (cheap fingerprints).
+    """
 
-    def __init__(self, epoch_ms: int = DEFAULT_EPOCH_MS, tick: int = 0):
+    __slots__ = ("epoch_ms", "created", "since")
+
+    def __init__(self, epoch_ms: int = DEFAULT_EPOCH_MS, created: int = 0, since: int = 0):
         self.epoch_ms = epoch_ms
-        self.tick = tick
+        self.created = created
+        self.since = since
 
-    def next_time(self) -> str:
-        self.tick += 1
-        return _fmt(self.epoch_ms + self.tick)
+    def next_time(self, kind: str = "requested") -> str:
+        if kind == "requested":
+            self.created += 1
+            self.since = 0
+            return _fmt(self.epoch_ms + 1000 * self.created)
+        self.since += 1
+        if self.since >= 1000:
+            raise OverflowError("more than 999 completions between two requested times")
+        return _fmt(self.epoch_ms + 1000 * self.created + self.since)
 
     def copy(self) -> "LogicalClock":
-        return LogicalClock(self.epoch_ms, self.tick)
+        return LogicalClock(self.epoch_ms, self.created, self.since)
 
 
 class TrueTimeSource:
@@ -83,7 +97,7 @@ class TrueTimeSource:
                  on_generate: Callable | None = None):
         self.gen, self.process, self.now_fn, self.on_generate = gen, process, now_fn, on_generate
 
-    def next_time(self) -> str:
+    def next_time(self, kind: str = "requested") -> str:
         rec = self.gen.generate(self.process, self.now_fn())
         if self.on_generate is not None:
             self.on_generate(rec)
@@ -97,7 +111,7 @@ class Table:
     """Timeline + commit metadata + heartbeats of one data table (see module docstring)."""
 
     __slots__ = ("action", "timeline", "_owned", "metadata", "heartbeats", "clock",
-                 "commit_log", "rollbacks", "observations", "last_key")
+                 "commit_log", "rollbacks", "observations", "last_key", "_fp", "_pending", "_own_meta", "_own_clock")
 
     def __init__(self, table_version: int = 8, action: str = "deltacommit",
                  time_source: TimeSource | None = None):
@@ -117,6 +131,10 @@ class Table:
         self.observations: tuple = ()
         #: key of the last commit (monitor of I11 ascending commit order)
         self.last_key: int | None = None
+        self._fp = None       # cached fingerprint of timeline + metadata (None: stale)
+        self._pending = None  # cached pending data instants (None: stale)
+        self._own_meta = True
+        self._own_clock = True
 
     def copy(self) -> "Table":
         t = Table.__new__(Table)
@@ -124,20 +142,39 @@ class Table:
         t.timeline = self.timeline
         t._owned = False
         self._owned = False  # both now share the timeline; whoever writes first copies it
-        t.metadata = dict(self.metadata)
+        t.metadata = self.metadata      # copy-on-write (see _meta)
+        t._own_meta = self._own_meta = False
         t.heartbeats = self.heartbeats
-        t.clock = self.clock.copy()
+        t.clock = self.clock            # copy-on-write (see _time)
+        t._own_clock = self._own_clock = False
         t.commit_log = self.commit_log
         t.rollbacks = self.rollbacks
         t.observations = self.observations
         t.last_key = self.last_key
+        t._fp = self._fp
+        t._pending = self._pending
         return t
 
     def _tl(self) -> Timeline:
+        self._fp = None
+        self._pending = None
         if not self._owned:
             self.timeline = self.timeline.copy()
             self._owned = True
         return self.timeline
+
+    def _meta(self) -> dict:
+        if not self._own_meta:
+            self.metadata = dict(self.metadata)
+            self._own_meta = True
+        self._fp = None
+        return self.metadata
+
+    def _time(self, kind: str) -> str:
+        if not self._own_clock:
+            self.clock = self.clock.copy()
+            self._own_clock = True
+        return self.clock.next_time(kind)
 
     def observe(self, rule: str, detail: str) -> None:
         self.observations = self.observations + ((rule, detail),)
@@ -153,7 +190,20 @@ class Table:
         return i is not None and i.is_pending
 
     def pending_instants(self) -> list[str]:
-        return [i.requested_time for i in self.timeline.pending((self.action,))]
+        """Pending data instants, ascending (``filterPendingExcludingCompaction``)."""
+        if self._pending is None:
+            # Reads the timeline's records directly: this runs on every step of an exploration.
+            self._pending = sorted(r.requested_time for r in self.timeline._records.values()
+                                   if State.COMPLETED not in r.states and r.action is self.action)
+        return self._pending
+
+    def fingerprint(self) -> tuple:
+        """Hashable summary of the timeline (instant, visible state) and the commit metadata.
+        Completion times are left out: no protocol rule reads them."""
+        if self._fp is None:
+            tl = tuple(sorted((r.requested_time, max(r.states)) for r in self.timeline._records.values()))
+            self._fp = (tl, tuple(sorted(self.metadata.items())))
+        return self._fp
 
     def failed_writes(self) -> list[str]:
         """Pending data instants whose heartbeat expired (candidates of the LAZY rollback)."""
@@ -165,7 +215,7 @@ class Table:
         if eager:
             for t in self.pending_instants():
                 self.rollback(t)
-        t = self.clock.next_time()
+        t = self._time("requested")
         tl = self._tl()
         tl.create(t, self.action)
         tl.transition_to_inflight(t, self.action)
@@ -203,12 +253,12 @@ class Table:
             return "rolled-back"
         if i.is_completed:
             self.observe("I11.complete-once", f"{how} of key {key}: instant {instant} completes a second time")
-            self.metadata[instant] = self.metadata.get(instant, ()) + tuple(statuses)
+            self._meta()[instant] = self.metadata.get(instant, ()) + tuple(statuses)
             self.commit_log = self.commit_log + ((instant, key, how),)
             self.last_key = key
             return "already-completed"
-        self._tl().complete(instant, self.action, self.clock.next_time())
-        self.metadata[instant] = tuple(statuses)
+        self._tl().complete(instant, self.action, self._time("completion"))
+        self._meta()[instant] = tuple(statuses)
         self.stop_heartbeat(instant)
         self.commit_log = self.commit_log + ((instant, key, how),)
         self.last_key = key

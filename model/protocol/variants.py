@@ -56,7 +56,8 @@ _V = [
             "alone while the others go on. Entries whose restarted task's slot is null count as "
             "complete (allEventsCompleted), so the coordinator can serialize a key before the "
             "restarted task re-flushed it; after a restore its data is neither recommitted nor re-sent.",
-            {"task_failover": "single"}, ("exactly-once.drained", "I12.state-coverage"), ("task-crash", "lost-ack", "full-restart")),
+            {"task_failover": "single"}, ("exactly-once.drained", "I12.state-coverage"),
+            ("task-crash", "coordinator-crash")),
     # ------------------------------------------------------------------ broken
     Variant("broken-commit-eq",
             "Commit rule k == n: the ack of n commits only key n, but data of interval n is keyed n "

@@ -1,0 +1,176 @@
+"""Replay a protocol trace through the model and report the first invariant violated.
+
+``load_trace(path)`` reads a :mod:`model.trace` file (bad input -> :class:`UserError` naming the
+file, the line and the problem); ``replay(trace)`` drives a fresh
+:class:`model.protocol.System` with the trace's config and seed, checks
+:func:`model.invariants.protocol.check_step` after every event and, when the trace drained
+(contains ``stop-faults``), :func:`~model.invariants.protocol.check_drained` at the end;
+``format_result`` renders the outcome. ``write_trace(path, ...)`` is the one writer drivers use.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from model.errors import RuleViolation
+from model.invariants import Verdict
+from model.invariants.protocol import EXPLANATIONS, check_drained, check_step
+from model.protocol import Event, ProtocolConfig, System
+from model.trace import Trace, TraceError, parse_trace, to_text
+
+from .errors import UserError
+
+
+@dataclass
+class ReplayResult:
+    trace: Trace
+    steps: int                      # events applied
+    violation: Verdict | None = None
+    step: int | None = None         # 1-based step of the violation (None: at the end / none)
+    event: Event | None = None
+    at_end: bool = False            # violation found by the drain-based checks at the end
+    system: System | None = None
+    verdicts: list = field(default_factory=list)  # the verdicts of the violating check (or the last)
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+
+def write_trace(path, config: ProtocolConfig, events, seed: int | None = None, driver: str = "manual",
+                **extra) -> Path:
+    """Write a trace file (atomically: temp file + rename). Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(to_text(config, events, seed, driver, **extra), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load_trace(path) -> Trace:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, not a trace file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return parse_trace(text)
+    except TraceError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise UserError(f"{where}: {exc.problem}") from None
+
+
+def replay(trace: Trace, source_name: str = "trace") -> ReplayResult:
+    """Apply every event; stop at the first violated invariant."""
+    system = System(trace.config, seed=trace.seed or 0)
+    result = ReplayResult(trace, 0, system=system)
+    for i, ev in enumerate(trace.events):
+        step = i + 1
+        try:
+            system.apply(ev)
+        except RuleViolation as exc:
+            raise UserError(f"{source_name}:{trace.lines[i]}: step {step}: the model refuses {ev}: {exc.detail}") from None
+        result.steps = step
+        verdicts = check_step(system)
+        bad = [v for v in verdicts if not v.holds]
+        if bad:
+            result.violation, result.step, result.event, result.verdicts = bad[0], step, ev, verdicts
+            return result
+    if trace.drained:
+        verdicts = check_drained(system)
+        bad = [v for v in verdicts if not v.holds]
+        result.verdicts = verdicts
+        if bad:
+            result.violation, result.at_end = bad[0], True
+    return result
+
+
+def format_result(result: ReplayResult, show_state: bool = False) -> str:
+    cfg = result.trace.config
+    head = (f"trace: {len(result.trace.events)} events, driver {result.trace.driver}, seed {result.trace.seed}, "
+            f"{cfg.mode} mode, table version {cfg.table_version}, parallelism {cfg.parallelism}")
+    lines = [head]
+    if result.ok:
+        drained = " and the drain-based invariants (exactly-once, liveness)" if result.trace.drained else ""
+        lines.append(f"all invariants held over {result.steps} steps{drained}")
+        return "\n".join(lines)
+    v = result.violation
+    if result.at_end:
+        lines.append(f"VIOLATED at the end of the drained run (after step {result.steps}): {v.invariant}")
+    else:
+        lines.append(f"VIOLATED at step {result.step} ({result.event}): {v.invariant}")
+    lines.append(f"  what: {EXPLANATIONS.get(v.invariant, v.invariant)}")
+    lines.append(f"  why:  {v.detail}")
+    others = [x.invariant for x in result.verdicts if not x.holds and x is not v]
+    if others:
+        lines.append(f"  also violated: {', '.join(others)}")
+    if show_state and result.system is not None:
+        lines.append("  state:")
+        lines.extend("    " + ln for ln in result.system.describe().splitlines())
+    return "\n".join(lines)
+
+
+def _violating_run(config: ProtocolConfig, events, invariant: str, seed: int, drain: bool):
+    """Apply ``events`` (refusing any that is not enabled); return the events of the run up to
+    the first violation of ``invariant`` -- after draining when ``drain`` -- or None."""
+    system = System(config, seed=seed)
+    out = []
+    for ev in events:
+        if ev.kind == "stop-faults" or system.is_enabled(ev) is not None:
+            return None
+        system.apply(ev)
+        out.append(ev)
+        if any(not v.holds and v.invariant == invariant for v in check_step(system)):
+            return out
+    if not drain:
+        return None
+    out.extend(system.drain())
+    if any(not v.holds and v.invariant == invariant for v in check_step(system) + check_drained(system)):
+        return out
+    return None
+
+
+def _machine_part(run: list) -> list:
+    """The events before ``stop-faults`` (the drain is recomputed by every candidate run)."""
+    kinds = [e.kind for e in run]
+    return run[:kinds.index("stop-faults")] if "stop-faults" in kinds else run
+
+
+def shrink_events(config: ProtocolConfig, events, invariant: str, seed: int = 0, drain: bool = True) -> list:
+    """Shrink a counterexample at the trace level (greedy delta debugging).
+
+    ``events`` is a run that violates ``invariant`` (drain events, from ``stop-faults`` on, are
+    dropped and recomputed). Chunks of events are removed while the rest still replays (every
+    event enabled) and still violates ``invariant`` (after a deterministic drain when
+    ``drain``); chunk sizes halve down to single events. Returns the shrunk run including its
+    drain events. Deterministic; O(n^2) replays of a short run.
+    """
+    best = _violating_run(config, _machine_part(list(events)), invariant, seed, drain)
+    if best is None:
+        raise ValueError(f"the events do not violate {invariant}")
+    cur = _machine_part(best)
+    chunk = max(1, len(cur) // 2)
+    while chunk >= 1:
+        i, changed = 0, False
+        while i < len(cur):
+            run = _violating_run(config, cur[:i] + cur[i + chunk:], invariant, seed, drain)
+            if run is not None:
+                best, cur, changed = run, _machine_part(run), True
+            else:
+                i += chunk
+        if not changed:
+            chunk //= 2
+    return best

@@ -1,0 +1,195 @@
+"""The one trace format every driver writes (Hypothesis suites, ``explore``, ``simulate``, the
+pipeline): JSON lines, pure functions to and from dicts and text (file I/O lives in
+:mod:`hoodie_lab.replay`).
+
+Format, version 1::
+
+    {"trace": "hoodie-lab", "version": 1, "config": {...ProtocolConfig.to_dict()...},
+     "seed": 0, "driver": "hypothesis|explore|simulate|pipeline", ...optional extra keys}
+    {"step": 1, "kind": "ingest", "task": 0}
+    {"step": 2, "kind": "request-instant", "task": 0}
+    ...
+    {"end": 2}                                  # optional trailer: number of events
+
+* line 1 is the header; ``version`` is an integer, a reader refuses versions newer than its own;
+  ``config`` is a :class:`model.protocol.ProtocolConfig` as a dict; ``seed`` an integer or null;
+  ``driver`` one of :data:`DRIVERS`; writers may add keys (``variant``, ``note``, ``time``: a
+  simulation may put simulated milliseconds in each event line as ``"t"``, readers ignore it).
+* then one event per line, ``step`` numbered 1, 2, 3, ... without gaps, the other keys being
+  :meth:`model.protocol.Event.to_dict` (``kind`` plus ``task`` or ``checkpoint``); extra keys
+  whose name starts with ``t`` or ``x_`` are tolerated and ignored (``t``: simulated time).
+* a ``stop-faults`` event marks the start of a drain: a replay then judges the drain-based
+  invariants at the end of the trace.
+* an optional trailer ``{"end": N}`` states the number of events; when present it must be last
+  and match.
+
+:func:`parse_trace` raises :class:`TraceError` (a ``ValueError``) with the 1-based line number
+and the problem for anything malformed: bad JSON, a truncated last line, a missing header, a
+newer version, an unknown event kind, a gap in step numbers, a bad config.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .protocol.config import ProtocolConfig
+from .protocol.events import EVENT_TYPES, Event, event_from_dict
+
+TRACE_MAGIC = "hoodie-lab"
+TRACE_VERSION = 1
+DRIVERS = ("hypothesis", "explore", "simulate", "pipeline", "manual")
+
+
+class TraceError(ValueError):
+    """A malformed trace. ``line`` is 1-based (0 when the whole text is at fault)."""
+
+    def __init__(self, line: int, problem: str):
+        self.line = line
+        self.problem = problem
+        super().__init__(f"line {line}: {problem}" if line else problem)
+
+
+@dataclass
+class Trace:
+    config: ProtocolConfig
+    seed: int | None
+    driver: str
+    header: dict
+    events: list[Event] = field(default_factory=list)
+    #: line number (1-based) of each event, parallel to ``events``
+    lines: list[int] = field(default_factory=list)
+    trailer: int | None = None
+
+    @property
+    def drained(self) -> bool:
+        """True when the trace contains a ``stop-faults`` event (drain-based checks apply)."""
+        return any(e.kind == "stop-faults" for e in self.events)
+
+
+# ------------------------------------------------------------------ writing
+def header(config: ProtocolConfig, seed: int | None = None, driver: str = "manual", **extra) -> dict:
+    if driver not in DRIVERS:
+        raise ValueError(f"driver {driver!r} is not one of {', '.join(DRIVERS)}")
+    h = {"trace": TRACE_MAGIC, "version": TRACE_VERSION, "config": config.to_dict(), "seed": seed,
+         "driver": driver}
+    for k, v in extra.items():
+        if k in h:
+            raise ValueError(f"header key {k!r} is reserved")
+        h[k] = v
+    return h
+
+
+def event_record(step: int, ev: Event, **extra) -> dict:
+    d = {"step": step}
+    d.update(ev.to_dict())
+    d.update(extra)
+    return d
+
+
+def dumps(obj: dict) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=False)
+
+
+def to_lines(config: ProtocolConfig, events: Iterable[Event], seed: int | None = None,
+             driver: str = "manual", trailer: bool = True, **extra) -> list[str]:
+    """The whole trace as JSON lines (without newlines)."""
+    out = [dumps(header(config, seed, driver, **extra))]
+    n = 0
+    for n, ev in enumerate(events, 1):
+        out.append(dumps(event_record(n, ev)))
+    if trailer:
+        out.append(dumps({"end": n}))
+    return out
+
+
+def to_text(config: ProtocolConfig, events: Iterable[Event], seed: int | None = None,
+            driver: str = "manual", **extra) -> str:
+    return "\n".join(to_lines(config, events, seed, driver, **extra)) + "\n"
+
+
+# ------------------------------------------------------------------ reading
+def _json_line(text: str, no: int, last_unterminated: bool):
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if last_unterminated:
+            raise TraceError(no, f"truncated: the last line is incomplete ({exc.msg})") from None
+        raise TraceError(no, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise TraceError(no, "expected a JSON object")
+    return obj
+
+
+def parse_header(obj: dict, no: int = 1) -> tuple[ProtocolConfig, int | None, str]:
+    if obj.get("trace") != TRACE_MAGIC:
+        raise TraceError(no, f'not a hoodie-lab trace header (expected "trace": "{TRACE_MAGIC}")')
+    version = obj.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise TraceError(no, f"bad version {version!r}")
+    if version > TRACE_VERSION:
+        raise TraceError(no, f"trace version {version} is newer than this reader's ({TRACE_VERSION}); "
+                             f"upgrade hoodie-lab")
+    driver = obj.get("driver")
+    if driver not in DRIVERS:
+        raise TraceError(no, f"driver {driver!r} is not one of {', '.join(DRIVERS)}")
+    seed = obj.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise TraceError(no, f"seed {seed!r} is not an integer or null")
+    if "config" not in obj:
+        raise TraceError(no, "header has no config")
+    try:
+        config = ProtocolConfig.from_dict(obj["config"])
+    except (TypeError, ValueError) as exc:
+        raise TraceError(no, f"bad config: {exc}") from None
+    return config, seed, driver
+
+
+def parse_event(obj: dict, no: int, expected_step: int) -> Event:
+    step = obj.get("step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        raise TraceError(no, f"event line has no integer step ({obj.get('step')!r})")
+    if step != expected_step:
+        raise TraceError(no, f"step {step} where step {expected_step} was expected (missing or reordered lines)")
+    d = {k: v for k, v in obj.items() if k != "t" and not k.startswith("x_")}
+    if d.get("kind") not in EVENT_TYPES:
+        raise TraceError(no, f"unknown event kind {d.get('kind')!r}")
+    try:
+        return event_from_dict(d)
+    except ValueError as exc:
+        raise TraceError(no, str(exc)) from None
+
+
+def parse_trace(text: str) -> Trace:
+    """Parse a whole trace (the file's text). Raises :class:`TraceError`."""
+    if not text.strip():
+        raise TraceError(1, "empty trace: no header line")
+    raw = text.split("\n")
+    unterminated = not text.endswith("\n")
+    if not unterminated:
+        raw = raw[:-1]
+    last = len(raw)
+    trace: Trace | None = None
+    for no, line in enumerate(raw, 1):
+        if not line.strip():
+            if no == last:
+                continue
+            raise TraceError(no, "empty line")
+        obj = _json_line(line, no, unterminated and no == last)
+        if trace is None:
+            config, seed, driver = parse_header(obj, no)
+            trace = Trace(config, seed, driver, obj)
+            continue
+        if trace.trailer is not None:
+            raise TraceError(no, "line after the trailer {\"end\": ...}")
+        if "end" in obj and "step" not in obj:
+            n = obj["end"]
+            if n != len(trace.events):
+                raise TraceError(no, f"trailer says {n!r} events but the trace has {len(trace.events)} (truncated?)")
+            trace.trailer = n
+            continue
+        trace.events.append(parse_event(obj, no, len(trace.events) + 1))
+        trace.lines.append(no)
+    assert trace is not None
+    return trace

@@ -1,0 +1,273 @@
+"""Unit tests of the protocol model's rules (hudi-semantics.md 4.2-4.4, I10-I14)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model.errors import RuleViolation
+from model.invariants import violations
+from model.invariants.protocol import check_drained, check_step
+from model.protocol import (
+    EVENT_TYPES, VARIANTS, CompleteCheckpoint, CrashCoordinator, CrashTask, DeliverAck, Flush, Ingest,
+    InstantTimeout, LoseAck, ProtocolConfig, RequestInstant, RestartJob, SnapshotTask, System,
+    TriggerCheckpoint, event_from_dict, variant,
+)
+from model.protocol.coordinator import BufferEntry, Coordinator
+from model.protocol.table_view import LogicalClock, Table
+from model.protocol.writer import WriteMetadataEvent
+
+NO_FAULTS = frozenset()
+
+
+def mk(name="hudi-1.1", **kw) -> System:
+    kw.setdefault("faults", NO_FAULTS)
+    return System(variant(name, **kw))
+
+
+def checkpoint(s: System) -> int:
+    """Trigger, snapshot every task (getting instants) and complete one checkpoint."""
+    if s.pending_checkpoint is None:
+        s.apply(TriggerCheckpoint())
+    n = s.pending_checkpoint.id
+    for t in range(s.config.parallelism):
+        if s.pending_checkpoint.tasks[t] is None:
+            if s.writers[t].instant is None:
+                s.apply(RequestInstant(t))
+            s.apply(SnapshotTask(t))
+    s.apply(CompleteCheckpoint())
+    return n
+
+
+def assert_all_hold(s: System) -> None:
+    assert violations(check_step(s)) == []
+
+
+# ------------------------------------------------------------------ config
+def test_defaults_follow_hudi_1_1():
+    c = ProtocolConfig()
+    assert (c.mode, c.table_version, c.failed_writes, c.commit_rule, c.coordinator_snapshot, c.snapshot_order) == \
+        ("async", 8, "lazy", "<", True, "coordinator-first")
+    assert ProtocolConfig.from_dict(json.loads(json.dumps(c.to_dict()))) == c
+
+
+@pytest.mark.parametrize("bad,field", [({"mode": "sync"}, "mode"), ({"parallelism": 0}, "parallelism"),
+                                       ({"faults": ["meteor"]}, "faults"), ({"commit_rule": "<<"}, "commit_rule")])
+def test_config_rejects_bad_values_naming_the_field(bad, field):
+    with pytest.raises(ValueError, match=field):
+        ProtocolConfig.from_dict(bad)
+
+
+def test_variant_registry():
+    assert variant("hudi-0.x-blocking").table_version == 6
+    with pytest.raises(ValueError, match="unknown variant"):
+        variant("nope")
+    for v in VARIANTS.values():
+        v.config()  # every variant is a valid config
+
+
+def test_events_round_trip_through_json():
+    for kind, cls in EVENT_TYPES.items():
+        args = {"task": 1} if "task" in cls.__dataclass_fields__ else {}
+        args.update({"checkpoint": 3} if "checkpoint" in cls.__dataclass_fields__ else {})
+        ev = cls(**args)
+        assert event_from_dict(json.loads(json.dumps(ev.to_dict()))) == ev
+        assert ev.kind == kind
+    with pytest.raises(ValueError, match="unknown event kind"):
+        event_from_dict({"kind": "teleport"})
+    with pytest.raises(ValueError, match="missing field"):
+        event_from_dict({"kind": "ingest"})
+
+
+# ------------------------------------------------------------------- writer
+def test_apply_refuses_events_that_are_not_enabled():
+    s = mk(records=1)
+    with pytest.raises(RuleViolation) as e:
+        s.apply(Flush(0))
+    assert e.value.rule == "flush.not-enabled"
+    s.apply(Ingest(0))
+    with pytest.raises(RuleViolation, match="exhausted"):
+        s.apply(Ingest(0))
+    with pytest.raises(RuleViolation, match="does not exist"):
+        s.apply(Ingest(7))
+
+
+def test_eager_flush_when_full_and_first_interval_is_keyed_minus_one():
+    s = mk(parallelism=2, buffer_size=2)
+    s.apply(Ingest(0))
+    assert RequestInstant(0) not in s.enabled_events()  # buffer not full, no barrier
+    s.apply(Ingest(0))
+    assert Ingest(0) not in s.enabled_events()
+    s.apply(RequestInstant(0))
+    s.apply(Flush(0))
+    entry = s.coordinator.buffers[-1]
+    assert entry.slots[0].statuses[0][1:] == (0, 2) and not entry.slots[0].last_batch
+    # the other task asking with the same last known id (-1) shares the instant (I10)
+    s.apply(Ingest(1))
+    s.apply(Ingest(1))
+    s.apply(RequestInstant(1))
+    assert s.writers[1].instant == entry.instant
+    assert len(s.pending_instants()) == 1
+
+
+def test_snapshot_keys_the_interval_by_the_previous_id_and_replaces_state():
+    s = mk(parallelism=1, buffer_size=4)
+    s.apply(Ingest(0))
+    assert checkpoint(s) == 1
+    w = s.writers[0]
+    assert w.checkpoint_id == 1 and len(w.state) == 1 and w.state[0].checkpoint_id == -1
+    s.apply(Ingest(0))
+    checkpoint(s)
+    w = s.writers[0]
+    assert w.checkpoint_id == 2 and len(w.state) == 1 and w.state[0].checkpoint_id == 1  # replaced
+
+
+# -------------------------------------------------------------- coordinator
+def test_ack_commits_every_key_below_n_ascending_once():
+    s = mk(parallelism=1, records=4, buffer_size=4, faults=frozenset({"lost-ack"}), max_checkpoints=5)
+    for _ in range(3):
+        s.apply(Ingest(0))
+        checkpoint(s)
+    s.apply(LoseAck(1))
+    s.apply(LoseAck(2))
+    assert sorted(s.coordinator.buffers) == [-1, 1, 2]
+    s.apply(DeliverAck(3))  # subsumes 1 and 2: commits keys -1, 1, 2 in this order
+    assert [k for _, k, _ in s.table.commit_log] == [-1, 1, 2]
+    assert s.coordinator.buffers == {}
+    assert_all_hold(s)
+    s.drain()
+    assert all(v.holds for v in check_drained(s))
+
+
+def test_empty_instant_is_reset_and_rolled_back_lazily():
+    s = mk(parallelism=1, records=0)
+    checkpoint(s)  # the task asks for an instant at the barrier even with no data
+    (inst,) = s.pending_instants()
+    s.apply(DeliverAck(1))
+    assert s.coordinator.buffers == {} and s.pending_instants() == [inst]  # left pending
+    assert inst not in s.table.heartbeats
+    assert s.table.failed_writes() == [inst]
+    from model.protocol import Clean
+    s.apply(Clean())
+    assert s.pending_instants() == [] and inst in s.table.rollbacks
+
+
+def test_eager_policy_rolls_back_at_start_commit():
+    s = mk("hudi-1.1-blocking", parallelism=1, records=0)
+    checkpoint(s)
+    s.apply(DeliverAck(1))
+    (empty,) = s.pending_instants()
+    checkpoint(s)  # startCommit of the next instant rolls the empty one back first
+    assert empty in s.table.rollbacks and empty not in s.pending_instants()
+
+
+def test_blocking_mode_blocks_until_commit_and_times_out_when_the_ack_is_lost():
+    s = mk("hudi-1.1-blocking", parallelism=1, records=4, buffer_size=1, faults=frozenset({"lost-ack"}))
+    s.apply(Ingest(0))
+    checkpoint(s)  # key -1 flushed, waiting for ack 1
+    s.apply(Ingest(0))
+    assert s.writer_status(0) == "blocked"  # buffer full, key 1 needs a new instant
+    assert RequestInstant(0) not in s.enabled_events()
+    s.apply(DeliverAck(1))
+    assert s.writer_status(0) == "needs-instant"
+    s.apply(RequestInstant(0))
+    s.apply(Flush(0))
+    checkpoint(s)
+    s.apply(LoseAck(2))
+    s.apply(Ingest(0))
+    assert s.writer_status(0) == "blocked"
+    assert InstantTimeout(0) in s.enabled_events()  # nothing in flight can free it
+    s.apply(InstantTimeout(0))  # CommitGuard timeout -> global failover -> recommit from state
+    assert_all_hold(s)
+    s.drain()
+    assert all(v.holds for v in check_drained(s))
+
+
+# ----------------------------------------------------------------- failover
+def test_coordinator_failover_recommits_restored_buffers():
+    s = mk(parallelism=2, records=2, buffer_size=2, faults=frozenset({"lost-ack", "coordinator-crash"}))
+    s.apply(Ingest(0))
+    checkpoint(s)
+    s.apply(Ingest(1))
+    checkpoint(s)
+    s.apply(LoseAck(1))
+    s.apply(LoseAck(2))
+    pending_before = list(s.pending_instants())
+    s.apply(CrashCoordinator())
+    # key -1 came from the coordinator state, key 1 from the tasks' bootstrap events
+    assert [k for _, k, how in s.table.commit_log] == [-1, 1]
+    assert all(how == "recommit" for *_, how in s.table.commit_log)
+    assert set(pending_before) <= {i for i, *_ in s.table.commit_log}
+    assert_all_hold(s)
+    s.drain()
+    assert all(v.holds for v in check_drained(s))
+
+
+def test_task_failover_discards_partial_data_and_replays():
+    s = mk(parallelism=2, records=3, buffer_size=1, faults=frozenset({"task-crash"}))
+    s.apply(Ingest(0))
+    checkpoint(s)
+    s.apply(Ingest(0))
+    s.apply(RequestInstant(0))
+    s.apply(Flush(0))  # data after checkpoint 1, keyed 1
+    assert s.coordinator.buffers[1].slots[0] is not None
+    s.apply(CrashTask(0))
+    assert s.coordinator.buffers[1].slots[0] is None  # cleanLegacyEvents
+    assert s.writers[0].offset == 1 and s.writers[0].attempt == 1  # rewound to checkpoint 1
+    s.drain()
+    assert all(v.holds for v in check_drained(s)) and all(v.holds for v in check_step(s))
+
+
+def test_full_restart_recommits_from_task_state():
+    s = mk(parallelism=2, records=2, buffer_size=2, faults=frozenset({"lost-ack", "full-restart"}))
+    s.apply(Ingest(0))
+    s.apply(Ingest(1))
+    checkpoint(s)
+    s.apply(LoseAck(1))
+    s.apply(RestartJob())
+    assert len(s.table.commit_log) == 1
+    s.drain()
+    assert all(v.holds for v in check_drained(s))
+
+
+# ------------------------------------------------------------ pieces alone
+def test_coordinator_and_table_usable_without_a_system():
+    """The pipeline's driver-side use: one batch = one checkpoint interval, ack = commit of batch n."""
+    cfg = ProtocolConfig(parallelism=1)
+    table = Table(8, "commit", LogicalClock())
+    coord = Coordinator(cfg)
+    inst = coord.handle_instant_request(table, -1)
+    coord.handle_write_metadata(table, WriteMetadataEvent(0, -1, inst, ((0, 0, 3),), True))
+    state = coord.checkpoint(1)
+    assert state == ((-1, BufferEntry(inst, (WriteMetadataEvent(0, -1, inst, ((0, 0, 3),), True),))),)
+    outcome = coord.notify_checkpoint_complete(table, 1)
+    assert outcome == [(-1, inst, "committed")] and table.is_completed(inst)
+    assert table.timeline.get(inst, "commit").completion_time > inst
+
+
+def test_clone_is_independent_and_fingerprint_canonical():
+    a = mk(parallelism=2)
+    a.apply(Ingest(0))
+    b = a.clone()
+    b.apply(Ingest(0))
+    assert a.writers[0].offset == 1 and b.writers[0].offset == 2
+    # two interleavings reaching the same state have the same fingerprint
+    x, y = mk(parallelism=2), mk(parallelism=2)
+    for ev in (Ingest(0), Ingest(1)):
+        x.apply(ev)
+    for ev in (Ingest(1), Ingest(0)):
+        y.apply(ev)
+    assert x.fingerprint() == y.fingerprint() and hash(x.fingerprint()) == hash(y.fingerprint())
+    assert a.fingerprint() != b.fingerprint()
+
+
+def test_table_view_shows_committed_records():
+    s = mk(parallelism=1, records=2, buffer_size=2)
+    s.apply(Ingest(0))
+    s.apply(Ingest(0))
+    checkpoint(s)
+    assert s.table_view() == {}
+    s.apply(DeliverAck(1))
+    view = s.table_view()
+    assert sorted(view) == [r.key for r in s.emitted_records()] and len(view) == 2
