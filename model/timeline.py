@@ -76,6 +76,7 @@ class Timeline:
         self.table_version = table_version
         self.layout = layout_for_version(table_version)
         self._records: dict[InstantKey, _Record] = {}
+        self._restores: set[InstantKey] = set()  # restore instants, so the I5 guard needs no scan
 
     # ------------------------------------------------------------------ helpers
     def _key(self, requested_time: str, action: Action) -> InstantKey:
@@ -91,6 +92,7 @@ class Timeline:
         other = Timeline(self.table_version)
         for k, r in self._records.items():
             other._records[k] = _Record(r.requested_time, r.action, set(r.states), r.completion_time)
+        other._restores = set(self._restores)
         return other
 
     # --------------------------------------------------------------- operations
@@ -115,6 +117,8 @@ class Timeline:
                                 f"pending instant {requested_time}.{action.value} has a completion time")
         rec = _Record(requested_time, action, states, completion_time)
         self._records[key] = rec
+        if action is Action.RESTORE:
+            self._restores.add(key)
         return rec.view()
 
     def create(self, requested_time: str, action: Action, *, allow_during_restore: bool = False) -> Instant:
@@ -135,14 +139,17 @@ class Timeline:
             raise TimelineError("I3.create-once",
                                 f"instant {requested_time}.{action.value} already exists ({self._records[key].view()})")
         if action in DATA_WRITE_ACTIONS and not allow_during_restore:
-            pending_restore = [i for i in self.pending() if i.action is Action.RESTORE]
+            pending_restore = sorted(k.requested_time for k in self._restores
+                                     if self._records[k].state is not State.COMPLETED)
             if pending_restore:
                 raise TimelineError("I5.no-write-during-restore",
                                     f"cannot start {requested_time}.{action.value}: restore "
-                                    f"{pending_restore[0].requested_time} is pending")
+                                    f"{pending_restore[0]} is pending")
         first = State.INFLIGHT if action in STARTS_INFLIGHT else State.REQUESTED
         rec = _Record(requested_time, action, {first})
         self._records[key] = rec
+        if action is Action.RESTORE:
+            self._restores.add(key)
         return rec.view()
 
     def transition_to_inflight(self, requested_time: str, action: Action) -> Instant:
@@ -206,7 +213,9 @@ class Timeline:
         rec = self._record(requested_time, action, "I3.delete")
         if rec.state is State.COMPLETED and not allow_completed:
             raise TimelineError("I3.delete", f"{rec.view()} is completed; deleting it needs allow_completed")
-        del self._records[self._key(requested_time, action)]
+        key = self._key(requested_time, action)
+        del self._records[key]
+        self._restores.discard(key)
         return rec.view()
 
     # ------------------------------------------------------------------ queries
@@ -231,6 +240,16 @@ class Timeline:
     def states_present(self, requested_time: str, action: Action) -> frozenset[State]:
         rec = self._records.get(self._key(requested_time, action))
         return frozenset(rec.states) if rec else frozenset()
+
+    def pending_times(self, action: Action) -> list[str]:
+        """Requested times of pending instants of one action, ascending (no Instant objects: hot path)."""
+        action = Action(action)
+        return sorted(r.requested_time for r in self._records.values()
+                      if r.action is action and State.COMPLETED not in r.states)
+
+    def state_signature(self) -> tuple:
+        """A hashable (requested time, visible state) summary, for state hashing in exploration."""
+        return tuple(sorted((r.requested_time, max(r.states)) for r in self._records.values()))
 
     def completed(self, actions: Iterable[Action] | None = None) -> list[Instant]:
         acts = None if actions is None else {Action(a) for a in actions}

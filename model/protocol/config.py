@@ -28,7 +28,7 @@ _CHOICES = {
     "task_failover": ("region", "single"),
 }
 _BOUNDS = {
-    "parallelism": (1, 64),
+    "parallelism": (1, 256),
     "max_checkpoints": (0, 10_000),
     "records": (0, 1_000_000),
     "buffer_size": (1, 1_000_000),

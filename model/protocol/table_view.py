@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable, NamedTuple, Protocol
 
-from ..instant import Action, State, format_millis
+from ..instant import Action, format_millis
 from ..timeline import Timeline
 
 #: 2025-01-01T00:00:00Z, the epoch of the model's logical clock (as in model.truetime).
@@ -192,16 +192,14 @@ class Table:
     def pending_instants(self) -> list[str]:
         """Pending data instants, ascending (``filterPendingExcludingCompaction``)."""
         if self._pending is None:
-            # Reads the timeline's records directly: this runs on every step of an exploration.
-            self._pending = sorted(r.requested_time for r in self.timeline._records.values()
-                                   if State.COMPLETED not in r.states and r.action is self.action)
+            self._pending = self.timeline.pending_times(self.action)  # hot: every exploration step
         return self._pending
 
     def fingerprint(self) -> tuple:
         """Hashable summary of the timeline (instant, visible state) and the commit metadata.
         Completion times are left out: no protocol rule reads them."""
         if self._fp is None:
-            tl = tuple(sorted((r.requested_time, max(r.states)) for r in self.timeline._records.values()))
+            tl = self.timeline.state_signature()
             self._fp = (tl, tuple(sorted(self.metadata.items())))
         return self._fp
 
