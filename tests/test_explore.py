@@ -197,6 +197,23 @@ def test_nondeterministic_model_is_detected_when_rebuilding_a_path():
         explore(Flaky(6, forbid=(4, 4)))
 
 
+def test_compact_fingerprints_give_the_same_search():
+    exact = explore(Jugs(), stop_on_violation=False)
+    compact = explore(Jugs(), stop_on_violation=False, compact=True)
+    assert (compact.states, compact.transitions, compact.max_depth) == (exact.states, exact.transitions,
+                                                                         exact.max_depth)
+    assert compact.counterexample.actions == exact.counterexample.actions
+
+
+def test_garbage_collector_is_paused_only_during_the_search():
+    import gc
+
+    seen = []
+    explore(Grid(20), progress=lambda r, q: seen.append(gc.isenabled()), progress_every=50)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+
 def test_progress_callback_is_called():
     seen = []
     explore(Grid(30), progress=lambda r, q: seen.append(r.states), progress_every=100)
@@ -212,3 +229,211 @@ def test_graph_drawing(tmp_path, ext):
     draw_graph(res, str(out))
     data = out.read_bytes()
     assert data.startswith(b"\x89PNG") if ext == "png" else b"<svg" in data[:2000]
+
+
+# --------------------------------------------------------------------------- the protocol System
+from hoodie_lab.cli import main as cli_main  # noqa: E402
+
+TINY = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "all", "--crashes", "1"]
+
+
+def run_cli(argv, capsys):
+    """Run ``hoodie-lab ARGV`` in-process: (exit code, stdout, stderr)."""
+    try:
+        rc = cli_main(argv)
+    except SystemExit as exc:  # argparse errors
+        rc = exc.code
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def correct_variants():
+    from model.protocol.variants import CORRECT
+
+    return list(CORRECT)
+
+
+def broken_variants():
+    from model.protocol.variants import BROKEN
+
+    # async-eager breaks I14 in the initial state (a configuration-level violation): the
+    # counterexample has no events, and the replay driver only judges states after an event.
+    known_gap = pytest.mark.xfail(strict=True, reason="replay does not check the initial state (depth-0 violation)")
+    return [pytest.param(n, marks=known_gap) if n == "async-eager" else n for n in BROKEN]
+
+
+@pytest.mark.parametrize("name", correct_variants())
+def test_tiny_bound_is_exhaustive_without_violation_for_correct_variants(name, tmp_path, capsys):
+    rc, out, err = run_cli(["explore", "--variant", name, *TINY, "--json", "--out", str(tmp_path)], capsys)
+    rep = json.loads(out)
+    assert rc == 0, rep["violation"]
+    assert rep["complete"] and rep["stop_reason"] == "exhausted" and rep["violation"] is None
+    assert rep["states"] > 100 and rep["transitions"] >= rep["states"] - 1 and rep["max_depth"] > 5
+    assert rep["drained_checks"] > 0  # exactly-once / liveness were judged somewhere
+    assert sorted(rep["config"]["faults"]) == sorted(
+        ["lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart"])
+    assert not list(tmp_path.iterdir())  # no counterexample, no trace
+
+
+def test_hudi_default_text_report(tmp_path, capsys):
+    rc, out, _ = run_cli(["explore", "--writers", "2", "--checkpoints", "1", "--records", "2",
+                          "--faults", "lost-ack,task-crash", "--out", str(tmp_path)], capsys)
+    assert rc == 0
+    assert out.startswith("explore hudi-1.1: async, tv8, lazy, commit rule '<'; 2 writer(s), 1 checkpoint(s)")
+    assert "distinct states" in out and "states/s" in out
+    assert "exhaustive: every state within the bound visited; no invariant violated" in out
+
+
+def test_mode_and_table_version_select_the_design(tmp_path, capsys):
+    rc, out, _ = run_cli(["explore", "--mode", "blocking", "--table-version", "6", "--writers", "2",
+                          "--checkpoints", "1", "--records", "2", "--faults", "lost-ack", "--json"], capsys)
+    rep = json.loads(out)
+    assert rc == 0 and rep["complete"]
+    # --mode blocking without --variant is Hudi's blocking design (EAGER failed writes, COW)
+    assert rep["variant"] == "hudi-1.1-blocking"
+    cfg = rep["config"]
+    assert (cfg["mode"], cfg["table_version"], cfg["failed_writes"], cfg["faults"]) == ("blocking", 6, "eager",
+                                                                                        ["lost-ack"])
+
+
+def test_broken_commit_eq_counterexample_replays_through_the_replay_command(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "hoodie_lab.cli", "explore", "--variant", "broken-commit-eq",
+                        "--writers", "1", "--checkpoints", "2", "--json", "--out", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    v = json.loads(r.stdout)["violation"]
+    assert v["invariant"] == "I11.subsume"
+    # the shortest way: one checkpoint whose ack commits only key 1, leaving key -1 buffered
+    assert [e["kind"] for e in v["events"]] == ["trigger-checkpoint", "request-instant", "snapshot-task",
+                                                "complete-checkpoint", "deliver-ack"]
+    assert v["replay"] == f"hoodie-lab replay {v['trace']}" and v["replay_reports"] == "I11.subsume"
+    header = json.loads(open(v["trace"]).readline())
+    assert header["driver"] == "explore" and header["config"]["commit_rule"] == "=="
+    rr = subprocess.run([sys.executable, "-m", "hoodie_lab.cli", "replay", v["trace"], "--json"],
+                        capture_output=True, text=True)
+    assert rr.returncode == 1, rr.stderr
+    again = json.loads(rr.stdout)["violation"]
+    assert again["invariant"] == "I11.subsume" and again["step"] == v["depth"] == 5
+
+
+@pytest.mark.parametrize("name", broken_variants())
+def test_every_broken_variant_yields_a_replayable_counterexample(name, tmp_path):
+    """Each broken variant, at a small bound with the faults it needs, gives a shortest counterexample
+    whose trace the replay driver reproduces (same invariant, same step unless judged after a drain)."""
+    from hoodie_lab.explore import SystemModel, explore
+    from hoodie_lab.replay import load_trace, replay, write_trace
+    from model.protocol.variants import VARIANTS
+
+    v = VARIANTS[name]
+    found = None
+    for writers in (1, 2):
+        cfg = v.config(parallelism=writers, max_checkpoints=2, faults=frozenset(v.faults_needed), max_crashes=1)
+        model = SystemModel(cfg)
+        res = explore(model, max_states=200_000)
+        if res.counterexample is not None:
+            found = (cfg, model, res.counterexample)
+            break
+    assert found is not None, f"{name}: no counterexample at 1-2 writers x 2 checkpoints"
+    cfg, model, ce = found
+    path = write_trace(tmp_path / "ce.jsonl", cfg, model.trace_events(ce), seed=0, driver="explore")
+    again = replay(load_trace(path))
+    assert not again.ok and again.violation.invariant == ce.property
+    if not again.at_end:
+        assert again.step == ce.depth
+
+
+def test_drained_counterexample_trace_includes_the_drain(tmp_path):
+    """A violation judged after draining (exactly-once) is written with the drain's events, starting
+    with stop-faults, so the replay judges the drained invariants at the end and agrees."""
+    from hoodie_lab.explore import SystemModel, explore
+    from hoodie_lab.replay import load_trace, replay, write_trace
+    from model.protocol import variant
+
+    class DrainOnly(SystemModel):
+        def properties(self):
+            return [p for p in super().properties() if p.name == "drained"]
+
+    cfg = variant("broken-commit-le", parallelism=1, max_checkpoints=2, faults=frozenset({"full-restart"}))
+    model = DrainOnly(cfg)
+    ce = explore(model).counterexample
+    assert ce is not None and ce.property == "exactly-once.drained"
+    events = model.trace_events(ce)
+    assert events[:ce.depth] == ce.actions and events[ce.depth].kind == "stop-faults"
+    again = replay(load_trace(write_trace(tmp_path / "d.jsonl", cfg, events, seed=0, driver="explore")))
+    assert again.at_end and again.violation.invariant == "exactly-once.drained"
+    # the rule is to blame: Hudi's rule '<' at the same bound drains clean
+    fixed = explore(DrainOnly(cfg.with_(commit_rule="<")))
+    assert fixed.complete and fixed.counterexample is None and fixed.settled_states > 0
+
+
+def test_an_enabled_event_the_system_refuses_is_a_violation():
+    """If enabled_events() lists an event that apply() then refuses, the explorer reports it (with the
+    shortest path to it) instead of crashing."""
+    from hoodie_lab.explore import Refused, SystemModel, explore
+    from model.protocol import DeliverAck, variant
+
+    class Lying(SystemModel):
+        def actions(self, s):
+            acts = list(s.enabled_events())
+            return acts + [DeliverAck(99)] if s.step_count == 2 else acts
+
+    res = explore(Lying(variant("hudi-1.1", parallelism=1, max_checkpoints=1, faults=frozenset())))
+    ce = res.counterexample
+    assert ce.property == "model.refused:deliver-ack.not-enabled" and ce.depth == 3
+    assert isinstance(ce.states[-1], Refused) and ce.actions[-1] == DeliverAck(99)
+
+
+def test_graph_of_a_tiny_bound(tmp_path, capsys):
+    png = tmp_path / "g.png"
+    rc, out, _ = run_cli(["explore", "--variant", "broken-commit-eq", "--writers", "1", "--checkpoints", "2",
+                          "--graph", str(png), "--out", str(tmp_path)], capsys)
+    assert rc == 1 and f"graph: {png}" in out
+    assert png.read_bytes().startswith(b"\x89PNG")
+    svg = tmp_path / "g.svg"
+    rc, out, _ = run_cli(["explore", "--writers", "1", "--checkpoints", "1", "--records", "2", "--faults",
+                          "lost-ack", "--graph", str(svg), "--json"], capsys)
+    assert rc == 0 and json.loads(out)["graph"] == str(svg) and b"<svg" in svg.read_bytes()[:2000]
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["--writers", "0"], "--writers: 0 is out of range; allowed 1..8"),
+    (["--checkpoints", "-1"], "--checkpoints: -1 is out of range; allowed 0..20"),
+    (["--crashes", "11"], "--crashes: 11 is out of range; allowed 0..10"),
+    (["--records", "101"], "--records: 101 is out of range"),
+    (["--max-states", "0"], "--max-states: 0 is out of range"),
+    (["--faults", "lost-ack,meteor"], "--faults: unknown fault 'meteor'; allowed: lost-ack, late-ack"),
+    (["--variant", "nope"], "--variant: unknown variant 'nope'; known: hudi-1.1"),
+    (["--writers", "3", "--graph", "g.png"], "--graph: only for tiny bounds; --writers is 3, allowed 0..2"),
+    (["--writers", "1", "--graph", "g.pdf"], "--graph: g.pdf: the file name must end in .png or .svg"),
+    (["--mode", "sync"], "argument --mode: invalid choice: 'sync'"),
+    (["--table-version", "9"], "argument --table-version: invalid choice: 9"),
+    (["--writers", "two"], "argument --writers: invalid int value: 'two'"),
+])
+def test_bad_bounds_exit_2_with_one_line(argv, names, capsys):
+    rc, out, err = run_cli(["explore", *argv], capsys)
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert names in err
+
+
+def test_bad_bound_through_the_real_command_line():
+    r = subprocess.run([sys.executable, "-m", "hoodie_lab.cli", "explore", "--writers", "0"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == "hoodie-lab explore: error: --writers: 0 is out of range; allowed 1..8"
+
+
+def test_graph_refuses_a_state_graph_too_big_to_draw(tmp_path, capsys, monkeypatch):
+    import hoodie_lab.commands.explore as cmd
+
+    monkeypatch.setattr(cmd, "GRAPH_MAX_STATES", 30)
+    rc, out, err = run_cli(["explore", "--writers", "1", "--checkpoints", "1", "--records", "2", "--faults",
+                            "lost-ack", "--graph", str(tmp_path / "g.png")], capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "--graph: the state graph has more than 30 states" in err
+    assert not (tmp_path / "g.png").exists()
+
+
+def test_max_states_reports_not_exhaustive(capsys):
+    rc, out, _ = run_cli(["explore", "--writers", "2", "--checkpoints", "2", "--max-states", "500"], capsys)
+    assert rc == 0 and "NOT exhaustive (stopped: max-states" in out and "500 distinct states" in out

@@ -1,0 +1,116 @@
+"""Protocol benchmarks: exhaustive exploration figures and the protocol property suites' run times.
+
+Run: ``python benchmarks/bench_protocol.py [--quick]``.
+
+1. Explores the Hudi 1.1 protocol (``hoodie-lab explore``'s engine) at the reference bound — 2 writers x
+   3 checkpoints, lost acks and one crash (task crash, coordinator crash or full restart) — and
+   prints distinct states, transitions, max depth, the time taken and distinct states per second, per
+   wall-clock second and per CPU second (the one-core figure; the machine is shared, so CPU time is
+   the fair measure). Target: the run is exhaustive with no violation and reaches >= 20,000 distinct
+   states per CPU second.
+2. Times each protocol property suite (``properties/test_protocol_*.py``) in the default Hypothesis
+   profile (``ci``), one pytest process per file, and prints its wall time and outcome.
+
+``--quick``: a smaller bound (2 writers x 2 checkpoints, lost acks and one task crash) and the suites
+are not run. Exit status 1 when a target is missed (not exhaustive, a violation, too slow, a suite
+failed), as ``benchmarks/run.py`` expects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TARGET_STATES_PER_CPU_SECOND = 20_000
+FULL_BOUND = dict(parallelism=2, max_checkpoints=3, max_crashes=1,
+                  faults=frozenset({"lost-ack", "task-crash", "coordinator-crash", "full-restart"}))
+QUICK_BOUND = dict(parallelism=2, max_checkpoints=2, max_crashes=1, faults=frozenset({"lost-ack", "task-crash"}))
+
+
+def bench_explore(bound: dict, max_states: int) -> dict:
+    from hoodie_lab.explore import SystemModel, explore
+    from model.protocol import variant
+
+    cfg = variant("hudi-1.1", **bound)
+    model = SystemModel(cfg)
+    last = [time.monotonic()]
+
+    def progress(res, queue):
+        if time.monotonic() - last[0] >= 15:
+            last[0] = time.monotonic()
+            print(f"  ... {res.states:,} states, frontier {queue:,}, {res.states_per_cpu_second:,.0f} states/CPU-s",
+                  file=sys.stderr, flush=True)
+
+    res = explore(model, max_states=max_states, progress=progress, compact=True)
+    sys.stdout.flush()
+    faults = ",".join(sorted(cfg.faults))
+    print(f"explore hudi-1.1, {cfg.parallelism} writers x {cfg.max_checkpoints} checkpoints, {cfg.records} records/split, "
+          f"buffer {cfg.buffer_size}, faults {faults}, crashes <= {cfg.max_crashes}")
+    print(f"  distinct states        {res.states:>12,}")
+    print(f"  transitions            {res.transitions:>12,}")
+    print(f"  max depth              {res.max_depth:>12,}")
+    print(f"  terminal states        {res.terminal_states:>12,}")
+    print(f"  drained checks         {model.drains:>12,}")
+    print(f"  wall / CPU seconds     {res.elapsed:>12.2f} / {res.cpu:.2f}")
+    print(f"  peak memory (RSS)      {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:>12,.0f} MB")
+    print(f"  states per second      {res.states_per_second:>12,.0f} wall, {res.states_per_cpu_second:,.0f} per CPU "
+          f"second (target >= {TARGET_STATES_PER_CPU_SECOND:,})")
+    ce = res.counterexample
+    print(f"  outcome                {'exhaustive' if res.complete else 'NOT exhaustive: ' + res.stop_reason}, "
+          f"{'no violation' if ce is None else 'VIOLATION ' + ce.property + ': ' + ce.detail}")
+    return {"states": res.states, "transitions": res.transitions, "max_depth": res.max_depth,
+            "elapsed_s": res.elapsed, "cpu_s": res.cpu, "states_per_second": res.states_per_second,
+            "states_per_cpu_second": res.states_per_cpu_second, "complete": res.complete,
+            "violation": None if ce is None else ce.property}
+
+
+def bench_suites() -> list[tuple[str, int, float]]:
+    suites = sorted((ROOT / "properties").glob("test_protocol_*.py"))
+    if not suites:
+        print("protocol property suites: none found (properties/test_protocol_*.py)")
+        return []
+    env = dict(os.environ)
+    env.pop("HYPOTHESIS_PROFILE", None)  # the default profile (ci)
+    out = []
+    print("protocol property suites (default profile 'ci'):")
+    for path in suites:
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path.relative_to(ROOT))],
+                           cwd=ROOT, env=env, capture_output=True, text=True)
+        secs = time.perf_counter() - t0
+        tail = (r.stdout.strip().splitlines() or ["(no output)"])[-1]
+        print(f"  {path.name:40s} {secs:7.1f} s   {tail}")
+        out.append((path.name, r.returncode, secs))
+    print(f"  {'total':40s} {sum(s for _, _, s in out):7.1f} s")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller bound, property suites not run")
+    ap.add_argument("--max-states", type=int, default=5_000_000, help="safety cap on distinct states")
+    args = ap.parse_args(argv)
+    fig = bench_explore(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states)
+    ok = fig["complete"] and fig["violation"] is None
+    fast = fig["states_per_cpu_second"] >= TARGET_STATES_PER_CPU_SECOND
+    if not fast:
+        print(f"  TARGET MISSED: {fig['states_per_cpu_second']:,.0f} < {TARGET_STATES_PER_CPU_SECOND:,} distinct "
+              f"states per CPU second")
+    suites_ok = True
+    if args.quick:
+        print("protocol property suites: skipped (--quick)")
+    else:
+        suites_ok = all(rc == 0 for _, rc, _ in bench_suites())
+    return 0 if ok and fast and suites_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

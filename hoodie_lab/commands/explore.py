@@ -1,0 +1,309 @@
+"""``hoodie-lab explore``: bounded exhaustive exploration of the writer–coordinator protocol.
+
+Visits every interleaving of the protocol's events (normal steps and the enabled faults) up to the
+bound, breadth first, checking the step invariants in every state and the drained invariants
+(exactly-once, liveness) where the run can settle. Reports distinct states, transitions, max
+depth and states per second, and the shortest counterexample, written as a replayable trace.
+Exit status: 0 no violation, 1 a violation was found, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+from ..errors import UserError
+
+#: Allowed ranges of the bound arguments (inclusive).
+RANGES = {
+    "--writers": (1, 8),
+    "--checkpoints": (0, 20),
+    "--crashes": (0, 10),
+    "--records": (0, 100),
+    "--buffer-size": (1, 100),
+    "--max-states": (1, 1_000_000_000),
+}
+#: --graph draws at most this many states, and only for bounds at most this big.
+GRAPH_MAX_STATES = 500
+GRAPH_BOUNDS = {"--writers": 2, "--checkpoints": 2, "--records": 4, "--crashes": 1}
+DEFAULT_MAX_STATES = 5_000_000
+CRASH_FAULTS = frozenset({"task-crash", "coordinator-crash", "full-restart"})
+DEFAULT_OUT = "out/explore"
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "explore", help="exhaustively explore the writer-coordinator protocol up to a bound",
+        description=__doc__.splitlines()[0] + " Unspecified design options come from --variant "
+        "(default hudi-1.1; --mode blocking without --variant means hudi-1.1-blocking).")
+    p.add_argument("--variant", metavar="NAME", help="named protocol variant (default hudi-1.1)")
+    p.add_argument("--writers", type=int, default=2, metavar="W", help="writer tasks (1-8, default 2)")
+    p.add_argument("--checkpoints", type=int, default=2, metavar="C",
+                   help="checkpoints that may be triggered (0-20, default 2)")
+    p.add_argument("--faults", metavar="LIST",
+                   help="comma-separated faults: lost-ack, late-ack, abort, task-crash, coordinator-crash, "
+                        "full-restart; 'none' or 'all' (default: the faults the variant needs to show its "
+                        "break; none for correct variants)")
+    p.add_argument("--crashes", type=int, default=1, metavar="N",
+                   help="crash-like faults per run (task-crash, coordinator-crash, full-restart; 0-10, default 1)")
+    p.add_argument("--mode", choices=("blocking", "async"), help="instant generation (default: the variant's)")
+    p.add_argument("--table-version", type=int, choices=(6, 8), help="table version (default: the variant's)")
+    p.add_argument("--records", type=int, metavar="R", help="records per source split (0-100, default: the variant's)")
+    p.add_argument("--buffer-size", type=int, metavar="B",
+                   help="records per writer buffer before an eager flush (1-100, default: the variant's)")
+    p.add_argument("--max-states", type=int, default=None, metavar="N",
+                   help=f"stop after N distinct states (the run is then NOT exhaustive; default {DEFAULT_MAX_STATES:,})")
+    p.add_argument("--drain", choices=("settled", "every", "off"), default="settled",
+                   help="where exactly-once/liveness are judged after draining: states where only faults are "
+                        "enabled (default), every state (slower), or nowhere")
+    p.add_argument("--exact", action="store_true",
+                   help="keep whole state fingerprints instead of 64-bit hashes (no collision risk, ~3x memory)")
+    p.add_argument("--graph", metavar="FILE", help="draw the state graph (tiny bounds only) to FILE (.png or .svg)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+                   help=f"directory for the counterexample trace (default {DEFAULT_OUT})")
+    p.set_defaults(func=run)
+
+
+# --------------------------------------------------------------------------- arguments -> config
+def _check_range(name: str, value) -> None:
+    if value is None:
+        return
+    lo, hi = RANGES[name]
+    if not lo <= value <= hi:
+        raise UserError(f"{name}: {value} is out of range; allowed {lo}..{hi:,}")
+
+
+def parse_faults(text: str | None, default: tuple) -> frozenset:
+    from model.protocol import FAULTS
+
+    if text is None:
+        return frozenset(default)
+    items = [f.strip() for f in text.split(",") if f.strip()]
+    if items in ([], ["none"]):
+        return frozenset()
+    if items == ["all"]:
+        return frozenset(FAULTS)
+    unknown = [f for f in items if f not in FAULTS]
+    if unknown:
+        raise UserError(f"--faults: unknown fault {unknown[0]!r}; allowed: {', '.join(FAULTS)}, none, all")
+    return frozenset(items)
+
+
+def build_config(args):
+    """The ProtocolConfig the arguments describe, and the variant name it starts from."""
+    from model.protocol import VARIANTS
+
+    for name in RANGES:
+        _check_range(name, getattr(args, name[2:].replace("-", "_"), None))
+    name = args.variant
+    if name is None:
+        name = "hudi-1.1-blocking" if args.mode == "blocking" else "hudi-1.1"
+    if name not in VARIANTS:
+        raise UserError(f"--variant: unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    v = VARIANTS[name]
+    overrides = {
+        "parallelism": args.writers,
+        "max_checkpoints": args.checkpoints,
+        "max_crashes": args.crashes,
+        "faults": parse_faults(args.faults, v.faults_needed),
+    }
+    for arg, field in (("mode", "mode"), ("table_version", "table_version"), ("records", "records"),
+                       ("buffer_size", "buffer_size")):
+        value = getattr(args, arg)
+        if value is not None:
+            overrides[field] = value
+    try:
+        return name, v.config(**overrides)
+    except ValueError as exc:  # a combination the config refuses
+        raise UserError(f"--variant {name}: {exc}") from None
+
+
+def _check_graph_args(args, cfg) -> None:
+    if not args.graph:
+        return
+    ext = Path(args.graph).suffix.lower()
+    if ext not in (".png", ".svg"):
+        raise UserError(f"--graph: {args.graph}: the file name must end in .png or .svg")
+    actual = {"--writers": cfg.parallelism, "--checkpoints": cfg.max_checkpoints, "--records": cfg.records,
+              "--crashes": cfg.max_crashes if cfg.faults & CRASH_FAULTS else 0}
+    for name, limit in GRAPH_BOUNDS.items():
+        if actual[name] > limit:
+            raise UserError(f"--graph: only for tiny bounds; {name} is {actual[name]}, allowed 0..{limit} with --graph")
+
+
+# --------------------------------------------------------------------------- traces
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "violation"
+
+
+# --------------------------------------------------------------------------- progress
+class _Progress:
+    """Progress on stderr: a live rich line on a terminal, else a plain line every 10 seconds."""
+
+    def __init__(self):
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.live = None
+        self.last_line = time.monotonic()
+        if self.console.is_terminal:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self.live = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                 console=self.console, transient=True)
+            self.task = self.live.add_task("exploring", total=None)
+            self.live.start()
+
+    def __call__(self, res, queue: int) -> None:
+        text = (f"{res.states:,} states, {res.transitions:,} transitions, depth {res.max_depth}, "
+                f"frontier {queue:,}, {res.states_per_second:,.0f} states/s")
+        if self.live is not None:
+            self.live.update(self.task, description=text)
+        elif time.monotonic() - self.last_line >= 10:
+            self.last_line = time.monotonic()
+            self.console.print(f"explore: {text}", highlight=False, soft_wrap=True)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+
+# --------------------------------------------------------------------------- run
+def run(args) -> int:
+    from ..explore import SystemModel, draw_graph, explore
+
+    name, cfg = build_config(args)
+    _check_range("--max-states", args.max_states)
+    _check_graph_args(args, cfg)
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out: {out_dir} exists and is not a directory")
+    max_states = args.max_states or DEFAULT_MAX_STATES
+    if args.graph:
+        max_states = min(max_states, GRAPH_MAX_STATES + 1)
+
+    model = SystemModel(cfg, drain_check=args.drain)
+    progress = _Progress()
+    try:
+        res = explore(model, max_states=max_states, record_graph=bool(args.graph), progress=progress,
+                      compact=not args.exact)
+    finally:
+        progress.close()
+    if args.graph and res.states > GRAPH_MAX_STATES:
+        raise UserError(f"--graph: the state graph has more than {GRAPH_MAX_STATES} states at this bound; "
+                        f"lower --records, --checkpoints, --writers or --faults")
+
+    report = _report(name, cfg, model, res, args)
+    ce = res.counterexample
+    if ce is not None:
+        from ..replay import load_trace, replay, write_trace
+
+        path = out_dir / f"explore-{_slug(name)}-{_slug(ce.property)}.jsonl"
+        events = model.trace_events(ce)
+        try:
+            write_trace(path, cfg, events, seed=model.seed, driver="explore", variant=name,
+                        note=f"shortest counterexample for {ce.property} found by hoodie-lab explore")
+        except OSError as exc:
+            raise UserError(f"--out: cannot write {path} ({exc.strerror})") from None
+        report["violation"].update(trace=str(path), replay=f"hoodie-lab replay {path}",
+                                   trace_events=len(events))
+        # Self-check: the replay of the trace must report a violation too (and normally the same one).
+        try:
+            again = replay(load_trace(path), source_name=str(path))
+            report["violation"]["replay_reports"] = None if again.ok else again.violation.invariant
+        except UserError as exc:  # the model refused an event of the trace
+            report["violation"]["replay_reports"] = f"error: {exc}"
+    if args.graph:
+        title = (f"{name}: {cfg.parallelism} writer(s), {cfg.max_checkpoints} checkpoint(s), faults "
+                 f"{','.join(sorted(cfg.faults)) or 'none'} — {res.states} states, {res.transitions} transitions"
+                 + ("" if res.complete else " (search stopped at the first violation)"))
+        try:
+            Path(args.graph).parent.mkdir(parents=True, exist_ok=True)
+            draw_graph(res, args.graph, title=title)
+        except OSError as exc:
+            raise UserError(f"--graph: cannot write {args.graph} ({exc.strerror})") from None
+        report["graph"] = args.graph
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print_text(report, ce, model)
+    return 1 if ce is not None else 0
+
+
+def _describe_config(cfg) -> str:
+    faults = ", ".join(f for f in ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash",
+                                   "full-restart") if f in cfg.faults) or "none"
+    return (f"{cfg.mode}, tv{cfg.table_version}, {cfg.failed_writes}, commit rule '{cfg.commit_rule}'; "
+            f"{cfg.parallelism} writer(s), {cfg.max_checkpoints} checkpoint(s), {cfg.records} record(s)/split, "
+            f"buffer {cfg.buffer_size}; faults: {faults}"
+            + (f"; crashes <= {cfg.max_crashes}" if cfg.faults & CRASH_FAULTS else ""))
+
+
+def _report(name, cfg, model, res, args) -> dict:
+    ce = res.counterexample
+    rep = {
+        "variant": name,
+        "config": cfg.to_dict(),
+        "states": res.states,
+        "transitions": res.transitions,
+        "max_depth": res.max_depth,
+        "terminal_states": res.terminal_states,
+        "drained_checks": model.drains,
+        "drain": args.drain,
+        "fingerprints": "exact" if args.exact else "64-bit hashes",
+        "collision_probability": 0.0 if args.exact else res.states * res.states / 2.0 ** 65,
+        "elapsed_s": round(res.elapsed, 3),
+        "cpu_s": round(res.cpu, 3),
+        "states_per_second": round(res.states_per_second, 1),
+        "states_per_cpu_second": round(res.states_per_cpu_second, 1),
+        "complete": res.complete,
+        "stop_reason": res.stop_reason,
+        "violation": None,
+    }
+    if ce is not None:
+        rep["violation"] = {
+            "invariant": ce.property,
+            "detail": ce.verdict.detail if ce.verdict is not None else ce.detail,
+            "depth": ce.depth,
+            "events": [ev.to_dict() for ev in ce.actions],
+        }
+    return rep
+
+
+def _print_text(rep: dict, ce, model) -> None:
+    from model.protocol import ProtocolConfig
+
+    cfg = ProtocolConfig.from_dict(rep["config"])
+    print(f"explore {rep['variant']}: {_describe_config(cfg)}")
+    print(f"  {rep['states']:,} distinct states, {rep['transitions']:,} transitions, max depth {rep['max_depth']}, "
+          f"{rep['terminal_states']:,} terminal states, {rep['drained_checks']:,} drained checks ({rep['drain']})")
+    print(f"  {rep['elapsed_s']:.2f} s: {rep['states_per_second']:,.0f} states/s "
+          f"({rep['states_per_cpu_second']:,.0f} per CPU second); fingerprints: {rep['fingerprints']}"
+          + ("" if rep["fingerprints"] == "exact" else f" (collision probability < {max(rep['collision_probability'], 1e-12):.0e})"))
+    if ce is None:
+        if rep["complete"]:
+            print("  exhaustive: every state within the bound visited; no invariant violated")
+        else:
+            print(f"  NOT exhaustive (stopped: {rep['stop_reason']}; raise --max-states or lower the bound); "
+                  "no invariant violated in the states visited")
+        if rep.get("graph"):
+            print(f"  graph: {rep['graph']}")
+        return
+    v = rep["violation"]
+    print(f"  VIOLATED {v['invariant']} at depth {v['depth']} (a shortest counterexample): {v['detail']}")
+    for i, ev in enumerate(ce.actions, start=1):
+        print(f"    {i:3d}. {ev}")
+    extra = v["trace_events"] - len(ce.actions)
+    if extra:
+        print(f"    ... then drain: {extra} event(s) (faults stop, checkpoints run with delivered acks)")
+    if rep.get("graph"):
+        print(f"  graph: {rep['graph']}")
+    again = v.get("replay_reports")
+    if again != v["invariant"]:
+        print(f"  NOTE: replaying the trace reports {again or 'no violation'} (the explorer found {v['invariant']})")
+    print(f"  trace: {v['trace']}")
+    print(f"  replay: {v['replay']}")
