@@ -9,6 +9,7 @@ from collections import deque
 
 import pytest
 
+from hoodie_lab.cli import main as cli_main
 from hoodie_lab.explore import Model, Property, draw_graph, explore
 from model.invariants import Verdict
 
@@ -232,7 +233,6 @@ def test_graph_drawing(tmp_path, ext):
 
 
 # --------------------------------------------------------------------------- the protocol System
-from hoodie_lab.cli import main as cli_main  # noqa: E402
 
 TINY = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "all", "--crashes", "1"]
 
