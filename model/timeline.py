@@ -16,6 +16,7 @@ in which actions exist (``clustering`` is layout 2 only).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Iterator
 
 from .errors import TimelineError
@@ -32,6 +33,12 @@ from .instant import (
 )
 
 LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
+
+
+@lru_cache(maxsize=65536)
+def _key_of(requested_time: str, action: Action) -> InstantKey:
+    """``InstantKey.of`` memoised: the same few identities are looked up on every step of a run."""
+    return InstantKey.of(requested_time, Action(action))
 
 
 def layout_for_version(table_version: int) -> int:
@@ -246,6 +253,11 @@ class Timeline:
         action = Action(action)
         return sorted(r.requested_time for r in self._records.values()
                       if r.action is action and State.COMPLETED not in r.states)
+
+    def state_of(self, requested_time: str, action: Action) -> State | None:
+        """Visible state of one instant, or None when absent (no Instant object: hot path)."""
+        rec = self._records.get(_key_of(requested_time, action))
+        return None if rec is None else max(rec.states)
 
     def state_signature(self) -> tuple:
         """A hashable (requested time, visible state) summary, for state hashing in exploration."""

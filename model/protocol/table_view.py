@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable, NamedTuple, Protocol
 
-from ..instant import Action, format_millis
+from ..instant import Action, State, format_millis
 from ..timeline import Timeline
 
 #: 2025-01-01T00:00:00Z, the epoch of the model's logical clock (as in model.truetime).
@@ -111,7 +111,8 @@ class Table:
     """Timeline + commit metadata + heartbeats of one data table (see module docstring)."""
 
     __slots__ = ("action", "timeline", "_owned", "metadata", "heartbeats", "clock",
-                 "commit_log", "rollbacks", "observations", "last_key", "_fp", "_pending", "_own_meta", "_own_clock")
+                 "commit_log", "rollbacks", "observations", "last_key", "_fp", "_pending", "_own_meta", "_own_clock",
+                 "_dups")
 
     def __init__(self, table_version: int = 8, action: str = "deltacommit",
                  time_source: TimeSource | None = None):
@@ -132,6 +133,7 @@ class Table:
         #: key of the last commit (monitor of I11 ascending commit order)
         self.last_key: int | None = None
         self._fp = None       # cached fingerprint of timeline + metadata (None: stale)
+        self._dups = None     # cached duplicated_offsets() (None: stale; depends on metadata only)
         self._pending = None  # cached pending data instants (None: stale)
         self._own_meta = True
         self._own_clock = True
@@ -152,6 +154,7 @@ class Table:
         t.observations = self.observations
         t.last_key = self.last_key
         t._fp = self._fp
+        t._dups = self._dups
         t._pending = self._pending
         return t
 
@@ -168,6 +171,7 @@ class Table:
             self.metadata = dict(self.metadata)
             self._own_meta = True
         self._fp = None
+        self._dups = None
         return self.metadata
 
     def _time(self, kind: str) -> str:
@@ -181,13 +185,12 @@ class Table:
 
     # -------------------------------------------------------------- queries
     def is_completed(self, instant: str) -> bool:
-        i = self.timeline.get(instant, self.action)
-        return i is not None and i.is_completed
+        return self.timeline.state_of(instant, self.action) is State.COMPLETED
 
     def is_pending(self, instant: str) -> bool:
         """``filterPendingExcludingCompaction().containsInstant``."""
-        i = self.timeline.get(instant, self.action)
-        return i is not None and i.is_pending
+        st = self.timeline.state_of(instant, self.action)
+        return st is not None and st is not State.COMPLETED
 
     def pending_instants(self) -> list[str]:
         """Pending data instants, ascending (``filterPendingExcludingCompaction``)."""
@@ -276,6 +279,20 @@ class Table:
         return done
 
     # ------------------------------------------------------------ reader view
+    def duplicated_offsets(self) -> tuple:
+        """``(split, offset)`` pairs committed more than once, ascending. Commit metadata holds
+        the statuses of completed instants only, so this reads it directly; cached until the
+        metadata changes (the exactly-once check runs after every step of an exploration)."""
+        if self._dups is None:
+            seen, dups = set(), set()
+            for statuses in self.metadata.values():
+                for s in statuses:
+                    for o in range(s.start, s.end):
+                        k = (s.task, o)
+                        (dups if k in seen else seen).add(k)
+            self._dups = tuple(sorted(dups))
+        return self._dups
+
     def committed_statuses(self) -> list[WriteStatus]:
         """Write statuses of completed instants, in completion order (what readers see)."""
         out: list[WriteStatus] = []
