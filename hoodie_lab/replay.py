@@ -77,6 +77,11 @@ def replay(trace: Trace, source_name: str = "trace") -> ReplayResult:
     """Apply every event; stop at the first violated invariant."""
     system = System(trace.config, seed=trace.seed or 0)
     result = ReplayResult(trace, 0, system=system)
+    verdicts = check_step(system)  # a configuration can break an invariant before any event (step 0)
+    bad = [v for v in verdicts if not v.holds]
+    if bad:
+        result.violation, result.step, result.event, result.verdicts = bad[0], 0, "the initial state", verdicts
+        return result
     for i, ev in enumerate(trace.events):
         step = i + 1
         try:

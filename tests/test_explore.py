@@ -256,10 +256,9 @@ def correct_variants():
 def broken_variants():
     from model.protocol.variants import BROKEN
 
-    # async-eager breaks I14 in the initial state (a configuration-level violation): the
-    # counterexample has no events, and the replay driver only judges states after an event.
-    known_gap = pytest.mark.xfail(strict=True, reason="replay does not check the initial state (depth-0 violation)")
-    return [pytest.param(n, marks=known_gap) if n == "async-eager" else n for n in BROKEN]
+    # async-eager breaks I14 in the initial state (a configuration-level violation): its
+    # counterexample has no events, and replay judges the initial state as step 0.
+    return list(BROKEN)
 
 
 @pytest.mark.parametrize("name", correct_variants())
