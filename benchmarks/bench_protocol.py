@@ -99,7 +99,7 @@ def bench_suites() -> list[tuple[str, int, float]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller bound, property suites not run")
-    ap.add_argument("--max-states", type=int, default=5_000_000, help="safety cap on distinct states")
+    ap.add_argument("--max-states", type=int, default=20_000_000, help="safety cap on distinct states")
     args = ap.parse_args(argv)
     fig = bench_explore(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states)
     ok = fig["complete"] and fig["violation"] is None

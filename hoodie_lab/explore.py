@@ -31,6 +31,7 @@ This module is a driver (it reads the wall clock to report states per second), s
 
 from __future__ import annotations
 
+import textwrap
 import gc
 import operator
 import time
@@ -481,7 +482,7 @@ def draw_graph(result: ExploreResult, path: str, *, title: str = "") -> None:
     for name, colour in legend:
         ax.scatter([], [], c=colour, label=name, edgecolors="black", linewidths=0.3)
     ax.legend(loc="upper left", fontsize=7, frameon=False)
-    ax.set_title(title or f"{n} states, {g.number_of_edges()} edges (BFS depth left to right)", fontsize=9)
+    ax.set_title(textwrap.fill(title or f"{n} states, {g.number_of_edges()} edges (BFS depth left to right)", width=max(40, int(width * 11))), fontsize=9)
     ax.set_axis_off()
     fig.tight_layout()
     fig.savefig(path)

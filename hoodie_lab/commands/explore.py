@@ -28,7 +28,7 @@ RANGES = {
 #: --graph draws at most this many states, and only for bounds at most this big.
 GRAPH_MAX_STATES = 500
 GRAPH_BOUNDS = {"--writers": 2, "--checkpoints": 2, "--records": 4, "--crashes": 1}
-DEFAULT_MAX_STATES = 5_000_000
+DEFAULT_MAX_STATES = 20_000_000  # the 2 x 3 bound with lost acks and one crash has 13.3 million
 CRASH_FAULTS = frozenset({"task-crash", "coordinator-crash", "full-restart"})
 DEFAULT_OUT = "out/explore"
 
