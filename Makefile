@@ -24,7 +24,7 @@ test: install
 	@$(WITH_ENV) $(BIN)/python -m pytest -q -m "not slow" --timeout=900
 
 deep: install
-	@$(WITH_ENV) HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q properties -m "not slow or deep" --timeout=0
+	@$(WITH_ENV) HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q properties --timeout=0
 
 bench: install
 	@$(WITH_ENV) $(BIN)/python benchmarks/run.py
