@@ -97,6 +97,11 @@ def main(argv=None) -> int:
     for r in rows:
         print(f"{r['what']:24s} {r['latency_ms']:11d} ms {r['rps']:10.0f} {r['p50']:9.3f}s {r['p95']:9.3f}s "
               f"{r['seconds']:6.1f}s")
+    if 0 in latencies:
+        from sim.pipeline_twin import compare
+
+        print("\nsimulation (sim.pipeline_twin, W calibrated at L=0) vs measured async/blocking ratio:")
+        compare(rows, records, batches)  # within +-20 % is the target
     top = max(latencies)
     p50 = {r["what"].split()[0]: r["p50"] for r in rows if r["latency_ms"] == top and r["what"] != "plain Spark parquet"}
     ok = p50["async"] < p50["blocking"]

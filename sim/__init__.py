@@ -15,7 +15,9 @@ never restates a protocol rule.
 * :mod:`sim.experiments` -- :func:`sim.experiments.run_named` (results table + plots; ``make demo`` uses
   ``run_named("blocking-vs-async", out_dir, seed, quick=True, grid=False)``) and the sweep grid as
   independent tasks (:func:`sim.experiments.grid_tasks`, :func:`sim.experiments.run_task`);
-* :mod:`sim.plots` -- the figures (PNG + SVG).
+* :mod:`sim.plots` -- the figures (PNG + SVG);
+* :mod:`sim.pipeline_twin` -- the PySpark pipeline's regime (one writer, back-to-back micro-batches,
+  commit-side latency) on the same model, predicting the pipeline's async/blocking ratio.
 
 CLI: ``hoodie-lab simulate EXPERIMENT`` and ``hoodie-lab sweep EXPERIMENT [--master URL]``.
 """
