@@ -215,26 +215,16 @@ def explore(
     if pause_gc:
         gc.disable()
     try:
-        return _explore(model, max_states=max_states, max_depth=max_depth, stop_on_violation=stop_on_violation,
-                        record_graph=record_graph, progress=progress, progress_every=progress_every,
-                        compact=compact)
+        return _explore(model, max_states, max_depth, stop_on_violation, record_graph, progress,
+                        progress_every, compact)
     finally:
         if pause_gc and was_enabled:
             gc.enable()
 
 
-def _explore(
-    model: Model,
-    *,
-    max_states: int | None = None,
-    max_depth: int | None = None,
-    stop_on_violation: bool = True,
-    record_graph: bool = False,
-    progress: Callable[[ExploreResult, int], None] | None = None,
-    progress_every: int = 4096,
-    compact: bool = False,
-) -> ExploreResult:
-    """The search itself; see :func:`explore` for the options."""
+def _explore(model: Model, max_states, max_depth, stop_on_violation, record_graph, progress, progress_every,
+             compact) -> ExploreResult:
+    """The search itself, with the collector already paused; see :func:`explore` for the options."""
     props = list(model.properties())
     always = [p for p in props if p.kind == ALWAYS]
     sometimes = [p for p in props if p.kind == SOMETIMES]

@@ -78,7 +78,7 @@ from model.timeline import Timeline
 
 from . import basefile, logfile
 from .schema import (COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY,
-                     avro_schema, avro_schema_json, data_schema, full_schema)
+                     _avro_type, avro_schema, avro_schema_json, data_schema, full_schema)
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"
@@ -187,19 +187,15 @@ def _partition_value_str(v: Any) -> str:
 
 
 def _ordering_branch(t: pa.DataType) -> str:
-    if pa.types.is_integer(t):
-        return "long" if pa.types.is_int64(t) else "int"
-    if pa.types.is_float32(t):
-        return "float"
-    if pa.types.is_floating(t):
-        return "double"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "string"
-    if pa.types.is_date32(t):
-        return "int"
+    """The Avro primitive an ordering value is encoded as: the column's own Avro type
+    (:func:`schema._avro_type`, logical types reduced to their primitive), for types with an order."""
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_date32(t) or pa.types.is_timestamp(t)):
+        raise UserError(f"ordering field: type {t} is not supported (integers, floats, strings, dates, timestamps)")
     if pa.types.is_timestamp(t):
-        return "long"
-    raise UserError(f"ordering field: type {t} is not supported (integers, floats, strings, dates, timestamps)")
+        return "long"  # any unit or zone: the stored integer orders the values
+    avro = _avro_type(pa.field("ordering", t))
+    return avro["type"] if isinstance(avro, dict) else avro
 
 
 def _ordering_value(v: Any) -> Any:
