@@ -84,6 +84,7 @@ class Timeline:
         self.layout = layout_for_version(table_version)
         self._records: dict[InstantKey, _Record] = {}
         self._restores: set[InstantKey] = set()  # restore instants, so the I5 guard needs no scan
+        self._pending: set[InstantKey] = set()   # instants not completed, so pending queries need no scan
 
     # ------------------------------------------------------------------ helpers
     def _key(self, requested_time: str, action: Action) -> InstantKey:
@@ -100,6 +101,7 @@ class Timeline:
         for k, r in self._records.items():
             other._records[k] = _Record(r.requested_time, r.action, set(r.states), r.completion_time)
         other._restores = set(self._restores)
+        other._pending = set(self._pending)
         return other
 
     # --------------------------------------------------------------- operations
@@ -126,6 +128,8 @@ class Timeline:
         self._records[key] = rec
         if action is Action.RESTORE:
             self._restores.add(key)
+        if State.COMPLETED not in states:
+            self._pending.add(key)
         return rec.view()
 
     def create(self, requested_time: str, action: Action, *, allow_during_restore: bool = False) -> Instant:
@@ -157,6 +161,7 @@ class Timeline:
         self._records[key] = rec
         if action is Action.RESTORE:
             self._restores.add(key)
+        self._pending.add(key)
         return rec.view()
 
     def transition_to_inflight(self, requested_time: str, action: Action) -> Instant:
@@ -189,6 +194,7 @@ class Timeline:
                                 f"completion time {completion_time} is not after requested time {requested_time}")
         rec.states.add(State.COMPLETED)
         rec.completion_time = completion_time
+        self._pending.discard(self._key(requested_time, action))
         return rec.view()
 
     def revert_inflight_to_requested(self, requested_time: str, action: Action) -> Instant:
@@ -209,6 +215,7 @@ class Timeline:
             raise TimelineError("I3.revert", f"{rec.view()} is not completed")
         rec.states = {State.INFLIGHT} if rec.action in STARTS_INFLIGHT else {State.REQUESTED, State.INFLIGHT}
         rec.completion_time = None
+        self._pending.add(self._key(requested_time, action))
         return rec.view()
 
     def delete(self, requested_time: str, action: Action, *, allow_completed: bool = False) -> Instant:
@@ -223,6 +230,7 @@ class Timeline:
         key = self._key(requested_time, action)
         del self._records[key]
         self._restores.discard(key)
+        self._pending.discard(key)
         return rec.view()
 
     # ------------------------------------------------------------------ queries
@@ -251,8 +259,8 @@ class Timeline:
     def pending_times(self, action: Action) -> list[str]:
         """Requested times of pending instants of one action, ascending (no Instant objects: hot path)."""
         action = Action(action)
-        return sorted(r.requested_time for r in self._records.values()
-                      if r.action is action and State.COMPLETED not in r.states)
+        records = self._records
+        return sorted(r.requested_time for r in map(records.__getitem__, self._pending) if r.action is action)
 
     def state_of(self, requested_time: str, action: Action) -> State | None:
         """Visible state of one instant, or None when absent (no Instant object: hot path)."""

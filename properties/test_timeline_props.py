@@ -271,6 +271,11 @@ class TimelineMachine(RuleBasedStateMachine):
             assert i.completion_time == sh["completion"], f"I2: {i} completion {i.completion_time} != {sh['completion']}"
             if i.is_completed:
                 assert i.shown_action is COMPLETED_ACTION.get(sh["action"], sh["action"]), f"I4: {i}"
+        for action in {sh["action"] for sh in self.shadow.values()}:
+            want = sorted(k.requested_time for k, sh in self.shadow.items()
+                          if sh["action"] is action and self._state(sh) is not State.COMPLETED)
+            got = self.tl.pending_times(action)
+            assert got == want, f"pending-times: {action.value} pending {got}, shadow {want}"
 
     @invariant()
     def completes_once(self):
@@ -312,7 +317,17 @@ class _NoCompletionOrderTimeline(Timeline):
             raise TimelineError("I3.legal-transition", f"{rec.view()} is not inflight")
         rec.states.add(State.COMPLETED)
         rec.completion_time = completion_time
+        self._pending.discard(self._key(requested_time, action))
         return rec.view()
+
+
+class _StalePendingTimeline(Timeline):
+    """Broken timeline: complete() forgets to take the instant out of the pending index."""
+
+    def complete(self, requested_time, action, completion_time):
+        view = super().complete(requested_time, action, completion_time)
+        self._pending.add(self._key(requested_time, action))
+        return view
 
 
 class _CompletesTwiceTimeline(Timeline):
@@ -365,6 +380,7 @@ BROKEN = {
                         ("I3.complete-once",)),
     "inflight from any state": (_machine(TimelineMachine, timeline_class=_SkipsInflightTimeline),
                                 ("I3.legal-transition",)),
+    "stale pending index": (_machine(TimelineMachine, timeline_class=_StalePendingTimeline), ("pending-times",)),
     "lowest visible state": (_machine(TimelineMachine, timeline_class=_LowestStateTimeline),
                              ("I3.visible-state", "I3.legal-transition", "I3.complete-once", "I3.revert")),
 }

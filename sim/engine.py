@@ -82,6 +82,7 @@ from model.protocol import (
 )
 from model.truetime import Clock, Lock, SkewAdjustingTimeGenerator, TimeGeneratorConfig
 
+from .loop import run_counted
 from .fluid import Source, StorageLatency, consumed, time_to_consume
 from .metrics import RunMetrics
 
@@ -237,15 +238,17 @@ class StreamSim:
         self._pending_n = -1
 
     # ------------------------------------------------------------------ model access
-    def apply(self, ev) -> None:
+    def apply(self, ev, checked: bool = True) -> None:
         """Apply one protocol event, with a planned crash right before or after it.
+
+        ``checked=False``: the caller has just seen ``is_enabled(ev)`` hold (the model skips its guard).
 
         A crash runs synchronously (the model's failover is one atomic action). Raises :class:`_Crash` when
         the calling writer was restarted by it, or when a "before" crash disabled the event; otherwise the
         caller carries on (the checkpoint and ack processes re-read the model's state)."""
         plan = self.crash_plan
         if plan is None:  # fast path: no planned crash left (step counts only matter for one)
-            self.system.apply(ev)
+            self.system.apply(ev, check=checked)
             self.events.append(ev)
             if not self._defer and len(self.system.table.commit_log) != self._commit_log_len:
                 self._on_commits()
@@ -326,19 +329,12 @@ class StreamSim:
             w.x = x
         w.t = now
 
-    def _pause_end(self, w: _Writer) -> None:
-        w.t = self.env.now  # no consumption while flushing / waiting
-
     def _ingest(self, w: _Writer) -> None:
         """Hand what was consumed since the last chunk to the model as one record (if the buffer has room)."""
         sw = self.system.writers[w.i]
         if w.x - w.bounds[-1] >= 1.0 and sw.offset == sw.flushed and sw.offset + 1 == len(w.bounds):
             self.apply(w.ev_ingest)
             w.bounds.append(w.x)
-
-    def _stall_begin(self, w: _Writer) -> None:
-        if w.stall_t0 is None:
-            w.stall_t0 = self.env.now
 
     def _stall_end(self, w: _Writer) -> None:
         if w.stall_t0 is not None:
@@ -361,7 +357,7 @@ class StreamSim:
             if self.system.is_enabled(ev) is not None:
                 return
             before = self.system.coordinator.instant
-            self.apply(ev)
+            self.apply(ev, checked=False)
             cost = HANDLE_S
             if self.system.coordinator.instant != before:  # a new instant was started
                 cost += self.take_charges() + self._listing() + self.storage.total(2)
@@ -384,7 +380,7 @@ class StreamSim:
         if remaining <= 0:
             ev = InstantTimeout(w.i)
             if self.enabled(ev):
-                self.apply(ev)
+                self.apply(ev, checked=False)
                 self._after_failover("instant-timeout")
                 raise _Crash()  # this writer was restarted too
             remaining = 1.0  # an ack is in flight and may still free the task
@@ -400,7 +396,7 @@ class StreamSim:
             yield self.env.timeout(cost)
         ev = w.ev_snapshot if snapshot else w.ev_flush
         if self.enabled(ev):
-            self.apply(ev)
+            self.apply(ev, checked=False)
             if snapshot:
                 p = self.system.pending_checkpoint
                 if p is not None and p.all_tasks_done():
@@ -408,30 +404,29 @@ class StreamSim:
                     self.snap_done = self.env.event()
 
     def _service(self, w: _Writer, barrier: bool):
-        """Get an instant / wait / flush until the buffer has room (and, at a barrier, snapshot)."""
-        sys_ = self.system
+        """Get an instant / wait / flush until the buffer has room (and, at a barrier, snapshot): the
+        model's :meth:`System.task_step` says which, one step at a time."""
+        task_step = self.system.task_step
         while True:
-            if barrier and sys_.pending_checkpoint is None:
+            if barrier and self.system.pending_checkpoint is None:
                 barrier = False  # the checkpoint was aborted meanwhile
-            if barrier and sys_.is_enabled(w.ev_snapshot) is None:
-                self._stall_end(w)
-                yield from self._flush(w, snapshot=True)
-                return
-            status = sys_.writer_status(w.i)
-            if status == "needs-instant":
-                self._stall_begin(w)
+            step = task_step(w.i, barrier)
+            if step == "request-instant":
+                if w.stall_t0 is None:
+                    w.stall_t0 = self.env.now
                 yield from self._request_instant(w)
-                continue
-            if status == "blocked":
-                self._stall_begin(w)
+            elif step == "blocked":
+                if w.stall_t0 is None:
+                    w.stall_t0 = self.env.now
                 yield from self._wait_blocked(w)
-                continue
-            if sys_.is_enabled(w.ev_flush) is None:
-                self._stall_end(w)
-                yield from self._flush(w, snapshot=False)
-                continue
-            self._stall_end(w)
-            return
+            else:
+                if w.stall_t0 is not None:
+                    self._stall_end(w)
+                if step is None:
+                    return
+                yield from self._flush(w, step == "snapshot-task")
+                if step == "snapshot-task":
+                    return
 
     def writer(self, w: _Writer):
         env = self.env
@@ -461,7 +456,7 @@ class StreamSim:
                 self._advance(w)
                 self._ingest(w)
                 yield from self._service(w, barrier)
-                self._pause_end(w)
+                w.t = env.now  # no consumption while flushing / waiting
             except _Crash:
                 w.interruptible = False
                 w.stall_t0 = None
@@ -491,7 +486,7 @@ class StreamSim:
                 if not self.enabled(_TRIGGER):
                     next_t = env.now + ck["interval_s"]
                     continue
-                self.apply(_TRIGGER)
+                self.apply(_TRIGGER, checked=False)
                 p = self.system.pending_checkpoint
                 if p is None:  # a crash right after the trigger aborted it
                     raise _Crash()
@@ -506,11 +501,11 @@ class StreamSim:
                 p = self.system.pending_checkpoint
                 if p is not None and p.id == n:
                     if p.all_tasks_done():
-                        self.apply(CompleteCheckpoint())
+                        self.apply(CompleteCheckpoint(), checked=False)
                         self.metrics.checkpoints.append((n, trigger_t, env.now))
                         if n in self.system.acks_in_flight:
                             if lost_p and self.rng.random() < lost_p and self.enabled(LoseAck(n)):
-                                self.apply(LoseAck(n))
+                                self.apply(LoseAck(n), checked=False)
                             else:
                                 env.process(self.deliver_ack(n))
                     else:
@@ -535,7 +530,7 @@ class StreamSim:
             before = len(self.system.table.commit_log)
             self._defer = True
             try:
-                self.apply(ev)
+                self.apply(ev, checked=False)
             except _Crash:
                 return
             finally:
@@ -547,7 +542,7 @@ class StreamSim:
                                                                                co["metadata_writes"]))
             if self.enabled(_CLEAN):
                 try:
-                    self.apply(_CLEAN)
+                    self.apply(_CLEAN, checked=False)
                 except _Crash:
                     return
                 cost += self._listing() + self.storage.total(2)
@@ -690,15 +685,9 @@ class StreamSim:
         env.process(self.faults())
         if self.keep_series:
             env.process(self.sampler())
-        steps = 0
         cpu0 = time.process_time()
         until = self.duration
-        step = env.step
-        peek = env.peek
-        while peek() < until:
-            step()
-            steps += 1
-        env._now = until  # noqa: SLF001 - end exactly at the duration (as env.run(until) does)
+        steps = run_counted(env, until)
         for w in self.writers:
             if w.down_until <= until:
                 self._advance(w)

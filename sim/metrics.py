@@ -18,32 +18,61 @@ import numpy as np
 
 
 class Series:
-    """A fixed-bin time series: ``add_interval`` spreads an amount uniformly over ``[t0, t1)``."""
+    """A fixed-bin time series: ``add_interval`` spreads an amount uniformly over ``[t0, t1)``.
 
-    __slots__ = ("bin", "values")
+    Recording is O(1) (three list appends); :attr:`values` bins everything at once: the cumulative amount
+    ``G(t)`` is piecewise linear with knots at the interval ends, so each bin gets ``G(right) - G(left)``
+    exactly (``np.interp`` between the knots). Amounts past the last bin go to the last bin."""
+
+    __slots__ = ("bin", "n", "_t0", "_t1", "_amount", "_values")
 
     def __init__(self, duration: float, bin_s: float):
         self.bin = bin_s
-        self.values = np.zeros(int(math.ceil(duration / bin_s)) + 1)
+        self.n = int(math.ceil(duration / bin_s)) + 1
+        self._t0: list[float] = []
+        self._t1: list[float] = []
+        self._amount: list[float] = []
+        self._values = None
 
     def add_interval(self, t0: float, t1: float, amount: float) -> None:
-        n = len(self.values)
-        if t1 <= t0:
-            self.add_at(t0, amount)
-            return
-        b0, b1 = int(t0 / self.bin), int(t1 / self.bin)
-        if b0 == b1:
-            self.values[min(b0, n - 1)] += amount
-            return
-        rate = amount / (t1 - t0)
-        self.values[min(b0, n - 1)] += rate * ((b0 + 1) * self.bin - t0)
-        if b1 - b0 > 1:
-            self.values[b0 + 1:min(b1, n)] += rate * self.bin
-        if b1 < n:
-            self.values[b1] += rate * (t1 - b1 * self.bin)
+        self._t0.append(t0)
+        self._t1.append(t1 if t1 > t0 else t0)
+        self._amount.append(amount)
+        self._values = None
 
     def add_at(self, t: float, amount: float) -> None:
-        self.values[min(int(t / self.bin), len(self.values) - 1)] += amount
+        self.add_interval(t, t, amount)
+
+    @property
+    def values(self) -> np.ndarray:
+        """Amount per bin (bin ``k`` covers ``[k * bin, (k + 1) * bin)``)."""
+        if self._values is None:
+            self._values = self._bin()
+        return self._values
+
+    def _bin(self) -> np.ndarray:
+        out = np.zeros(self.n)
+        if not self._amount:
+            return out
+        t0, t1, a = (np.asarray(x, dtype=float) for x in (self._t0, self._t1, self._amount))
+        point = t1 <= t0
+        if point.any():  # zero-length intervals: the whole amount in the bin of t
+            idx = np.minimum((t0[point] / self.bin).astype(np.int64), self.n - 1)
+            np.add.at(out, idx, a[point])
+        spread = ~point
+        if spread.any():
+            s0, s1, sa = t0[spread], t1[spread], a[spread]
+            rate = sa / (s1 - s0)
+            knots = np.concatenate([s0, s1])
+            slope = np.concatenate([rate, -rate])
+            order = np.argsort(knots, kind="stable")
+            knots, slope = knots[order], np.cumsum(slope[order])
+            # G at each knot: integral of the slope (constant between knots)
+            g = np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(knots))])
+            edges = np.arange(self.n) * self.bin  # left edges; the last bin is open to the right
+            cum = np.interp(edges, knots, g, left=0.0, right=g[-1])
+            out += np.diff(np.concatenate([cum, [g[-1]]]))  # the last bin takes everything after its edge
+        return out
 
     def per_second(self) -> np.ndarray:
         return self.values / self.bin

@@ -31,7 +31,7 @@ class PendingCheckpoint(NamedTuple):
         return self.tasks[task] is not None
 
     def all_tasks_done(self) -> bool:
-        return all(t is not None for t in self.tasks)
+        return None not in self.tasks  # a TaskSnapshot never equals None
 
 
 class CompletedCheckpoint(NamedTuple):

@@ -134,6 +134,27 @@ class System:
             return "idle"
         return "running"
 
+    def task_step(self, t: int, at_barrier: bool = True) -> str | None:
+        """The step task ``t``'s write function takes next, its guard true now (``StreamWriteFunction``:
+        a flush or the barrier first asks for an instant, ``instantToWrite``):
+
+        ``"request-instant"`` / ``"blocked"`` -- no grant, buffer full or barrier waiting, and the
+        coordinator would grant / would block (:meth:`writer_status`); ``"snapshot-task"`` -- grant held
+        and a barrier waiting (only when ``at_barrier``: a driver whose task has not reached the barrier
+        yet passes False); ``"flush"`` -- grant held, buffer full; None -- nothing until more records or a
+        barrier. One query instead of three guards (drivers call it on every wake-up)."""
+        w = self.writers[t]
+        p = self.pending_checkpoint
+        waiting = p is not None and p.tasks[t] is None
+        full = w.offset - w.flushed >= self.config.buffer_size
+        if w.instant is None:
+            if full or waiting:
+                return "blocked" if self.coordinator.would_block(w.checkpoint_id) else "request-instant"
+            return None
+        if waiting and at_barrier:
+            return "snapshot-task"
+        return "flush" if full else None
+
     def _crash_budget(self) -> bool:
         return self.crashes < self.config.max_crashes
 
@@ -297,8 +318,8 @@ class System:
         before = len(self.table.observations)
         _EFFECTS[ev.kind](self, ev)
         self.step_count += 1
-        new = self.table.observations[before:]
-        if new:
+        if len(self.table.observations) != before:
+            new = self.table.observations[before:]
             self.observations = self.observations + tuple(Observation(self.step_count, r, d) for r, d in new)
 
     # ----------------------------------------------------------------- effects
@@ -323,9 +344,9 @@ class System:
         w = self._w(ev.task)
         sent, state = w.snapshot_state(p.id, append=self.config.task_state == "append")
         self._c().handle_write_metadata(self.table, sent)
-        tasks = list(p.tasks)
-        tasks[ev.task] = TaskSnapshot(w.offset, p.id, state)
-        self.pending_checkpoint = p._replace(tasks=tuple(tasks))
+        t, tasks = ev.task, p.tasks
+        self.pending_checkpoint = PendingCheckpoint(
+            p.id, p.coordinator_state, tasks[:t] + (TaskSnapshot(w.offset, p.id, state),) + tasks[t + 1:])
 
     def _do_complete(self, ev):
         p = self.pending_checkpoint
