@@ -170,6 +170,8 @@ class StreamSim:
         peak = rate + (src["burst_rate_rps"] / P if src["burst_every_s"] > 0 else 0.0)
         self.buffer = float(wr["buffer_records"])
         self.record_bytes = src["record_bytes"]
+        self.flush_base_s = wr["flush_base_ms"] / 1000.0
+        self.flush_s_per_record = wr["flush_ms_per_mb"] * self.record_bytes / 1e6 / 1000.0
         # Model records (chunks) per split: one per full buffer and one per barrier, twice over for rewinds.
         chunks = peak * self.duration / self.buffer + self.duration / ck["interval_s"]
         records = min(MAX_MODEL_RECORDS, int(2 * chunks) + 64)
@@ -352,17 +354,22 @@ class StreamSim:
         env = self.env
         t0 = env.now
         ev = w.ev_request
-        with self.request_thread.request() as req:
+        system = self.system
+        thread = self.request_thread
+        req = thread.request()
+        try:
             yield req
-            if self.system.is_enabled(ev) is not None:
+            if system.is_enabled(ev) is not None:
                 return
-            before = self.system.coordinator.instant
+            before = system.coordinator.instant
             self.apply(ev, checked=False)
             cost = HANDLE_S
-            if self.system.coordinator.instant != before:  # a new instant was started
+            if system.coordinator.instant != before:  # a new instant was started
                 cost += self.take_charges() + self._listing() + self.storage.total(2)
                 self._note_pending()
             yield env.timeout(cost)
+        finally:
+            thread.release(req)
         yield env.timeout(RPC_S)  # the request's and the reply's network time
         self.metrics.instant_requests.append(env.now - t0)
 
@@ -387,11 +394,11 @@ class StreamSim:
         yield self.coord_changed | env.timeout(remaining)
 
     def _flush(self, w: _Writer, snapshot: bool):
-        wr = self.p["writers"]
+        """Write the buffer (``flush_base_ms + MB * flush_ms_per_mb`` plus one storage call when it holds
+        records), then the model's flush or snapshot if it is still enabled."""
         sw = self.system.writers[w.i]
         records = w.bounds[sw.offset] - w.bounds[sw.flushed]
-        mb = records * self.record_bytes / 1e6
-        cost = (wr["flush_base_ms"] + wr["flush_ms_per_mb"] * mb) / 1000.0 + (self.storage.sample() if records else 0.0)
+        cost = self.flush_base_s + self.flush_s_per_record * records + (self.storage.sample() if records else 0.0)
         if cost > 0:
             yield self.env.timeout(cost)
         ev = w.ev_snapshot if snapshot else w.ev_flush
@@ -403,59 +410,61 @@ class StreamSim:
                     self.snap_done.succeed()
                     self.snap_done = self.env.event()
 
-    def _service(self, w: _Writer, barrier: bool):
-        """Get an instant / wait / flush until the buffer has room (and, at a barrier, snapshot): the
-        model's :meth:`System.task_step` says which, one step at a time."""
-        task_step = self.system.task_step
-        while True:
-            if barrier and self.system.pending_checkpoint is None:
-                barrier = False  # the checkpoint was aborted meanwhile
-            step = task_step(w.i, barrier)
-            if step == "request-instant":
-                if w.stall_t0 is None:
-                    w.stall_t0 = self.env.now
-                yield from self._request_instant(w)
-            elif step == "blocked":
-                if w.stall_t0 is None:
-                    w.stall_t0 = self.env.now
-                yield from self._wait_blocked(w)
-            else:
-                if w.stall_t0 is not None:
-                    self._stall_end(w)
-                if step is None:
-                    return
-                yield from self._flush(w, step == "snapshot-task")
-                if step == "snapshot-task":
-                    return
-
     def writer(self, w: _Writer):
+        """Writer task ``w``: consume until the buffer is full or a barrier arrives, hand the chunk to the
+        model, then do what the model's :meth:`System.task_step` says until it says nothing (get an
+        instant / wait while blocked / flush; at a barrier, snapshot)."""
         env = self.env
+        timeout = env.timeout
+        task_step = self.system.task_step
+        buf, cap, src, i = self.buffer, self.capacity, w.src, w.i
+        processed = self.metrics.processed
         while True:
             try:
                 if w.down_until > env.now:
-                    yield env.timeout(w.down_until - env.now)
+                    yield timeout(w.down_until - env.now)
                     w.t = env.now
                 barrier = w.barrier
                 w.barrier = False
                 if not barrier:
-                    target = w.bounds[-1] + self.buffer
+                    target = w.bounds[-1] + buf
                     if w.x < target - 1e-9:
-                        wake = time_to_consume(w.src, w.x, env.now, target, self.capacity)
+                        now = env.now
+                        wake = time_to_consume(src, w.x, now, target, cap)
                         w.interruptible = True
                         try:
-                            yield env.timeout(max(0.0, wake - env.now))
+                            yield timeout(wake - now if wake > now else 0.0)
                         except simpy.Interrupt as it:
                             w.interruptible = False
                             if it.cause == "crash":
                                 raise _Crash() from None
                             barrier = True
                         else:  # the buffer is full: land exactly on the target (no float residue)
-                            self.metrics.processed.add_interval(w.t, env.now, target - w.x)
+                            processed.add_interval(w.t, env.now, target - w.x)
                             w.x, w.t = float(target), env.now
                         w.interruptible = False
                 self._advance(w)
                 self._ingest(w)
-                yield from self._service(w, barrier)
+                while True:  # the model's next step for this task, until there is none
+                    if barrier and self.system.pending_checkpoint is None:
+                        barrier = False  # the checkpoint was aborted meanwhile
+                    step = task_step(i, barrier)
+                    if step == "request-instant":
+                        if w.stall_t0 is None:
+                            w.stall_t0 = env.now
+                        yield from self._request_instant(w)
+                    elif step == "blocked":
+                        if w.stall_t0 is None:
+                            w.stall_t0 = env.now
+                        yield from self._wait_blocked(w)
+                    else:
+                        if w.stall_t0 is not None:
+                            self._stall_end(w)
+                        if step is None:
+                            break
+                        yield from self._flush(w, step == "snapshot-task")
+                        if step == "snapshot-task":
+                            break
                 w.t = env.now  # no consumption while flushing / waiting
             except _Crash:
                 w.interruptible = False

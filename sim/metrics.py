@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -78,8 +79,7 @@ class Series:
         return self.values / self.bin
 
 
-@dataclass
-class Stall:
+class Stall(NamedTuple):
     writer: int
     checkpoint: int
     start: float

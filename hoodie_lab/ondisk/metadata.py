@@ -20,7 +20,8 @@ were taken from the writer schema embedded in those container files; ``HoodieCle
 ``hudi-common/src/main/avro/*.avsc``.
 
 Timeline files are created immutably (``createImmutableFileInPath``): :func:`write_timeline_file`
-writes a temporary file and links it into place, refusing to overwrite.
+writes a temporary file in the table's ``.hoodie/.temp`` folder and links it into place, refusing
+to overwrite.
 """
 
 from __future__ import annotations
@@ -355,18 +356,43 @@ def decode_requested_replace(data: bytes, source: str) -> dict | None:
 
 
 # --------------------------------------------------------------------------- immutable create
+#: The table's temporary folder, under ``.hoodie`` (``HoodieTableMetaClient.TEMPFOLDER_NAME`` =
+#: ``.hoodie/.temp``; Hudi keeps markers there). No timeline reader lists it for instants.
+TEMP_FOLDER = ".temp"
+
+
+def temp_dir_for(path: str | os.PathLike) -> Path:
+    """Where :func:`write_timeline_file` puts the temporary file for ``path``.
+
+    ``<.hoodie>/.temp`` of the nearest ``.hoodie`` folder above ``path`` (the table's own for a
+    tv6 ``.hoodie/<file>`` or a tv8/9 ``.hoodie/timeline/<file>``; the metadata table's own for
+    ``.hoodie/metadata/.hoodie/...``), so a writer killed mid-write leaves nothing in a folder a
+    timeline reader lists. A path under no ``.hoodie`` folder (not a table's timeline file) keeps
+    its temporary file beside it. Both are on the table's file system, as the hard link needs.
+    """
+    path = Path(path)
+    for folder in path.parents:
+        if folder.name == ".hoodie":
+            return folder / TEMP_FOLDER
+    return path.parent
+
+
 def write_timeline_file(path: str | os.PathLike, data: bytes) -> Path:
     """Create a timeline file atomically and immutably.
 
-    The bytes go to a temporary file in the same directory, which is then hard-linked to the
-    final name: ``os.link`` fails if the name exists, so an existing timeline file is never
-    overwritten (``HoodieActiveTimeline.createImmutableFileInPath``). Raises ``FileExistsError``.
+    The bytes go to a temporary file ``.<name>.<random>.tmp`` in :func:`temp_dir_for` (the
+    table's ``.hoodie/.temp``), which is then hard-linked to the final name: ``os.link`` fails if
+    the name exists, so an existing timeline file is never overwritten
+    (``HoodieStorage.createImmutableFileInPath``), and the final name appears only with all its
+    bytes. The temporary file is removed on success and on failure. Raises ``FileExistsError``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         raise FileExistsError(f"{path}: timeline files are immutable; refusing to overwrite")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp_dir = temp_dir_for(path)
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=tmp_dir)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -377,5 +403,8 @@ def write_timeline_file(path: str | os.PathLike, data: bytes) -> Path:
         except FileExistsError:
             raise FileExistsError(f"{path}: timeline files are immutable; refusing to overwrite") from None
     finally:
-        os.unlink(tmp)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
     return path

@@ -19,6 +19,22 @@ What is read, and where (``hudi-semantics.md`` 1.2, 1.3, 1.6, 3.5; ``hudi-rs-ora
 * base and log files of every partition folder (a folder holding ``.hoodie_partition_metadata``
   or data files), parsed with :mod:`model.filenames`.
 
+Unknown files in the timeline folder. Hudi's listing keeps only names whose extension
+(``InstantFileNameParserV1/V2.getTimelineFileExtension``; empty for a name its pattern does not
+match) is valid (``VALID_EXTENSIONS_IN_ACTIVE_TIMELINE``;
+``HoodieTableMetaClient.scanHoodieInstantsFromFileSystem``) and skips the rest silently; hudi-rs
+skips every name that does not make an instant (``timeline/loader.rs``). Here:
+
+* a name not starting with a digit (``.crc`` files, folders, ...) is skipped, as in Hudi;
+* a leftover temporary file of an interrupted immutable create (:func:`leftover_temp_target`:
+  Hudi's ``<instant file>.<UUID>`` from ``HoodieStorage.createImmutableFileInPath`` on hdfs/file,
+  0.x ``<instant file>.tmp`` from ``HoodieWrapperFileSystem``, hoodie-lab's own
+  ``.<instant file>.<random>.tmp``, in the timeline folder from older versions and in
+  ``.hoodie/.temp`` now) is skipped, as in Hudi, and listed in :attr:`Table.leftover_temp_files`
+  (and the facts): a writer was killed mid-create;
+* any other name starting with a digit claims to be an instant and must parse -- stricter than
+  Hudi, which would skip it; it is bad input (below).
+
 Everything wrong with the input raises :class:`hoodie_lab.errors.UserError` naming the file and
 the problem: missing ``.hoodie``, unreadable or incomplete ``hoodie.properties``, unknown table
 version, an instant or data file name that does not parse, truncated or garbage JSON/Avro.
@@ -28,6 +44,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +98,9 @@ class Table:
     pending_compactions: dict[FileGroupId, str] = field(default_factory=dict)
     #: file group -> pending clustering instant (input file groups of the plan)
     pending_clustering: dict[FileGroupId, str] = field(default_factory=dict)
+    #: leftover temporary files of interrupted timeline writes (paths relative to the base path),
+    #: ignored for the timeline as Hudi ignores them
+    leftover_temp_files: list[str] = field(default_factory=list)
 
     @property
     def is_mor(self) -> bool:
@@ -113,6 +133,7 @@ class Table:
             "instants": len(self.timeline),
             "base_files": len(self.base_files),
             "log_files": len(self.log_files),
+            "leftover_temp_files": list(self.leftover_temp_files),
         }
 
     def view(self, rule: str | None = None):
@@ -188,10 +209,73 @@ def _timeline_dir(base: Path, props: dict[str, str], version: int) -> Path:
     return d
 
 
-def _list_timeline(tdir: Path, layout: int, tz: str) -> tuple[list[str], dict[str, str]]:
-    names, mtimes = [], {}
-    for entry in os.scandir(tdir):
-        if not entry.is_file() or not fn.is_timeline_file(entry.name):
+_UUID_SUFFIX = re.compile(r"\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_OWN_TEMP = re.compile(r"^\.(?P<target>.+)\.[^.]+\.tmp$")
+
+
+def leftover_temp_target(name: str, layout: int) -> str | None:
+    """The instant file a leftover temporary file was written for, or ``None`` if ``name`` is not one.
+
+    Recognised: ``<instant file>.<UUID>`` (``HoodieStorage.createImmutableFileInPath``, 1.x, on
+    hdfs and file storage), ``<instant file>.tmp`` (``HoodieWrapperFileSystem`` /
+    ``TMP_PATH_POSTFIX``, 0.x) and ``.<instant file>.<random>.tmp``
+    (:func:`hoodie_lab.ondisk.metadata.write_timeline_file`), where ``<instant file>`` is a
+    well-formed instant file name of ``layout``. Hudi's listing ignores all three (their extension
+    is not a valid one).
+    """
+    candidates = []
+    own = _OWN_TEMP.match(name)
+    if own:
+        candidates.append(own.group("target"))
+    if name.endswith(".tmp"):
+        candidates.append(name[: -len(".tmp")])
+    hudi = _UUID_SUFFIX.search(name)
+    if hudi:
+        candidates.append(name[: hudi.start()])
+    for target in candidates:
+        if not fn.is_timeline_file(target):
+            continue
+        try:
+            fn.parse_timeline_file(target, layout)
+        except CodecError:
+            continue
+        return target
+    return None
+
+
+def _scan(folder: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        raise UserError(f"{folder}: unreadable ({exc.strerror or exc})") from None
+
+
+def _list_leftover_temp(base: Path, layout: int) -> list[str]:
+    """hoodie-lab's temporary timeline files left in ``.hoodie/.temp`` (relative paths).
+
+    Only the folder's own files are looked at (Hudi's markers live in ``.temp/<instant>/``); an
+    unreadable or missing ``.temp`` lists nothing, since no reader depends on it.
+    """
+    try:
+        with os.scandir(base / ".hoodie" / md.TEMP_FOLDER) as it:
+            names = [e.name for e in it if e.name.startswith(".") and e.is_file()]
+    except OSError:
+        return []
+    return [f".hoodie/{md.TEMP_FOLDER}/{n}" for n in sorted(names) if leftover_temp_target(n, layout) is not None]
+
+
+def _list_timeline(tdir: Path, layout: int, tz: str) -> tuple[list[str], dict[str, str], list[str]]:
+    """Instant file names, modification times of completed files without a completion time, and
+    the names of leftover temporary files (skipped, see :func:`leftover_temp_target`)."""
+    names, mtimes, leftovers = [], {}, []
+    for entry in _scan(tdir):
+        if not entry.is_file():
+            continue
+        if leftover_temp_target(entry.name, layout) is not None:
+            leftovers.append(entry.name)
+            continue
+        if not fn.is_timeline_file(entry.name):
             continue
         names.append(entry.name)
         try:
@@ -200,7 +284,7 @@ def _list_timeline(tdir: Path, layout: int, tz: str) -> tuple[list[str], dict[st
             raise UserError(f"{tdir / entry.name}: {exc.problem}") from None
         if tf.state is State.COMPLETED and tf.completion_time is None:
             mtimes[entry.name] = _mtime_time(Path(entry.path), tz)
-    return sorted(names), mtimes
+    return sorted(names), mtimes, leftovers
 
 
 def _list_data_files(base: Path) -> tuple[list[str], list[fn.BaseFile], list[fn.LogFile]]:
@@ -264,7 +348,9 @@ def read_table(path: str | os.PathLike) -> Table:
     base = find_base_path(path)
     props, version, layout, tz = _read_facts(base)
     tdir = _timeline_dir(base, props, version)
-    names, mtimes = _list_timeline(tdir, layout, tz)
+    names, mtimes, leftovers = _list_timeline(tdir, layout, tz)
+    leftover_temp = sorted({str((tdir / n).relative_to(base)).replace(os.sep, "/") for n in leftovers}
+                           | set(_list_leftover_temp(base, layout)))
     try:
         timeline = fn.timeline_from_files(names, version, mtimes=mtimes)
     except CodecError as exc:
@@ -318,5 +404,5 @@ def read_table(path: str | os.PathLike) -> Table:
         timeline_dir=tdir, timeline=timeline, partitions=partitions, base_files=bases, log_files=logs,
         timeline_content=content, commit_metadata=commit_metadata, replaced=replaced,
         compaction_plans=compaction_plans, pending_compactions=pending_compactions,
-        pending_clustering=pending_clustering,
+        pending_clustering=pending_clustering, leftover_temp_files=leftover_temp,
     )

@@ -40,7 +40,7 @@ class BufferEntry(NamedTuple):
     slots: tuple  # tuple[WriteMetadataEvent | None, ...]
 
     def all_null(self) -> bool:
-        return all(s is None for s in self.slots)
+        return self.slots.count(None) == len(self.slots)
 
     def all_completed(self) -> bool:
         """``allEventsCompleted``: every slot null or lastBatch (vacuously true when all null)."""
@@ -141,10 +141,10 @@ class Coordinator:
 
     @staticmethod
     def _put(entry: BufferEntry, ev) -> BufferEntry:
-        slots = list(entry.slots)
-        old = slots[ev.task]
-        slots[ev.task] = old.merge_with(ev) if (old is not None and old.instant == ev.instant) else ev
-        return BufferEntry(entry.instant, tuple(slots))
+        t, slots = ev.task, entry.slots
+        old = slots[t]
+        new = old.merge_with(ev) if (old is not None and old.instant == ev.instant) else ev
+        return BufferEntry(entry.instant, slots[:t] + (new,) + slots[t + 1:])
 
     # ------------------------------------------------------------ checkpoints
     def checkpoint(self, n: int) -> tuple:

@@ -8,7 +8,8 @@ budget and the observations the model made (rule breaks witnessed during transit
 Init: every task at offset 0 with checkpoint id -1, an empty coordinator, an empty timeline,
 no checkpoint, next checkpoint id 1.
 
-Actions -- one guard (:meth:`System.is_enabled`) and one effect (``_do_<kind>``) each:
+Actions -- one guard (``_may_<kind>``, asked through :meth:`System.is_enabled`) and one effect
+(``_do_<kind>``) each:
 
 =====================  ==================================================  =======================
 action                 enabled when                                        effect
@@ -160,89 +161,106 @@ class System:
 
     # ------------------------------------------------------------------ guards
     def is_enabled(self, ev: E.Event) -> str | None:
-        """None when ``ev`` is enabled now, else a sentence saying why not."""
-        cfg = self.config
-        k = ev.kind
+        """None when ``ev`` is enabled now, else a sentence saying why not: the task exists, the fault
+        is on (for fault events), then the action's own guard (``_may_<kind>``)."""
         t = getattr(ev, "task", None)
-        if t is not None and not 0 <= t < cfg.parallelism:
-            return f"task {t} does not exist (parallelism {cfg.parallelism})"
+        if t is not None and not 0 <= t < self.config.parallelism:
+            return f"task {t} does not exist (parallelism {self.config.parallelism})"
         if ev.fault is not None and not self._faults_on(ev.fault):
             return f"fault {ev.fault} is not enabled" + (" (faults stopped)" if self.faults_stopped else "")
-        if k == "ingest":
-            w = self.writers[t]
-            if w.offset >= cfg.records:
-                return f"split {t} is exhausted ({cfg.records} records)"
-            if w.offset - w.flushed >= cfg.buffer_size:
-                return f"task {t}'s buffer is full; it must flush first"
-            return None
-        if k == "request-instant":
-            w = self.writers[t]
-            if w.instant is not None:
-                return f"task {t} already holds instant {w.instant}"
-            if not self._needs_instant(t):
-                return f"task {t} has nothing to flush (buffer not full, no barrier)"
-            if self.coordinator.would_block(w.checkpoint_id):
-                return f"blocking mode: task {t} waits until the buffered instant is committed"
-            return None
-        if k == "flush":
-            w = self.writers[t]
-            if w.instant is None:
-                return f"task {t} holds no instant"
-            if w.offset - w.flushed < cfg.buffer_size:
-                return f"task {t}'s buffer is not full"
-            return None
-        if k == "trigger-checkpoint":
-            if self.pending_checkpoint is not None:
-                return f"checkpoint {self.pending_checkpoint.id} is pending"
-            if self.next_checkpoint > cfg.max_checkpoints and not self.faults_stopped:
-                return f"bound: max_checkpoints={cfg.max_checkpoints}"
-            return None
-        if k == "snapshot-task":
-            if not self._barrier_waiting(t):
-                return f"no barrier waiting at task {t}"
-            if self.writers[t].instant is None:
-                return f"task {t} must get an instant before flushing at the barrier"
-            return None
-        if k == "complete-checkpoint":
-            p = self.pending_checkpoint
-            if p is None:
-                return "no checkpoint pending"
-            if not p.all_tasks_done():
-                return f"checkpoint {p.id}: not every task snapshotted"
-            return None
-        if k == "deliver-ack" or k == "lose-ack":
-            n = ev.checkpoint
-            if n not in self.acks_in_flight:
-                return f"no ack of checkpoint {n} in flight"
-            if k == "deliver-ack" and n != self.acks_in_flight[0] and not self._faults_on("late-ack"):
-                return f"ack {n} would overtake ack {self.acks_in_flight[0]} (late-ack fault not enabled)"
-            return None
-        if k == "clean":
-            if cfg.eager:
-                return "EAGER policy: failed writes are rolled back by startCommit, not by clean"
-            if not self.table.failed_writes():
-                return "no pending instant with an expired heartbeat"
-            return None
-        if k == "instant-timeout":
-            if not cfg.blocking:
-                return "only blocking mode waits for instants"
-            if self.writer_status(t) != "blocked":
-                return f"task {t} is not blocked"
-            if self.acks_in_flight:
-                return "an ack in flight may still unblock the task"
-            return None
-        if k == "stop-faults":
-            return "faults already stopped" if self.faults_stopped else None
-        if k == "abort-checkpoint":
-            p = self.pending_checkpoint
-            if p is None:
-                return "no checkpoint pending"
-            if not cfg.partial_aborts and any(x is not None for x in p.tasks):
-                return "a task already snapshotted (partial aborts not enabled)"
-            return None
-        if k in ("crash-task", "crash-coordinator", "restart-job"):
-            return None if self._crash_budget() else f"crash budget spent (max_crashes={cfg.max_crashes})"
-        return f"unknown event kind {k!r}"
+        guard = _GUARDS.get(ev.kind)
+        return f"unknown event kind {ev.kind!r}" if guard is None else guard(self, ev)
+
+    # One guard per action: None when enabled, else why not.
+    def _may_ingest(self, ev):
+        w, cfg = self.writers[ev.task], self.config
+        if w.offset >= cfg.records:
+            return f"split {ev.task} is exhausted ({cfg.records} records)"
+        if w.offset - w.flushed >= cfg.buffer_size:
+            return f"task {ev.task}'s buffer is full; it must flush first"
+        return None
+
+    def _may_request_instant(self, ev):
+        t = ev.task
+        w = self.writers[t]
+        if w.instant is not None:
+            return f"task {t} already holds instant {w.instant}"
+        if not self._needs_instant(t):
+            return f"task {t} has nothing to flush (buffer not full, no barrier)"
+        if self.coordinator.would_block(w.checkpoint_id):
+            return f"blocking mode: task {t} waits until the buffered instant is committed"
+        return None
+
+    def _may_flush(self, ev):
+        w = self.writers[ev.task]
+        if w.instant is None:
+            return f"task {ev.task} holds no instant"
+        if w.offset - w.flushed < self.config.buffer_size:
+            return f"task {ev.task}'s buffer is not full"
+        return None
+
+    def _may_trigger(self, ev):
+        if self.pending_checkpoint is not None:
+            return f"checkpoint {self.pending_checkpoint.id} is pending"
+        if self.next_checkpoint > self.config.max_checkpoints and not self.faults_stopped:
+            return f"bound: max_checkpoints={self.config.max_checkpoints}"
+        return None
+
+    def _may_snapshot(self, ev):
+        if not self._barrier_waiting(ev.task):
+            return f"no barrier waiting at task {ev.task}"
+        if self.writers[ev.task].instant is None:
+            return f"task {ev.task} must get an instant before flushing at the barrier"
+        return None
+
+    def _may_complete(self, ev):
+        p = self.pending_checkpoint
+        if p is None:
+            return "no checkpoint pending"
+        if not p.all_tasks_done():
+            return f"checkpoint {p.id}: not every task snapshotted"
+        return None
+
+    def _may_deliver_ack(self, ev):
+        n = ev.checkpoint
+        if n not in self.acks_in_flight:
+            return f"no ack of checkpoint {n} in flight"
+        if n != self.acks_in_flight[0] and not self._faults_on("late-ack"):
+            return f"ack {n} would overtake ack {self.acks_in_flight[0]} (late-ack fault not enabled)"
+        return None
+
+    def _may_lose_ack(self, ev):
+        return None if ev.checkpoint in self.acks_in_flight else f"no ack of checkpoint {ev.checkpoint} in flight"
+
+    def _may_clean(self, ev):
+        if self.config.eager:
+            return "EAGER policy: failed writes are rolled back by startCommit, not by clean"
+        if not self.table.failed_writes():
+            return "no pending instant with an expired heartbeat"
+        return None
+
+    def _may_timeout(self, ev):
+        if not self.config.blocking:
+            return "only blocking mode waits for instants"
+        if self.writer_status(ev.task) != "blocked":
+            return f"task {ev.task} is not blocked"
+        if self.acks_in_flight:
+            return "an ack in flight may still unblock the task"
+        return None
+
+    def _may_stop_faults(self, ev):
+        return "faults already stopped" if self.faults_stopped else None
+
+    def _may_abort(self, ev):
+        p = self.pending_checkpoint
+        if p is None:
+            return "no checkpoint pending"
+        if not self.config.partial_aborts and any(x is not None for x in p.tasks):
+            return "a task already snapshotted (partial aborts not enabled)"
+        return None
+
+    def _may_crash(self, ev):
+        return None if self._crash_budget() else f"crash budget spent (max_crashes={self.config.max_crashes})"
 
     def enabled_events(self) -> list[E.Event]:
         """Every event enabled now, in a deterministic order (faults last).
@@ -539,6 +557,26 @@ class System:
                          f"coordinator state keys {[k for k, _ in self.last_completed.coordinator_state]}")
         return "\n".join(lines)
 
+
+_GUARDS = {
+    "ingest": "_may_ingest",
+    "request-instant": "_may_request_instant",
+    "flush": "_may_flush",
+    "trigger-checkpoint": "_may_trigger",
+    "snapshot-task": "_may_snapshot",
+    "complete-checkpoint": "_may_complete",
+    "deliver-ack": "_may_deliver_ack",
+    "lose-ack": "_may_lose_ack",
+    "clean": "_may_clean",
+    "instant-timeout": "_may_timeout",
+    "stop-faults": "_may_stop_faults",
+    "abort-checkpoint": "_may_abort",
+    "crash-task": "_may_crash",
+    "crash-coordinator": "_may_crash",
+    "restart-job": "_may_crash",
+}
+assert set(_GUARDS) == set(E.EVENT_TYPES), "every event kind needs a guard"
+_GUARDS = {k: getattr(System, v) for k, v in _GUARDS.items()}
 
 _EFFECTS = {
     "ingest": "_do_ingest",
