@@ -127,7 +127,7 @@ class StreamResult:
 
 
 class _Writer:
-    __slots__ = ("i", "src", "x", "t", "proc", "interruptible", "barrier", "down_until", "stall_t0", "bounds",
+    __slots__ = ("i", "src", "x", "t", "proc", "wake", "barrier", "down_until", "stall_t0", "bounds",
                  "ev_ingest", "ev_request", "ev_flush", "ev_snapshot")
 
     def __init__(self, i: int, src: Source):
@@ -139,7 +139,7 @@ class _Writer:
         self.x = 0.0          # real records consumed from the source partition
         self.t = 0.0          # time up to which x is accounted
         self.proc = None
-        self.interruptible = False
+        self.wake = None      # while consuming: the event that ends the wait ("full" or "barrier")
         self.barrier = False  # a barrier arrived while the writer could not take it
         self.down_until = 0.0
         self.stall_t0 = None
@@ -355,9 +355,7 @@ class StreamSim:
         t0 = env.now
         ev = w.ev_request
         system = self.system
-        thread = self.request_thread
-        req = thread.request()
-        try:
+        with self.request_thread.request() as req:  # (leaving it cancels or releases the request)
             yield req
             if system.is_enabled(ev) is not None:
                 return
@@ -368,8 +366,6 @@ class StreamSim:
                 cost += self.take_charges() + self._listing() + self.storage.total(2)
                 self._note_pending()
             yield env.timeout(cost)
-        finally:
-            thread.release(req)
         yield env.timeout(RPC_S)  # the request's and the reply's network time
         self.metrics.instant_requests.append(env.now - t0)
 
@@ -430,19 +426,18 @@ class StreamSim:
                     target = w.bounds[-1] + buf
                     if w.x < target - 1e-9:
                         now = env.now
-                        wake = time_to_consume(src, w.x, now, target, cap)
-                        w.interruptible = True
-                        try:
-                            yield timeout(wake - now if wake > now else 0.0)
-                        except simpy.Interrupt as it:
-                            w.interruptible = False
-                            if it.cause == "crash":
-                                raise _Crash() from None
+                        full_at = time_to_consume(src, w.x, now, target, cap)
+                        # wait for the buffer to fill or a barrier, whichever first (a crash interrupts)
+                        w.wake = wake = env.event()
+                        timeout(full_at - now if full_at > now else 0.0).callbacks.append(
+                            lambda _timer, wake=wake: wake.triggered or wake.succeed("full"))
+                        cause = yield wake
+                        w.wake = None
+                        if cause == "barrier":
                             barrier = True
                         else:  # the buffer is full: land exactly on the target (no float residue)
                             processed.add_interval(w.t, env.now, target - w.x)
                             w.x, w.t = float(target), env.now
-                        w.interruptible = False
                 self._advance(w)
                 self._ingest(w)
                 while True:  # the model's next step for this task, until there is none
@@ -467,19 +462,20 @@ class StreamSim:
                             break
                 w.t = env.now  # no consumption while flushing / waiting
             except _Crash:
-                w.interruptible = False
+                w.wake = None
                 w.stall_t0 = None
-            except simpy.Interrupt as it:  # a crash while flushing or waiting
-                w.interruptible = False
+            except simpy.Interrupt as it:  # a crash while consuming, flushing or waiting
+                w.wake = None
                 w.stall_t0 = None
                 if it.cause != "crash":
                     w.barrier = True
 
     def barrier(self) -> None:
         for w in self.writers:
-            if w.interruptible:
-                w.proc.interrupt("barrier")
-            else:
+            wake = w.wake
+            if wake is not None and not wake.triggered:
+                wake.succeed("barrier")
+            else:  # busy (or its buffer just filled): it takes the barrier when it next looks
                 w.barrier = True
 
     # ------------------------------------------------------------------ checkpoints
@@ -660,7 +656,7 @@ class StreamSim:
                 src = w.src
                 a = src.rate * now if not src.burst_rate else src.arrived(now)
                 x = w.x
-                if w.interruptible and now > w.t:  # consuming: where the fluid is now (not accounted yet)
+                if w.wake is not None and now > w.t:  # consuming: where the fluid is now (not accounted yet)
                     if src.burst_rate or cap == math.inf:
                         x = consumed(src, x, w.t, now, cap)
                     else:  # inline fast path of fluid.consumed (steady source)
