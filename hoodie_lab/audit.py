@@ -81,6 +81,10 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     if table.layout == 1:
         notes.append("table version 6: completion times are the completed files' modification times "
                      "(I1 uniqueness and I2 apply to requested times only)")
+    if table.leftover_temp_files:
+        left = table.leftover_temp_files
+        notes.append(f"{len(left)} leftover temporary file(s) of interrupted timeline writes skipped, as Hudi's "
+                     f"listing skips them: {', '.join(left[:3])}" + (", ..." if len(left) > 3 else ""))
     return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes)
 
 

@@ -228,8 +228,10 @@ def test_leftover_does_not_change_what_is_read(tmp_path, capsys, version, form):
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is True and doc["table"]["leftover_temp_files"] == [str(left.relative_to(base))]
     assert [r["requested"] for r in doc["timeline"]] == [T(100), T(200)]
+    assert any("leftover temporary file" in n for n in doc["notes"])
     assert main(["audit", str(base)]) == 0
-    assert "invariants hold" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "invariants hold" in out and "1 leftover temporary file(s)" in out and left.name in out
     assert tree_digest(tmp_path) == before  # read and audit modified nothing
 
 
