@@ -17,6 +17,7 @@ the acyclic objects either way; cycles are still collected, less often.
 from __future__ import annotations
 
 import gc
+import heapq
 from contextlib import contextmanager
 
 import simpy
@@ -46,8 +47,17 @@ def run_counted(env: simpy.Environment, until: float) -> int:
     queued0, n0 = len(env._queue), _next_number(env)  # noqa: SLF001
     with _fewer_collections():
         env.run(until=until)
-    queued1, n1 = len(env._queue), _next_number(env)  # noqa: SLF001
+    queue = env._queue  # noqa: SLF001
+    queued1, n1 = len(queue), _next_number(env)
     # scheduled during the run: n1 - n0 - 1 (one number taken by the first read); the stop event was
-    # scheduled, processed, and (SimPy re-queues an event whose callback stopped the run) queued again
+    # scheduled, processed, and (SimPy re-queues an event whose callback stopped the run, priority -1)
+    # queued again
     scheduled = n1 - n0 - 1
-    return queued0 + scheduled - queued1 - 1
+    processed = queued0 + scheduled - queued1 - 1
+    # Take the re-queued stop event out, so a later run does not process (and count) it as an event.
+    stale = [i for i, entry in enumerate(queue) if entry[1] == -1]
+    for i in reversed(stale):
+        queue.pop(i)
+    if stale:
+        heapq.heapify(queue)
+    return processed

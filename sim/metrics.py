@@ -21,9 +21,8 @@ import numpy as np
 class Series:
     """A fixed-bin time series: ``add_interval`` spreads an amount uniformly over ``[t0, t1)``.
 
-    Recording is O(1) (three list appends); :attr:`values` bins everything at once: the cumulative amount
-    ``G(t)`` is piecewise linear with knots at the interval ends, so each bin gets ``G(right) - G(left)``
-    exactly (``np.interp`` between the knots). Amounts past the last bin go to the last bin."""
+    Recording is O(1) (three list appends); :attr:`values` bins everything at once, vectorised (see
+    :meth:`_bin`). Amounts past the last bin go to the last bin."""
 
     __slots__ = ("bin", "n", "_t0", "_t1", "_amount", "_values")
 
@@ -52,27 +51,31 @@ class Series:
         return self._values
 
     def _bin(self) -> np.ndarray:
-        out = np.zeros(self.n)
+        """Each interval's amount spread over the bins it covers: the whole amount when it starts and
+        ends in one bin, else a first and a last partial bin and ``rate * bin`` for each bin between
+        (through a difference array). Times before 0 count in the first bin, times at or after the last
+        bin's left edge in the last bin."""
+        n, b = self.n, self.bin
+        out = np.zeros(n)
         if not self._amount:
             return out
         t0, t1, a = (np.asarray(x, dtype=float) for x in (self._t0, self._t1, self._amount))
-        point = t1 <= t0
-        if point.any():  # zero-length intervals: the whole amount in the bin of t
-            idx = np.minimum((t0[point] / self.bin).astype(np.int64), self.n - 1)
-            np.add.at(out, idx, a[point])
-        spread = ~point
-        if spread.any():
-            s0, s1, sa = t0[spread], t1[spread], a[spread]
+        b0 = np.clip(np.floor(t0 / b), 0, n - 1).astype(np.int64)
+        b1 = np.clip(np.floor(t1 / b), 0, n - 1).astype(np.int64)
+        one = b0 == b1  # zero-length intervals included
+        np.add.at(out, b0[one], a[one])
+        s0, s1, sa, k0, k1 = t0[~one], t1[~one], a[~one], b0[~one], b1[~one]
+        if len(sa):
             rate = sa / (s1 - s0)
-            knots = np.concatenate([s0, s1])
-            slope = np.concatenate([rate, -rate])
-            order = np.argsort(knots, kind="stable")
-            knots, slope = knots[order], np.cumsum(slope[order])
-            # G at each knot: integral of the slope (constant between knots)
-            g = np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(knots))])
-            edges = np.arange(self.n) * self.bin  # left edges; the last bin is open to the right
-            cum = np.interp(edges, knots, g, left=0.0, right=g[-1])
-            out += np.diff(np.concatenate([cum, [g[-1]]]))  # the last bin takes everything after its edge
+            first = rate * ((k0 + 1) * b - s0)        # includes any part before 0 (k0 == 0)
+            last = rate * (s1 - k1 * b)               # includes any part after the last edge
+            np.add.at(out, k0, first)
+            np.add.at(out, k1, last)
+            between = k1 - k0 > 1                     # such intervals last >= one bin: rate <= amount / bin
+            diff = np.zeros(n + 1)
+            np.add.at(diff, k0[between] + 1, rate[between] * b)
+            np.add.at(diff, k1[between], -rate[between] * b)
+            out += np.cumsum(diff[:n])
         return out
 
     def per_second(self) -> np.ndarray:

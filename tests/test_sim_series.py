@@ -200,10 +200,15 @@ def test_broken_series_is_caught(cls):
 
 
 # ------------------------------------------------------------------------------------- known issue
-@pytest.mark.xfail(strict=True, reason="Series._bin accumulates rates (amount / length) in one cumulative sum: "
-                   "a very short interval's huge rate cancels catastrophically against the others, so totals are "
-                   "not conserved and bins can go negative when tiny and long intervals are mixed")
 def test_tiny_interval_next_to_long_ones():
-    # today: bins 1..9 get 0.75 each instead of 0.73 (the slope 0.73 + 1e15 - 1e15 rounds to 0.75), total 1007.49
+    # a cumulative sum of rates got bins 1..9 wrong here (0.73 + 1e15 - 1e15 rounds to 0.75)
     ops = [("interval", 0.0, 10.0, 7.3), ("interval", 0.5, 0.5 + 1e-12, 1000.0)]
     check_series(Series, 10.0, 1.0, ops, len(ops))
+
+
+def test_times_before_zero_count_in_the_first_bin():
+    s = Series(5.0, 1.0)
+    s.add_interval(-1.0, 1.0, 2.0)   # half of it before 0
+    s.add_at(-5.0, 3.0)
+    s.add_interval(-3.0, 2.5, 5.5)   # rate 1: 4 in bin 0 (3 of them before 0), 1 in bin 1, 0.5 in bin 2
+    assert s.values.tolist() == [2.0 + 3.0 + 4.0, 1.0, 0.5, 0.0, 0.0, 0.0]
