@@ -2,10 +2,17 @@
 
 Reference workload (``hoodie_lab/experiments/reference.toml``): 1 simulated hour, 64 writers, 10 s
 checkpoints, 100,000 records/s, async instant generation, the model driven through every protocol step.
-Targets: under 10 s of wall time; the simulation's event rate (SimPy events processed per CPU second of the
-event loop, the model work it drives included) at least 30 % of bare SimPy's event loop (64 processes doing nothing but timeouts, stepped by
-SimPy's ``env.run``, counted the same way: :mod:`sim.loop`), both measured in this run. CPU time is the primary measure (``time.process_time``): the
-machine is shared, wall time is printed too.
+Targets: under 10 s of wall time (the first run, start to end); the simulation's event rate (SimPy events
+processed per CPU second of the event loop, the model work it drives included) at least 30 % of bare SimPy's
+event loop (67 processes doing nothing but timeouts), both run by SimPy's ``env.run`` and counted the same way
+(:mod:`sim.loop`), best of 3 alternating runs each, in this process. CPU time is the primary measure
+(``time.process_time``): the machine is shared, wall time is printed too.
+
+Where the loop's time goes (py-spy, Nov 2026): SimPy's own code about 40 % (its resource requests and
+releases, wake events and timeouts cost about 1.2 us per event against 0.7 us for the bare loop's
+timeouts), the protocol model about 30 %, the engine's glue about 22 %, the workload helpers (fluid source,
+storage latency draws, metrics) the rest. So even a model that cost nothing would leave the ratio near
+30 % (an estimate from that profile, not a measurement).
 
 ``--quick``: 10 simulated minutes (no wall-time target). Exit status 1 when a target is missed.
 """
@@ -28,6 +35,7 @@ from sim.loop import run_counted  # noqa: E402
 
 WALL_TARGET_S = 10.0
 RATIO_TARGET = 0.30
+ROUNDS = 3
 
 
 def bare_simpy(processes: int, events: int) -> tuple[float, float]:
@@ -71,11 +79,19 @@ def main(argv: list[str]) -> int:
     print(f"  workload:   {s['throughput_rps']:,.0f} records/s processed, {s['commits']:.0f} commits, "
           f"latency p50 {s['latency_p50_s']:.2f} s p99 {s['latency_p99_s']:.2f} s, "
           f"lost {s['lost_records']:.0f} duplicated {s['duplicated_records']:.0f}")
-    sim_rate = res.sim_events / res.loop_cpu_s
-    bare_cpu, bare_wall = bare_simpy(p["writers"]["parallelism"] + 3, max(res.sim_events, 100_000))
+    # The event rates: best of ROUNDS alternating runs of each (the first run also pays one-time costs).
+    loops = [res.loop_cpu_s]
+    bares = []
+    for k in range(ROUNDS):
+        bares.append(bare_simpy(p["writers"]["parallelism"] + 3, max(res.sim_events, 100_000)))
+        if k + 1 < ROUNDS:
+            loops.append(run_stream(exp, "async", exp.seed, quick=args.quick, keep_series=True).loop_cpu_s)
+    sim_rate = res.sim_events / min(loops)
+    bare_cpu, bare_wall = max(bares)
     ratio = sim_rate / bare_cpu
-    print(f"  event rate: simulation {sim_rate:,.0f} events/CPU-s (event loop: {res.loop_cpu_s:.2f} s CPU); bare SimPy {bare_cpu:,.0f} events/CPU-s "
-          f"({bare_wall:,.0f}/wall-s); ratio {ratio:.1%} (target >= {RATIO_TARGET:.0%})")
+    print(f"  event rate: simulation {sim_rate:,.0f} events/CPU-s (event loop: {min(loops):.2f} s CPU, best of "
+          f"{len(loops)} runs); bare SimPy {bare_cpu:,.0f} events/CPU-s ({bare_wall:,.0f}/wall-s, best of "
+          f"{len(bares)}); ratio {ratio:.1%} (target >= {RATIO_TARGET:.0%})")
     print(f"  per event:  simulation {1e6 / sim_rate:.1f} us, bare SimPy {1e6 / bare_cpu:.1f} us; protocol events "
           f"per SimPy event {res.model_events / res.sim_events:.2f}")
     ok = True
