@@ -192,9 +192,12 @@ def test_I8_uncommitted_replaced_and_pending_clustering_files_are_reported():
     v = inv.check_reader_visibility(view, tl, replaced={("p", "fg1-0"): T(900)},
                                     pending_clustering_instants=[T(500)])
     assert not v.holds
-    assert {pending_base.path, pending_log.path} <= {x.split(" ")[0] for x in v.involved}
-    assert any("replaced by" in x for x in v.involved)
-    assert any("pending clustering" in x for x in v.involved)
+    assert {pending_base.path, pending_log.path, "p/fg1-0"} <= set(v.involved)  # who, not sentences
+    assert v.detail.startswith("4 file(s)") and "replaced by" in v.detail
+    clustering = inv.check_reader_visibility(_StubView([_Slice("p", "fg2-0", T(500), pending_base)]), tl,
+                                             pending_clustering_instants=[T(500)])
+    assert not clustering.holds and "pending clustering" in clustering.detail
+    assert clustering.involved == (pending_base.path,)
     ok = inv.check_reader_visibility(_StubView([_Slice("p", "fg1-0", T(100), base[0], list(logs))]), tl)
     assert ok.holds
 

@@ -37,9 +37,12 @@ def _few(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(list(items)[:MAX_INVOLVED])
 
 
-def _verdict(name: str, bad: list[str], what: str, ok_detail: str = "") -> Verdict:
+def _verdict(name: str, bad: list[tuple[str, str]], what: str, ok_detail: str = "") -> Verdict:
+    """``bad``: (who, sentence) per finding; the detail quotes the first sentences, ``involved`` names who."""
     if bad:
-        return Verdict(name, False, f"{len(bad)} {what}: {'; '.join(bad[:3])}", _few(bad))
+        sentences = [b for _, b in bad]
+        return Verdict(name, False, f"{len(bad)} {what}: {'; '.join(sentences[:3])}",
+                       _few(dict.fromkeys(w for w, _ in bad)))
     return Verdict(name, True, ok_detail)
 
 
@@ -84,7 +87,8 @@ def check_state_files(tl) -> Verdict:
         first = State.INFLIGHT if i.action in STARTS_INFLIGHT else State.REQUESTED
         if first not in present:
             labels = "+".join(s.label for s in sorted(present))
-            bad.append(f"{i.requested_time}.{i.action.value} has {labels} but no {first.label} file")
+            bad.append((f"{i.requested_time}.{i.action.value}",
+                        f"{i.requested_time}.{i.action.value} has {labels} but no {first.label} file"))
     return _verdict("I3.legal-states", bad, "instant(s) with an illegal set of state files",
                     f"{len(tl)} instants")
 
@@ -112,8 +116,9 @@ def check_completed_action(tl) -> Verdict:
                 continue
             for other in insts:
                 if other is not svc and other.is_completed and other.shown_action is not COMPLETED_ACTION[svc.action]:
-                    bad.append(f"{t}.{svc.action.value} completed as {other.shown_action.value}, "
-                               f"not {COMPLETED_ACTION[svc.action].value}")
+                    bad.append((f"{t}.{svc.action.value}",
+                                f"{t}.{svc.action.value} completed as {other.shown_action.value}, "
+                               f"not {COMPLETED_ACTION[svc.action].value}"))
     return _verdict("I4.completed-action", bad, "service instant(s) completed under the wrong action")
 
 
@@ -138,7 +143,8 @@ def check_no_write_during_restore(tl) -> Verdict:
             continue
         for w in writes:
             if w.requested_time > r.requested_time and (end is None or w.requested_time < end):
-                bad.append(f"{w.requested_time}.{w.action.value} started while restore {r.requested_time} was pending")
+                who = f"{w.requested_time}.{w.action.value}"
+                bad.append((who, f"{who} started while restore {r.requested_time} was pending"))
     return _verdict("I5.no-write-during-restore", bad, "write(s) started during a restore")
 
 
@@ -168,11 +174,11 @@ def check_files_in_one_slice(view, committed_base: Iterable, committed_logs: Ite
     for f in list(committed_base) + list(committed_logs):
         places = where.get(f, [])
         if len(places) != 1:
-            bad.append(f"{f.path} is in {len(places)} slices")
+            bad.append((f.path, f"{f.path} is in {len(places)} slices"))
             continue
         _fg_, s = places[0]
         if rule == "instant-time" and hasattr(f, "version") and s.base_instant != f.instant_time:
-            bad.append(f"{f.path} names base instant {f.instant_time} but sits in slice {s.base_instant}")
+            bad.append((f.path, f"{f.path} names base instant {f.instant_time} but sits in slice {s.base_instant}"))
     return _verdict(name, bad, "committed file(s) not in exactly one (correct) slice")
 
 
@@ -198,16 +204,19 @@ def check_reader_visibility(view, tl, *, replaced: Mapping[tuple[str, str], str]
     for s in view.latest_file_slices():
         fg = (s.partition, s.file_id)
         if fg in replaced:
-            bad.append(f"file group {s.partition}/{s.file_id} replaced by {replaced[fg]} is visible")
+            bad.append((f"{s.partition}/{s.file_id}",
+                        f"file group {s.partition}/{s.file_id} replaced by {replaced[fg]} is visible"))
         if s.base_file is not None:
             if not committed(s.base_file.instant_time):
-                bad.append(f"{s.base_file.path} of non-completed instant {s.base_file.instant_time} is visible")
+                bad.append((s.base_file.path,
+                            f"{s.base_file.path} of non-completed instant {s.base_file.instant_time} is visible"))
             if s.base_file.instant_time in pending_cl:
-                bad.append(f"{s.base_file.path} of pending clustering {s.base_file.instant_time} is visible")
+                bad.append((s.base_file.path,
+                            f"{s.base_file.path} of pending clustering {s.base_file.instant_time} is visible"))
         if tl.layout == 2:
             for lf in s.log_files:
                 if not committed(lf.delta_commit_time):
-                    bad.append(f"{lf.path} of non-completed deltacommit {lf.delta_commit_time} is visible")
+                    bad.append((lf.path, f"{lf.path} of non-completed deltacommit {lf.delta_commit_time} is visible"))
     return _verdict("I8.reader-visibility", bad, "file(s) a reader must not see")
 
 
@@ -244,7 +253,7 @@ def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_
         nb = newest_base.get(gid)
         if nb is not None and sl.base_instant < nb:
             continue  # superseded by a newer committed base file
-        bad.append(f"{f.path} (slice {sl.base_instant}) is committed but no snapshot reads it")
+        bad.append((f.path, f"{f.path} (slice {sl.base_instant}) is committed but no snapshot reads it"))
     return _verdict("I8.snapshot-completeness", bad, "committed file(s) lost to snapshot readers")
 
 
@@ -265,9 +274,10 @@ def check_compaction_plans(tl, plans: Mapping[str, Iterable]) -> Verdict:
             if c is None:
                 if first_active is not None and t < first_active:
                     continue
-                bad.append(f"compaction {tc} plans {lf.name} of deltacommit {t}, which is not completed")
+                bad.append((lf.name, f"compaction {tc} plans {lf.name} of deltacommit {t}, which is not completed"))
             elif not c < tc:
-                bad.append(f"compaction {tc} plans {lf.name}, whose deltacommit {t} completed at {c} >= {tc}")
+                bad.append((lf.name,
+                            f"compaction {tc} plans {lf.name}, whose deltacommit {t} completed at {c} >= {tc}"))
     return _verdict("I9.compaction-plan", bad, "planned log file(s) not completed before the plan",
                     f"{len(plans)} plan(s)")
 
