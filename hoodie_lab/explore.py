@@ -92,6 +92,12 @@ class Model:
         """A hashable canonical form; equal fingerprints mean the same state. Default: the state."""
         return state
 
+    def fingerprint_hash(self, state) -> int:
+        """The hash ``compact`` exploration keeps instead of the fingerprint. Default:
+        ``hash(fingerprint(state))``; a model may compute it faster (e.g. from cached hashes of the
+        parts a transition left unchanged) provided equal fingerprints give equal hashes."""
+        return hash(self.fingerprint(state))
+
     def settles(self, state, actions: Sequence) -> bool:
         """Whether ``terminal`` properties are checked in ``state`` (given its enabled actions).
         Default: only in terminal states (no enabled action). A model may widen it, e.g. to the
@@ -199,10 +205,12 @@ def explore(
     ``progress(result_so_far, frontier_size)`` is called every ``progress_every`` new states and
     once at the end. ``record_graph`` builds a ``networkx.DiGraph`` (nodes: state numbers with
     ``depth``/``initial``/``terminal``/``violation`` attributes; edges labelled with the action) —
-    for tiny bounds only. ``compact`` keeps only a 64-bit hash of each fingerprint (as Stateright
-    does) instead of the fingerprint itself: about a third of the memory on the protocol model, at
-    the price of a collision probability of about n²/2⁶⁵ for n states (below 10⁻⁶ for 5 million
-    states); a collision would merge two states and prune the second.
+    for tiny bounds only. ``compact`` keeps only a 64-bit hash of each fingerprint
+    (:meth:`Model.fingerprint_hash`, as Stateright does) instead of the fingerprint itself: about a
+    third of the memory on the protocol model, at the price of a collision probability of about
+    n²/2⁶⁵ for n states (below 10⁻⁶ for 5 million states; a model that hashes cached hashes of
+    parts, as the protocol System does, adds a term of the same order per part); a collision would
+    merge two states and prune the second.
 
     With ``pause_gc`` (default) Python's cyclic garbage collector is paused during the search: the
     search keeps every fingerprint and the whole frontier alive, so each full collection rescans a
@@ -244,10 +252,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     init_list = list(model.init_states())
     fingerprint, actions_of, step = model.fingerprint, model.actions, model.next_state
     if compact:
-        full_fingerprint = fingerprint
-
-        def fingerprint(state):
-            return hash(full_fingerprint(state))
+        fingerprint = model.fingerprint_hash
     boundary, settles = model.within_boundary, model.settles
     t0, c0 = time.perf_counter(), time.process_time()
     queue: deque = deque()
@@ -505,6 +510,9 @@ class Refused:
     def fingerprint(self) -> tuple:
         return ("refused", self.event, str(self.error))
 
+    def fingerprint_hash(self) -> int:
+        return hash(self.fingerprint())
+
     def __repr__(self) -> str:
         return f"Refused({self.event}: {self.error})"
 
@@ -538,19 +546,27 @@ class SystemModel(Model):
         self.seed = seed
         self.drains = 0  #: states drained and judged by check_drained so far
         self._System, self._inv, self._RuleViolation = System, inv, RuleViolation
+        #: apply() asks an event's guard again unless the actions are enabled_events() themselves
+        #: (a subclass listing other events gets each checked, and a refusal reported)
+        self._check_guards = type(self).actions is not SystemModel.actions
 
     def init_states(self):
         return [self._System(self.config, seed=self.seed)]
 
-    #: ``actions(s)`` is ``s.enabled_events()`` and ``fingerprint(s)`` is ``s.fingerprint()``
-    #: (:class:`Refused` has both); C-level callers keep the per-transition overhead minimal.
+    #: ``actions(s)`` is ``s.enabled_events()``, ``fingerprint(s)`` is ``s.fingerprint()`` and
+    #: ``fingerprint_hash(s)`` is ``s.fingerprint_hash()`` (:class:`Refused` has all three);
+    #: C-level callers keep the per-transition overhead minimal.
     actions = staticmethod(operator.methodcaller("enabled_events"))
     fingerprint = staticmethod(operator.methodcaller("fingerprint"))
+    fingerprint_hash = staticmethod(operator.methodcaller("fingerprint_hash"))
 
     def next_state(self, s, ev):
+        """``s.clone()`` + ``apply(ev)``. The guard is not asked again for an event of
+        ``s.enabled_events()`` (in :func:`_rebuild` too): the Hypothesis protocol machines apply the
+        listed events with their guards checked, so a listed event whose guard is false fails there."""
         t = s.clone()
         try:
-            t.apply(ev)
+            t.apply(ev, check=self._check_guards)
         except self._RuleViolation as exc:
             return Refused(ev, exc)
         return t

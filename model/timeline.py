@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 from .errors import TimelineError
 from .instant import (
@@ -35,10 +35,27 @@ from .instant import (
 LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
 
 
+class _Key(NamedTuple):
+    """An instant's identity (:class:`InstantKey`'s fields) as the timeline's index key: a plain
+    tuple hashes and compares in C, and the index is looked up several times per operation."""
+
+    requested_time: str
+    action: Action  # the comparable action
+
+
 @lru_cache(maxsize=65536)
-def _key_of(requested_time: str, action: Action) -> InstantKey:
-    """``InstantKey.of`` memoised: the same few identities are looked up on every step of a run."""
-    return InstantKey.of(requested_time, Action(action))
+def _key_of(requested_time: str, action: Action) -> _Key:
+    """The index key of an instant (``InstantKey.of``), memoised: the same few identities are
+    looked up on every step of a run."""
+    key = InstantKey.of(requested_time, Action(action))
+    return _Key(key.requested_time, key.action)
+
+
+@lru_cache(maxsize=65536)
+def _instant(requested_time: str, action: Action, state: State, completion_time: str | None) -> Instant:
+    """``Instant(...)`` memoised: instants are immutable values, and every operation returns one
+    (an exploration builds the same few on every step)."""
+    return Instant(requested_time, action, state, completion_time)
 
 
 def layout_for_version(table_version: int) -> int:
@@ -57,15 +74,21 @@ class _Record:
     action: Action  # the action the instant was started with
     states: set[State] = field(default_factory=set)
     completion_time: str | None = None
+    #: the token of the timeline that may change this record in place (see :meth:`Timeline.copy`)
+    owner: object = field(default=None, compare=False, repr=False)
 
     @property
     def state(self) -> State:
         return max(self.states)
 
+    def copy(self, owner: object) -> "_Record":
+        """A copy with its own set of state files, owned by ``owner`` (same class as this record)."""
+        return type(self)(self.requested_time, self.action, set(self.states), self.completion_time, owner)
+
     def view(self) -> Instant:
-        done = self.state is State.COMPLETED
-        return Instant(self.requested_time, self.action, self.state,
-                       self.completion_time if done else None)
+        state = self.state
+        return _instant(self.requested_time, self.action, state,
+                        self.completion_time if state is State.COMPLETED else None)
 
 
 class Timeline:
@@ -82,26 +105,42 @@ class Timeline:
     def __init__(self, table_version: int = 9):
         self.table_version = table_version
         self.layout = layout_for_version(table_version)
-        self._records: dict[InstantKey, _Record] = {}
-        self._restores: set[InstantKey] = set()  # restore instants, so the I5 guard needs no scan
-        self._pending: set[InstantKey] = set()   # instants not completed, so pending queries need no scan
+        self._records: dict[_Key, _Record] = {}
+        self._restores: set[_Key] = set()  # restore instants, so the I5 guard needs no scan
+        self._pending: set[_Key] = set()   # instants not completed, so pending queries need no scan
+        self._token = object()  # owner token of the records this timeline may change in place
 
     # ------------------------------------------------------------------ helpers
-    def _key(self, requested_time: str, action: Action) -> InstantKey:
-        return InstantKey.of(requested_time, Action(action))
+    def _key(self, requested_time: str, action: Action) -> _Key:
+        return _key_of(requested_time, action)
 
-    def _record(self, requested_time: str, action: Action, rule: str) -> _Record:
-        rec = self._records.get(self._key(requested_time, action))
+    def _lookup(self, requested_time: str, action: Action, rule: str) -> tuple[_Key, _Record]:
+        """The key and record of an instant on the timeline (``TimelineError(rule)`` if absent), to read."""
+        key = self._key(requested_time, action)
+        rec = self._records.get(key)
         if rec is None:
             raise TimelineError(rule, f"no instant {requested_time}.{Action(action).value} on the timeline")
+        return key, rec
+
+    def _record(self, requested_time: str, action: Action, rule: str) -> _Record:
+        """The record of an instant, for an operation that may change it: a record shared with
+        a copy of this timeline is copied first (copy-on-write, see :meth:`copy`)."""
+        key, rec = self._lookup(requested_time, action, rule)
+        if rec.owner is not self._token:
+            rec = self._records[key] = rec.copy(self._token)
         return rec
 
     def copy(self) -> "Timeline":
-        other = Timeline(self.table_version)
-        for k, r in self._records.items():
-            other._records[k] = _Record(r.requested_time, r.action, set(r.states), r.completion_time)
+        """An independent copy. The records are shared copy-on-write: both timelines now hold
+        records owned by neither (this one takes a new token), so whichever changes an instant
+        first copies its record (:meth:`_record`)."""
+        other = Timeline.__new__(Timeline)
+        other.table_version, other.layout = self.table_version, self.layout
+        other._records = dict(self._records)
         other._restores = set(self._restores)
         other._pending = set(self._pending)
+        other._token = object()
+        self._token = object()
         return other
 
     # --------------------------------------------------------------- operations
@@ -124,7 +163,7 @@ class Timeline:
         if completion_time is not None and State.COMPLETED not in states:
             raise TimelineError("I2.requested-before-completion",
                                 f"pending instant {requested_time}.{action.value} has a completion time")
-        rec = _Record(requested_time, action, states, completion_time)
+        rec = _Record(requested_time, action, states, completion_time, self._token)
         self._records[key] = rec
         if action is Action.RESTORE:
             self._restores.add(key)
@@ -157,7 +196,7 @@ class Timeline:
                                     f"cannot start {requested_time}.{action.value}: restore "
                                     f"{pending_restore[0]} is pending")
         first = State.INFLIGHT if action in STARTS_INFLIGHT else State.REQUESTED
-        rec = _Record(requested_time, action, {first})
+        rec = _Record(requested_time, action, {first}, owner=self._token)
         self._records[key] = rec
         if action is Action.RESTORE:
             self._restores.add(key)
@@ -224,10 +263,9 @@ class Timeline:
         Deleting a completed instant is only allowed when the caller says so
         (``deleteCompletedRollback``, restore, archival).
         """
-        rec = self._record(requested_time, action, "I3.delete")
+        key, rec = self._lookup(requested_time, action, "I3.delete")
         if rec.state is State.COMPLETED and not allow_completed:
             raise TimelineError("I3.delete", f"{rec.view()} is completed; deleting it needs allow_completed")
-        key = self._key(requested_time, action)
         del self._records[key]
         self._restores.discard(key)
         self._pending.discard(key)

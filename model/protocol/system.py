@@ -40,6 +40,7 @@ restart-job            [full-restart] crash budget left                    globa
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..errors import RuleViolation
@@ -65,8 +66,22 @@ class Observation(NamedTuple):
 DRAIN_LIMIT = 5
 
 
+@lru_cache(maxsize=4096)
+def _event(kind: type, *args) -> E.Event:
+    """``kind(*args)``, one shared instance per value: events are immutable values, and
+    :meth:`System.enabled_events` lists the same few in every state of an exploration."""
+    return kind(*args)
+
+
 class System:
     """The protocol state machine. See the module docstring for the actions."""
+
+    #: The state's fields (slots: an exploration reads them millions of times), the copy-on-write
+    #: flags and cached hashes; ``__dict__`` only holds what a driver attaches (it is not cloned).
+    __slots__ = ("config", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
+                 "next_checkpoint", "acks_in_flight", "last_ack", "crashes", "faults_stopped",
+                 "checkpoints_after_stop", "step_count", "observations", "observed_rules",
+                 "_own_c", "_own_w", "_coordinator_hash", "_writers_hash", "_checkpoints_hash", "__dict__")
 
     def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
                  seed: int = 0):
@@ -86,31 +101,56 @@ class System:
         self.checkpoints_after_stop = 0
         self.step_count = 0
         self.observations: tuple = ()
+        self.observed_rules: frozenset = frozenset()  # the rules of ``observations``
         self._own_c = True
-        self._own_w = [True] * cfg.parallelism
+        self._own_w = tuple(range(cfg.parallelism))  # the tasks whose WriterTask this System owns
+        self._coordinator_hash = None  # hash(coordinator.key()) (None: not computed since the last change)
+        self._writers_hash = None      # hash of the writer tasks' keys (likewise)
+        self._checkpoints_hash = None  # (pending checkpoint, last completed, hash of the pair)
 
     # ------------------------------------------------------------ copy-on-write
     def clone(self) -> "System":
+        """A copy sharing the coordinator, the writer tasks and the table's parts with this System;
+        whichever System writes a part first copies it (:meth:`_c`, :meth:`_w`, the table's own).
+        Every field of ``__slots__`` but ``__dict__`` is set here."""
         s = System.__new__(System)
-        s.__dict__.update(self.__dict__)
+        s.config = self.config
+        s.source = self.source
         s.table = self.table.copy()
+        s.coordinator = self.coordinator
         s.writers = list(self.writers)
-        s._own_c = False
-        s._own_w = [False] * self.config.parallelism
-        self._own_c = False
-        self._own_w = [False] * self.config.parallelism
+        s.pending_checkpoint = self.pending_checkpoint
+        s.last_completed = self.last_completed
+        s.next_checkpoint = self.next_checkpoint
+        s.acks_in_flight = self.acks_in_flight
+        s.last_ack = self.last_ack
+        s.crashes = self.crashes
+        s.faults_stopped = self.faults_stopped
+        s.checkpoints_after_stop = self.checkpoints_after_stop
+        s.step_count = self.step_count
+        s.observations = self.observations
+        s.observed_rules = self.observed_rules
+        s._own_c = self._own_c = False
+        s._own_w = self._own_w = ()
+        s._coordinator_hash = self._coordinator_hash
+        s._writers_hash = self._writers_hash
+        s._checkpoints_hash = self._checkpoints_hash
         return s
 
     def _c(self) -> Coordinator:
+        """The coordinator, to be changed: copied first if shared; its cached hash is dropped."""
         if not self._own_c:
             self.coordinator = self.coordinator.copy()
             self._own_c = True
+        self._coordinator_hash = None
         return self.coordinator
 
     def _w(self, t: int) -> WriterTask:
-        if not self._own_w[t]:
+        """Writer task ``t``, to be changed: copied first if shared; the writers' cached hash is dropped."""
+        if t not in self._own_w:
             self.writers[t] = self.writers[t].copy()
-            self._own_w[t] = True
+            self._own_w += (t,)
+        self._writers_hash = None
         return self.writers[t]
 
     # ------------------------------------------------------------------ helpers
@@ -277,50 +317,50 @@ class System:
             buffered = w.offset - w.flushed
             full = buffered >= cfg.buffer_size
             if w.offset < cfg.records and not full:
-                out.append(E.Ingest(t))
+                out.append(_event(E.Ingest, t))
             barrier = pend is not None and pend.tasks[t] is None
             if w.instant is None:
                 if (full or barrier) and not coord.would_block(w.checkpoint_id):
-                    out.append(E.RequestInstant(t))
+                    out.append(_event(E.RequestInstant, t))
             else:
                 if full:
-                    out.append(E.Flush(t))
+                    out.append(_event(E.Flush, t))
                 if barrier:
-                    out.append(E.SnapshotTask(t))
+                    out.append(_event(E.SnapshotTask, t))
         if pend is None:
             if self.next_checkpoint <= cfg.max_checkpoints or self.faults_stopped:
-                out.append(E.TriggerCheckpoint())
+                out.append(_event(E.TriggerCheckpoint))
         elif pend.all_tasks_done():
-            out.append(E.CompleteCheckpoint())
+            out.append(_event(E.CompleteCheckpoint))
         acks = self.acks_in_flight
         if acks:
             if self._faults_on("late-ack"):
-                out.extend(E.DeliverAck(n) for n in acks)
+                out.extend(_event(E.DeliverAck, n) for n in acks)
             else:
-                out.append(E.DeliverAck(acks[0]))
+                out.append(_event(E.DeliverAck, acks[0]))
         if not cfg.eager and self.table.failed_writes():
-            out.append(E.Clean())
+            out.append(_event(E.Clean))
         if cfg.blocking and not acks:
             for t in range(P):
                 if self.writer_status(t) == "blocked":
-                    out.append(E.InstantTimeout(t))
+                    out.append(_event(E.InstantTimeout, t))
         if self.faults_stopped:
             return out
         faults = cfg.faults
         if "lost-ack" in faults:
-            out.extend(E.LoseAck(n) for n in acks)
+            out.extend(_event(E.LoseAck, n) for n in acks)
         if "abort" in faults and pend is not None and (cfg.partial_aborts or not any(x is not None for x in pend.tasks)):
-            out.append(E.AbortCheckpoint())
+            out.append(_event(E.AbortCheckpoint))
         if self.crashes < cfg.max_crashes:
             if "task-crash" in faults:
                 if cfg.task_failover == "region":
-                    out.append(E.CrashTask(0))
+                    out.append(_event(E.CrashTask, 0))
                 else:
-                    out.extend(E.CrashTask(t) for t in range(P))
+                    out.extend(_event(E.CrashTask, t) for t in range(P))
             if "coordinator-crash" in faults:
-                out.append(E.CrashCoordinator())
+                out.append(_event(E.CrashCoordinator))
             if "full-restart" in faults:
-                out.append(E.RestartJob())
+                out.append(_event(E.RestartJob))
         return out
 
     # ------------------------------------------------------------------- apply
@@ -339,6 +379,7 @@ class System:
         if len(self.table.observations) != before:
             new = self.table.observations[before:]
             self.observations = self.observations + tuple(Observation(self.step_count, r, d) for r, d in new)
+            self.observed_rules = self.observed_rules | {r for r, _ in new}
 
     # ----------------------------------------------------------------- effects
     def _do_ingest(self, ev):
@@ -513,6 +554,8 @@ class System:
         return [self.source.record(t, o) for t, o in sorted(self.emitted_offsets(upto))]
 
     def observed(self, rule: str) -> list[Observation]:
+        if rule not in self.observed_rules:
+            return []
         return [o for o in self.observations if o.rule == rule]
 
     # -------------------------------------------------------------- fingerprint
@@ -521,21 +564,43 @@ class System:
         instant of any run has the same time, see :class:`LogicalClock`); completion times and
         history kept only for explanations (commit log, step count, observation text) are left
         out. Observations enter as the set of rules broken so far (they are sticky)."""
-        c = self.coordinator
+        return self._fingerprint_fields(self.table.fingerprint(), self.coordinator.key(),
+                                        tuple(w.key() for w in self.writers),
+                                        (self.pending_checkpoint, self.last_completed))
+
+    def fingerprint_hash(self) -> int:
+        """A hash of :meth:`fingerprint`'s fields, for explorers that keep only hashes (equal
+        fingerprints give equal hashes). The nested parts are hashed once per change instead of on
+        every call, as most events change one of them at most: the table's (cached by the table),
+        the coordinator's and the writer tasks' (dropped by :meth:`_c` and :meth:`_w`) and the
+        checkpoints' (kept while they are the same objects: they are immutable values)."""
+        coordinator = self._coordinator_hash
+        if coordinator is None:
+            coordinator = self._coordinator_hash = hash(self.coordinator.key())
+        writers = self._writers_hash
+        if writers is None:
+            writers = self._writers_hash = hash(tuple(w.key() for w in self.writers))
+        cached = self._checkpoints_hash
+        if cached is None or cached[0] is not self.pending_checkpoint or cached[1] is not self.last_completed:
+            pair = (self.pending_checkpoint, self.last_completed)
+            cached = self._checkpoints_hash = pair + (hash(pair),)
+        return hash(self._fingerprint_fields(self.table.fingerprint_hash(), coordinator, writers, cached[2]))
+
+    def _fingerprint_fields(self, table, coordinator, writers, checkpoints) -> tuple:
+        """The fingerprint's fields, its nested parts given (as themselves or as their hashes)."""
         return (
-            self.table.fingerprint(),
+            table,
             self.table.heartbeats,
             self.table.last_key,
-            tuple(sorted(c.buffers.items())), c.instant, c.max_acked, tuple(sorted(c.assigned.items())),
-            tuple(w.key() for w in self.writers),
-            self.pending_checkpoint,
-            self.last_completed,
+            coordinator,
+            writers,
+            checkpoints,
             self.next_checkpoint,
             self.acks_in_flight,
             self.last_ack,
             self.crashes,
             self.faults_stopped,
-            frozenset(o.rule for o in self.observations),
+            self.observed_rules,
         )
 
     def __repr__(self) -> str:

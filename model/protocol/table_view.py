@@ -111,8 +111,8 @@ class Table:
     """Timeline + commit metadata + heartbeats of one data table (see module docstring)."""
 
     __slots__ = ("action", "timeline", "_owned", "metadata", "heartbeats", "clock",
-                 "commit_log", "rollbacks", "observations", "last_key", "_fp", "_pending", "_own_meta", "_own_clock",
-                 "_dups")
+                 "commit_log", "rollbacks", "observations", "last_key", "_fp", "_fp_hash", "_pending", "_own_meta",
+                 "_own_clock", "_dups")
 
     def __init__(self, table_version: int = 8, action: str = "deltacommit",
                  time_source: TimeSource | None = None):
@@ -133,6 +133,7 @@ class Table:
         #: key of the last commit (monitor of I11 ascending commit order)
         self.last_key: int | None = None
         self._fp = None       # cached fingerprint of timeline + metadata (None: stale)
+        self._fp_hash = None  # cached hash(fingerprint()) (None: stale)
         self._dups = None     # cached duplicated_offsets() (None: stale; depends on metadata only)
         self._pending = None  # cached pending data instants (None: stale)
         self._own_meta = True
@@ -153,13 +154,13 @@ class Table:
         t.rollbacks = self.rollbacks
         t.observations = self.observations
         t.last_key = self.last_key
-        t._fp = self._fp
+        t._fp, t._fp_hash = self._fp, self._fp_hash
         t._dups = self._dups
         t._pending = self._pending
         return t
 
     def _tl(self) -> Timeline:
-        self._fp = None
+        self._fp = self._fp_hash = None
         self._pending = None
         if not self._owned:
             self.timeline = self.timeline.copy()
@@ -170,7 +171,7 @@ class Table:
         if not self._own_meta:
             self.metadata = dict(self.metadata)
             self._own_meta = True
-        self._fp = None
+        self._fp = self._fp_hash = None
         self._dups = None
         return self.metadata
 
@@ -205,6 +206,12 @@ class Table:
             tl = self.timeline.state_signature()
             self._fp = (tl, tuple(sorted(self.metadata.items())))
         return self._fp
+
+    def fingerprint_hash(self) -> int:
+        """``hash(fingerprint())``, cached like it."""
+        if self._fp_hash is None:
+            self._fp_hash = hash(self.fingerprint())
+        return self._fp_hash
 
     def failed_writes(self) -> list[str]:
         """Pending data instants whose heartbeat expired (candidates of the LAZY rollback)."""
@@ -244,15 +251,15 @@ class Table:
         would) and records the break so the invariant I11.complete-once can name it.
         """
         how = "recommit" if recommit else "commit"
-        if self.last_key is not None and key <= self.last_key and self.timeline.get(instant, self.action) is not None:
+        state = self.timeline.state_of(instant, self.action)  # None: not on the timeline
+        if self.last_key is not None and key <= self.last_key and state is not None:
             self.observe("I11.ascending-commit-order",
                          f"{how} of key {key} (instant {instant}) after key {self.last_key} was committed")
-        i = self.timeline.get(instant, self.action)
-        if i is None:
+        if state is None:
             self.observe("commit-of-rolled-back-instant",
                          f"{how} of key {key}: instant {instant} was rolled back; its data is lost")
             return "rolled-back"
-        if i.is_completed:
+        if state is State.COMPLETED:
             self.observe("I11.complete-once", f"{how} of key {key}: instant {instant} completes a second time")
             self._meta()[instant] = self.metadata.get(instant, ()) + tuple(statuses)
             self.commit_log = self.commit_log + ((instant, key, how),)
