@@ -103,7 +103,7 @@ class System:
         self.observations: tuple = ()
         self.observed_rules: frozenset = frozenset()  # the rules of ``observations``
         self._own_c = True
-        self._own_w = tuple(range(cfg.parallelism))  # the tasks whose WriterTask this System owns
+        self._own_w = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
         self._coordinator_hash = None  # hash(coordinator.key()) (None: not computed since the last change)
         self._writers_hash = None      # hash of the writer tasks' keys (likewise)
         self._checkpoints_hash = None  # (pending checkpoint, last completed, hash of the pair)
@@ -147,9 +147,10 @@ class System:
 
     def _w(self, t: int) -> WriterTask:
         """Writer task ``t``, to be changed: copied first if shared; the writers' cached hash is dropped."""
-        if t not in self._own_w:
+        own = self._own_w
+        if own is not None and t not in own:
             self.writers[t] = self.writers[t].copy()
-            self._own_w += (t,)
+            self._own_w = own + (t,)
         self._writers_hash = None
         return self.writers[t]
 
@@ -623,43 +624,25 @@ class System:
         return "\n".join(lines)
 
 
-_GUARDS = {
-    "ingest": "_may_ingest",
-    "request-instant": "_may_request_instant",
-    "flush": "_may_flush",
-    "trigger-checkpoint": "_may_trigger",
-    "snapshot-task": "_may_snapshot",
-    "complete-checkpoint": "_may_complete",
-    "deliver-ack": "_may_deliver_ack",
-    "lose-ack": "_may_lose_ack",
-    "clean": "_may_clean",
-    "instant-timeout": "_may_timeout",
-    "stop-faults": "_may_stop_faults",
-    "abort-checkpoint": "_may_abort",
-    "crash-task": "_may_crash",
-    "crash-coordinator": "_may_crash",
-    "restart-job": "_may_crash",
+#: Every action's guard and effect, by event kind (the table of the module docstring).
+_ACTIONS = {
+    "ingest": ("_may_ingest", "_do_ingest"),
+    "request-instant": ("_may_request_instant", "_do_request_instant"),
+    "flush": ("_may_flush", "_do_flush"),
+    "trigger-checkpoint": ("_may_trigger", "_do_trigger"),
+    "snapshot-task": ("_may_snapshot", "_do_snapshot"),
+    "complete-checkpoint": ("_may_complete", "_do_complete"),
+    "deliver-ack": ("_may_deliver_ack", "_do_deliver_ack"),
+    "lose-ack": ("_may_lose_ack", "_do_lose_ack"),
+    "clean": ("_may_clean", "_do_clean"),
+    "instant-timeout": ("_may_timeout", "_do_timeout"),
+    "stop-faults": ("_may_stop_faults", "_do_stop_faults"),
+    "abort-checkpoint": ("_may_abort", "_do_abort"),
+    "crash-task": ("_may_crash", "_do_crash_task"),
+    "crash-coordinator": ("_may_crash", "_do_crash_coordinator"),
+    "restart-job": ("_may_crash", "_do_restart_job"),
 }
-assert set(_GUARDS) == set(E.EVENT_TYPES), "every event kind needs a guard"
-_GUARDS = {k: getattr(System, v) for k, v in _GUARDS.items()}
-
-_EFFECTS = {
-    "ingest": "_do_ingest",
-    "request-instant": "_do_request_instant",
-    "flush": "_do_flush",
-    "trigger-checkpoint": "_do_trigger",
-    "snapshot-task": "_do_snapshot",
-    "complete-checkpoint": "_do_complete",
-    "deliver-ack": "_do_deliver_ack",
-    "lose-ack": "_do_lose_ack",
-    "clean": "_do_clean",
-    "instant-timeout": "_do_timeout",
-    "stop-faults": "_do_stop_faults",
-    "abort-checkpoint": "_do_abort",
-    "crash-task": "_do_crash_task",
-    "crash-coordinator": "_do_crash_coordinator",
-    "restart-job": "_do_restart_job",
-}
-assert set(_EFFECTS) == set(E.EVENT_TYPES), "every event kind needs an effect"
-_EFFECTS = {k: getattr(System, v) for k, v in _EFFECTS.items()}
+assert set(_ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
+_GUARDS = {k: getattr(System, g) for k, (g, _) in _ACTIONS.items()}
+_EFFECTS = {k: getattr(System, e) for k, (_, e) in _ACTIONS.items()}
 assert set(FAULTS) == {c.fault for c in E.EVENT_TYPES.values() if c.fault} | {"late-ack"}
