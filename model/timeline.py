@@ -43,12 +43,15 @@ class _Key(NamedTuple):
     action: Action  # the comparable action
 
 
-@lru_cache(maxsize=65536)
-def _key_of(requested_time: str, action: Action) -> _Key:
-    """The index key of an instant (``InstantKey.of``), memoised: the same few identities are
-    looked up on every step of a run."""
+def _make_key(requested_time: str, action: Action) -> _Key:
+    """The index key of an instant (``InstantKey.of``)."""
     key = InstantKey.of(requested_time, Action(action))
     return _Key(key.requested_time, key.action)
+
+
+#: :func:`_make_key` memoised: the same few identities are looked up on every step of a run (a
+#: rebuild from storage, where every identity is new, calls :func:`_make_key` itself).
+_key_of = lru_cache(maxsize=65536)(_make_key)
 
 
 @lru_cache(maxsize=65536)
@@ -85,10 +88,13 @@ class _Record:
         """A copy with its own set of state files, owned by ``owner`` (same class as this record)."""
         return type(self)(self.requested_time, self.action, set(self.states), self.completion_time, owner)
 
-    def view(self) -> Instant:
+    def fields(self) -> tuple:
+        """``Instant``'s fields: the visible state, and the completion time once completed."""
         state = self.state
-        return _instant(self.requested_time, self.action, state,
-                        self.completion_time if state is State.COMPLETED else None)
+        return self.requested_time, self.action, state, self.completion_time if state is State.COMPLETED else None
+
+    def view(self) -> Instant:
+        return _instant(*self.fields())
 
 
 class Timeline:
@@ -157,7 +163,7 @@ class Timeline:
         states = {State(s) for s in states}
         if not states:
             raise TimelineError("I3.visible-state", f"instant {requested_time}.{action.value} has no state file")
-        key = self._key(requested_time, action)
+        key = _make_key(requested_time, action)  # a rebuild loads each identity once: no memo
         if key in self._records:
             raise TimelineError("I3.create-once", f"instant {requested_time}.{action.value} loaded twice")
         if completion_time is not None and State.COMPLETED not in states:
@@ -169,7 +175,7 @@ class Timeline:
             self._restores.add(key)
         if State.COMPLETED not in states:
             self._pending.add(key)
-        return rec.view()
+        return Instant(*rec.fields())
 
     def create(self, requested_time: str, action: Action, *, allow_during_restore: bool = False) -> Instant:
         """``createNewInstant``: write the first state file (requested; inflight for savepoint).
