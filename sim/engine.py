@@ -331,43 +331,14 @@ class StreamSim:
             w.x = x
         w.t = now
 
-    def _ingest(self, w: _Writer) -> None:
-        """Hand what was consumed since the last chunk to the model as one record (if the buffer has room)."""
-        sw = self.system.writers[w.i]
-        if w.x - w.bounds[-1] >= 1.0 and sw.offset == sw.flushed and sw.offset + 1 == len(w.bounds):
-            self.apply(w.ev_ingest)
-            w.bounds.append(w.x)
-
-    def _stall_end(self, w: _Writer) -> None:
-        if w.stall_t0 is not None:
-            ckp = self.system.next_checkpoint - 1
-            self.metrics.stall(w.i, ckp, w.stall_t0, self.env.now)
-            w.stall_t0 = None
-
-    def _request_instant(self, w: _Writer):
-        """The instant RPC: queued on the coordinator's thread, applied when the thread handles it.
-
-        A request that starts a new instant costs the timeline listing, the TrueTime generation (the
-        generator's own record: lock wait + skew wait) and two timeline writes; one for a key that already
-        has an instant only the handling time. Returns without a grant when the model no longer enables the
-        request by the time the thread gets to it (the caller looks at the writer's status again)."""
-        env = self.env
-        t0 = env.now
-        ev = w.ev_request
-        system = self.system
-        with self.request_thread.request() as req:  # (leaving it cancels or releases the request)
-            yield req
-            if system.is_enabled(ev) is not None:
-                return
-            before = system.coordinator.instant
-            self.apply(ev, checked=False)
-            cost = HANDLE_S
-            if system.coordinator.instant != before:  # a new instant was started
-                cost += self.take_charges() + self._listing() + self.storage.total(2)
-                self._note_pending()
-            yield env.timeout(cost)
-        yield env.timeout(RPC_S)  # the request's and the reply's network time
-        self.metrics.instant_requests.append(env.now - t0)
+    def _request_cost(self) -> float:
+        """The coordinator thread's time for the instant request just applied: a request that started a new
+        instant costs the timeline listing, the TrueTime generation (the generator's own record: lock wait +
+        skew wait) and two timeline writes; one for a key that already has an instant only the handling
+        time."""
+        cost = HANDLE_S + (self.take_charges() + self._listing() + self.storage.total(2))
+        self._note_pending()
+        return cost
 
     def _listing(self) -> float:
         co = self.p["coordinator"]
@@ -389,32 +360,31 @@ class StreamSim:
             remaining = 1.0  # an ack is in flight and may still free the task
         yield self.coord_changed | env.timeout(remaining)
 
-    def _flush(self, w: _Writer, snapshot: bool):
-        """Write the buffer (``flush_base_ms + MB * flush_ms_per_mb`` plus one storage call when it holds
-        records), then the model's flush or snapshot if it is still enabled."""
-        sw = self.system.writers[w.i]
-        records = w.bounds[sw.offset] - w.bounds[sw.flushed]
-        cost = self.flush_base_s + self.flush_s_per_record * records + (self.storage.sample() if records else 0.0)
-        if cost > 0:
-            yield self.env.timeout(cost)
-        ev = w.ev_snapshot if snapshot else w.ev_flush
-        if self.enabled(ev):
-            self.apply(ev, checked=False)
-            if snapshot:
-                p = self.system.pending_checkpoint
-                if p is not None and p.all_tasks_done():
-                    self.snap_done.succeed()
-                    self.snap_done = self.env.event()
-
     def writer(self, w: _Writer):
         """Writer task ``w``: consume until the buffer is full or a barrier arrives, hand the chunk to the
-        model, then do what the model's :meth:`System.task_step` says until it says nothing (get an
-        instant / wait while blocked / flush; at a barrier, snapshot)."""
+        model, then do what the model's :meth:`System.task_step` says until it says nothing:
+
+        * ``request-instant`` -- the instant RPC: queued on the coordinator's request thread and applied
+          when the thread handles it (:meth:`_request_cost`), then the reply's network time; no grant when
+          the model no longer enables the request by then (the task asks the model again);
+        * ``blocked`` -- wait for a commit (:meth:`_wait_blocked`);
+        * ``flush`` / ``snapshot-task`` -- write the buffer (``flush_base_ms + MB * flush_ms_per_mb`` plus
+          one storage call when it holds records), then the model's flush or snapshot if still enabled; a
+          snapshot ends the barrier.
+
+        One generator for the whole cycle: this is the simulation's hot path (one pass per writer and
+        checkpoint), so the steps are written inline rather than as sub-generators."""
         env = self.env
         timeout = env.timeout
-        task_step = self.system.task_step
+        system = self.system
+        task_step, is_enabled, apply = system.task_step, system.is_enabled, self.apply
         buf, cap, src, i = self.buffer, self.capacity, w.src, w.i
+        bounds = w.bounds
         processed = self.metrics.processed
+        request_thread = self.request_thread
+        ev_ingest, ev_request, ev_flush, ev_snapshot = w.ev_ingest, w.ev_request, w.ev_flush, w.ev_snapshot
+        flush_base, flush_per_record, storage = self.flush_base_s, self.flush_s_per_record, self.storage
+        instant_requests = self.metrics.instant_requests
         while True:
             try:
                 if w.down_until > env.now:
@@ -423,7 +393,7 @@ class StreamSim:
                 barrier = w.barrier
                 w.barrier = False
                 if not barrier:
-                    target = w.bounds[-1] + buf
+                    target = bounds[-1] + buf
                     if w.x < target - 1e-9:
                         now = env.now
                         full_at = time_to_consume(src, w.x, now, target, cap)
@@ -439,26 +409,56 @@ class StreamSim:
                             processed.add_interval(w.t, env.now, target - w.x)
                             w.x, w.t = float(target), env.now
                 self._advance(w)
-                self._ingest(w)
+                # hand what was consumed since the last chunk to the model as one record (buffer room)
+                sw = system.writers[i]
+                if w.x - bounds[-1] >= 1.0 and sw.offset == sw.flushed and sw.offset + 1 == len(bounds):
+                    apply(ev_ingest)
+                    bounds.append(w.x)
                 while True:  # the model's next step for this task, until there is none
-                    if barrier and self.system.pending_checkpoint is None:
+                    if barrier and system.pending_checkpoint is None:
                         barrier = False  # the checkpoint was aborted meanwhile
                     step = task_step(i, barrier)
                     if step == "request-instant":
+                        t0 = env.now
                         if w.stall_t0 is None:
-                            w.stall_t0 = env.now
-                        yield from self._request_instant(w)
+                            w.stall_t0 = t0
+                        with request_thread.request() as req:  # (leaving it cancels or releases the request)
+                            yield req
+                            if is_enabled(ev_request) is not None:
+                                continue
+                            before = system.coordinator.instant
+                            apply(ev_request, checked=False)
+                            if system.coordinator.instant != before:  # a new instant was started
+                                yield timeout(self._request_cost())
+                            else:
+                                yield timeout(HANDLE_S)
+                        yield timeout(RPC_S)  # the request's and the reply's network time
+                        instant_requests.append(env.now - t0)
                     elif step == "blocked":
                         if w.stall_t0 is None:
                             w.stall_t0 = env.now
                         yield from self._wait_blocked(w)
                     else:
                         if w.stall_t0 is not None:
-                            self._stall_end(w)
+                            self.metrics.stall(i, system.next_checkpoint - 1, w.stall_t0, env.now)
+                            w.stall_t0 = None
                         if step is None:
                             break
-                        yield from self._flush(w, step == "snapshot-task")
-                        if step == "snapshot-task":
+                        snapshot = step == "snapshot-task"
+                        sw = system.writers[i]
+                        records = bounds[sw.offset] - bounds[sw.flushed]
+                        cost = flush_base + flush_per_record * records + (storage.sample() if records else 0.0)
+                        if cost > 0:
+                            yield timeout(cost)
+                        ev = ev_snapshot if snapshot else ev_flush
+                        if is_enabled(ev) is None:
+                            apply(ev, checked=False)
+                            if snapshot:
+                                p = system.pending_checkpoint
+                                if p is not None and p.all_tasks_done():
+                                    self.snap_done.succeed()
+                                    self.snap_done = env.event()
+                        if snapshot:
                             break
                 w.t = env.now  # no consumption while flushing / waiting
             except _Crash:
