@@ -15,7 +15,8 @@ Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
 * ``[source]`` — record rate, bursts (extra rate, period, length), record size;
 * ``[writers]`` — parallelism, buffer size in records (eager flush when full), CPU cost per record, flush
   latency = base + bytes x per-MB cost (+ storage latency);
-* ``[checkpoint]`` — interval, timeout, minimum pause;
+* ``[checkpoint]`` — interval, timeout, minimum pause, barrier alignment (aligned | unaligned), the barrier's
+  latency to each task and the in-flight data an aligned barrier waits behind;
 * ``[coordinator]`` — commit work, number of timeline and metadata-table writes per commit, timeline listing
   cost (base + per active instant), `write.commit.ack.timeout`;
 * ``[truetime]`` — TrueTime on/off, max expected skew, lock acquisition latency, actual clock offsets, number
@@ -44,6 +45,7 @@ from hoodie_lab.errors import UserError
 KINDS = ("stream", "truetime", "collisions", "recovery")
 MODES = ("blocking", "async")
 CRASH_TARGETS = ("task", "coordinator", "job")
+ALIGNMENTS = ("aligned", "unaligned")
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "interval_s": _num(10.0, 0, DAY, "s", "Flink checkpoint interval", lo_open=True),
         "timeout_s": _num(600.0, 0, DAY, "s", "checkpoint timeout (declined after)", lo_open=True),
         "min_pause_s": _num(0.0, 0, DAY, "s", "minimum pause between checkpoints"),
+        "alignment": Key(str, "aligned", choices=ALIGNMENTS,
+                         doc="aligned (Flink's default): a task takes the barrier after the records in flight "
+                             "ahead of it; unaligned: the barrier overtakes them"),
+        "barrier_latency_ms": _num(5.0, 0, 3.6e6, "ms", "trigger to a barrier's arrival at a task's input "
+                                   "(each task and checkpoint draws uniformly from [0.5x, 1.5x])"),
+        "inflight_kb": _num(320.0, 0, 1e9, "KB", "network buffers a barrier waits behind when its task is "
+                            "backpressured (aligned; Flink: 2 exclusive + 8 floating 32 KB buffers)"),
     },
     "coordinator": {
         "commit_latency_s": _num(0.5, 0, 3600, "s", "commit work besides timeline/metadata writes"),

@@ -14,6 +14,14 @@ Processes
 * **checkpoint trigger** — every ``interval_s`` (after the previous one finished, plus ``min_pause_s``):
   ``trigger-checkpoint``, barriers to every writer, ``complete-checkpoint`` when all snapshotted, or
   ``abort-checkpoint`` after ``timeout_s``. The notification is lost with ``lost_ack_probability``.
+* **barrier alignment** — a barrier is a position in a task's input stream, not a signal: it reaches task
+  ``i``'s input ``barrier_latency_ms`` (drawn per task, uniform on [0.5x, 1.5x]) after the trigger, behind
+  the records already in flight to the task. Aligned (Flink's default, exactly-once): the task takes it once
+  it has processed those records -- none when it keeps up, up to ``inflight_kb`` of network buffers when it
+  is backpressured; a task with a full buffer flushes first and reads on. Unaligned: the barrier overtakes
+  the in-flight records (Flink stores them with the checkpoint; here they are re-read from the source after
+  a restore, the same records). Each task has one input channel (its source split), so aligning several
+  channels takes no time of its own. A barrier that reaches a restarting task waits until it runs again.
 * **coordinator** — two single-threaded executors as in Hudi 1.1 (``instantRequestExecutor`` and the
   ``meta-event-handle`` executor; in blocking mode instant requests share the commit thread, as 0.x's
   coordinator started the next instant after the commit). An instant request that starts a new instant costs
@@ -127,8 +135,8 @@ class StreamResult:
 
 
 class _Writer:
-    __slots__ = ("i", "src", "x", "t", "proc", "wake", "barrier", "down_until", "stall_t0", "bounds",
-                 "ev_ingest", "ev_request", "ev_flush", "ev_snapshot")
+    __slots__ = ("i", "src", "x", "t", "proc", "wake", "barrier_at", "barrier_n", "down_until", "stall_t0",
+                 "bounds", "ev_ingest", "ev_request", "ev_flush", "ev_snapshot")
 
     def __init__(self, i: int, src: Source):
         self.i, self.src = i, src
@@ -140,7 +148,8 @@ class _Writer:
         self.t = 0.0          # time up to which x is accounted
         self.proc = None
         self.wake = None      # while consuming: the event that ends the wait ("full" or "barrier")
-        self.barrier = False  # a barrier arrived while the writer could not take it
+        self.barrier_at = None  # input position (real records) of the barrier that arrived, until taken
+        self.barrier_n = 0      # ... and its checkpoint id
         self.down_until = 0.0
         self.stall_t0 = None
 
@@ -172,6 +181,9 @@ class StreamSim:
         self.record_bytes = src["record_bytes"]
         self.flush_base_s = wr["flush_base_ms"] / 1000.0
         self.flush_s_per_record = wr["flush_ms_per_mb"] * self.record_bytes / 1e6 / 1000.0
+        self.aligned = ck["alignment"] == "aligned"
+        self.barrier_latency_s = ck["barrier_latency_ms"] / 1000.0
+        self.inflight_records = ck["inflight_kb"] * 1024.0 / self.record_bytes
         # Model records (chunks) per split: one per full buffer and one per barrier, twice over for rewinds.
         chunks = peak * self.duration / self.buffer + self.duration / ck["interval_s"]
         records = min(MAX_MODEL_RECORDS, int(2 * chunks) + 64)
@@ -390,17 +402,19 @@ class StreamSim:
                 if w.down_until > env.now:
                     yield timeout(w.down_until - env.now)
                     w.t = env.now
-                barrier = w.barrier
-                w.barrier = False
+                at = w.barrier_at
+                barrier = at is not None and w.x >= at - 1e-9  # a barrier arrived and nothing is ahead of it
                 if not barrier:
                     target = bounds[-1] + buf
                     if w.x < target - 1e-9:
                         now = env.now
-                        full_at = time_to_consume(src, w.x, now, target, cap)
-                        # wait for the buffer to fill or a barrier, whichever first (a crash interrupts)
+                        # consume until the buffer is full, or up to an arrived barrier if that comes first;
+                        # a barrier arriving meanwhile wakes the task itself (a crash interrupts)
+                        stop, cause = (at, "barrier") if at is not None and at < target else (target, "full")
+                        stop_at = time_to_consume(src, w.x, now, stop, cap)
                         w.wake = wake = env.event()
-                        timeout(full_at - now if full_at > now else 0.0).callbacks.append(
-                            lambda _timer, wake=wake: wake.triggered or wake.succeed("full"))
+                        timeout(stop_at - now if stop_at > now else 0.0).callbacks.append(
+                            lambda _timer, wake=wake, cause=cause: wake.triggered or wake.succeed(cause))
                         cause = yield wake
                         w.wake = None
                         if cause == "barrier":
@@ -408,6 +422,11 @@ class StreamSim:
                         else:  # the buffer is full: land exactly on the target (no float residue)
                             processed.add_interval(w.t, env.now, target - w.x)
                             w.x, w.t = float(target), env.now
+                if barrier:
+                    p = system.pending_checkpoint
+                    if p is None or p.id != w.barrier_n:
+                        barrier = False  # its checkpoint was aborted meanwhile
+                    w.barrier_at = None
                 self._advance(w)
                 # hand what was consumed since the last chunk to the model as one record (buffer room)
                 sw = system.writers[i]
@@ -416,7 +435,7 @@ class StreamSim:
                     bounds.append(w.x)
                 while True:  # the model's next step for this task, until there is none
                     if barrier and system.pending_checkpoint is None:
-                        barrier = False  # the checkpoint was aborted meanwhile
+                        barrier = False  # the checkpoint was aborted meanwhile (during a flush or RPC)
                     step = task_step(i, barrier)
                     if step == "request-instant":
                         t0 = env.now
@@ -464,19 +483,46 @@ class StreamSim:
             except _Crash:
                 w.wake = None
                 w.stall_t0 = None
-            except simpy.Interrupt as it:  # a crash while consuming, flushing or waiting
+            except simpy.Interrupt:  # a crash while consuming, flushing or waiting
                 w.wake = None
                 w.stall_t0 = None
-                if it.cause != "crash":
-                    w.barrier = True
 
-    def barrier(self) -> None:
+    def barrier(self, n: int) -> None:
+        """Send checkpoint ``n``'s barrier to every task: it arrives after the task's barrier latency."""
+        lat = self.barrier_latency_s
         for w in self.writers:
-            wake = w.wake
-            if wake is not None and not wake.triggered:
-                wake.succeed("barrier")
-            else:  # busy (or its buffer just filled): it takes the barrier when it next looks
-                w.barrier = True
+            if lat > 0:
+                self.env.timeout(lat * (0.5 + self.rng.random())).callbacks.append(
+                    lambda _timer, w=w: self._barrier_arrives(w, n))
+            else:
+                self._barrier_arrives(w, n)
+
+    def _barrier_arrives(self, w: _Writer, n: int) -> None:
+        """Barrier ``n`` reaches task ``w``'s input, behind the records in flight to it (aligned: what the
+        source emitted and the task has not processed -- everything that arrived, up to ``inflight_kb`` of
+        buffers; unaligned: nothing). A consuming task is woken when it reaches the barrier (now, when
+        nothing is ahead of it); a busy one finds it when it next reads."""
+        p = self.system.pending_checkpoint
+        now = self.env.now
+        if p is None or p.id != n:
+            return  # aborted meanwhile
+        if w.down_until > now:  # the task is restarting: the barrier reaches it once it runs again
+            self.env.timeout(w.down_until - now).callbacks.append(lambda _timer: self._barrier_arrives(w, n))
+            return
+        x = w.x
+        wake = w.wake
+        if wake is not None and now > w.t:  # consuming: where the fluid is now (not accounted yet)
+            x = min(consumed(w.src, x, w.t, now, self.capacity), w.bounds[-1] + self.buffer)
+        at = min(w.src.arrived(now), x + self.inflight_records) if self.aligned else x
+        w.barrier_at, w.barrier_n = max(at, x), n
+        if wake is None or wake.triggered:
+            return
+        if at <= x + 1e-9:
+            wake.succeed("barrier")
+        elif at < w.bounds[-1] + self.buffer:  # it reaches the barrier before its buffer is full
+            at_t = time_to_consume(w.src, w.x, w.t, at, self.capacity)
+            self.env.timeout(max(0.0, at_t - now)).callbacks.append(
+                lambda _timer, wake=wake: wake.triggered or wake.succeed("barrier"))
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoints(self):
@@ -496,7 +542,7 @@ class StreamSim:
                 if p is None:  # a crash right after the trigger aborted it
                     raise _Crash()
                 n = p.id
-                self.barrier()
+                self.barrier(n)
                 deadline = trigger_t + ck["timeout_s"]
                 while True:
                     p = self.system.pending_checkpoint
@@ -600,7 +646,7 @@ class StreamSim:
                 w.x = w.bounds[-1]
                 w.t = env.now
                 w.down_until = env.now + delay
-                w.barrier = False
+                w.barrier_at = None
                 w.stall_t0 = None
                 if w.proc is env.active_process:
                     me = True

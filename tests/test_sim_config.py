@@ -43,6 +43,8 @@ def test_sweep_with_unquoted_dotted_keys():
     ({"writers": {"paralelism": 4}}, ["writers.paralelism", "parallelism"]),
     ({"bogus": {"x": 1}}, ["[bogus]", "allowed"]),
     ({"kind": "nope"}, ["kind", "stream"]),
+    ({"checkpoint": {"alignment": "sometimes"}}, ["checkpoint.alignment", "aligned", "unaligned"]),
+    ({"checkpoint": {"inflight_kb": -1}}, ["checkpoint.inflight_kb", ">= 0"]),
     ({"modes": ["sync"]}, ["modes", "blocking"]),
     ({"faults": {"lost_ack_probability": 1.5}}, ["faults.lost_ack_probability", "<= 1"]),
     ({"writers": {"parallelism": 2.5}}, ["writers.parallelism", "integer"]),
