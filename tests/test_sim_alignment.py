@@ -37,15 +37,17 @@ def test_aligned_barriers_wait_behind_inflight_records_of_a_backpressured_task()
 
 
 def test_a_task_that_keeps_up_takes_the_barrier_after_its_latency_in_both_modes():
-    # 2,000 records/s per writer against 50,000/s of capacity: nothing is in flight ahead of a barrier.
+    # 2,000 records/s per writer against 50,000/s of capacity: nothing is in flight ahead of a barrier, so
+    # a checkpoint takes the last task's barrier latency (each uniform on [100, 300] ms) longer than without
     for alignment in ("aligned", "unaligned"):
-        res = run_stream(small(**{"checkpoint.alignment": alignment, "checkpoint.barrier_latency_ms": 200.0,
-                                  "writers.buffer_records": 100_000}), "async", 2, keep_series=False)
-        d = _durations(res)
-        assert len(d) >= 8
-        # the last task's barrier arrives within [100, 300] ms; its flush adds storage latency (spikes aside)
-        assert all(0.1 <= x for x in d), (alignment, d)
-        assert sorted(d)[len(d) // 2] < 0.5, (alignment, d)
+        med = {}
+        for lat in (0.0, 200.0):
+            res = run_stream(small(**{"checkpoint.alignment": alignment, "checkpoint.barrier_latency_ms": lat,
+                                      "writers.buffer_records": 100_000}), "async", 2, keep_series=False)
+            d = sorted(_durations(res))
+            assert len(d) >= 8 and res.verdict == "ok"
+            med[lat] = d[len(d) // 2]
+        assert 0.1 <= med[200.0] - med[0.0] <= 0.3, (alignment, med)
 
 
 def test_zero_latency_unaligned_barrier_is_taken_at_the_trigger():
