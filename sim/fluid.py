@@ -7,13 +7,16 @@ bursts), a writer consumes it at up to its processing capacity, and flushes carr
 * :class:`Source` — ``arrived(t)`` and its inverse ``time_of(x)`` (when record ``x`` arrived; used for
   end-to-end latency), both exact for the steady+burst profile;
 * :func:`consumed` — the exact fluid-queue consumption of a server of capacity ``c`` between two instants;
-* :class:`StorageLatency` — one storage call's latency: log-normal with rare multiplicative spikes.
+* :class:`StorageLatency` — one storage call's latency: log-normal with rare multiplicative spikes (drawn in
+  seeded blocks).
 """
 
 from __future__ import annotations
 
 import math
 import random
+
+import numpy as np
 
 
 class Source:
@@ -101,6 +104,22 @@ def time_to_consume(src: Source, x0: float, t0: float, target: float, capacity: 
     """The earliest ``t >= t0`` with ``consumed(src, x0, t0, t, capacity) >= target``."""
     if target <= x0:
         return t0
+    if not src.burst_rate and capacity != math.inf:
+        # steady source (the common case, inline): the later of "consumed at full speed" and "arrived";
+        # the same first candidate and check as below
+        lo = t0 + (target - x0) / capacity
+        arrived_at = target / src.rate
+        if arrived_at > lo:
+            lo = arrived_at
+        if lo > t0:
+            c = x0 + capacity * (lo - t0)
+            a = src.rate * lo
+            if a < c:
+                c = a
+        else:
+            c = x0
+        if c >= target - 1e-6:
+            return lo
     lo = max(t0 + (target - x0) / capacity if capacity != math.inf else t0, src.time_of(target))
     if consumed(src, x0, t0, lo, capacity) >= target - 1e-6:
         return lo
@@ -118,26 +137,40 @@ def time_to_consume(src: Source, x0: float, t0: float, target: float, capacity: 
 
 class StorageLatency:
     """Latency (seconds) of one storage call: log-normal(median, sigma), times ``spike_factor`` with
-    probability ``spike_probability``. Draws come from the caller's seeded ``random.Random``."""
+    probability ``spike_probability``.
 
-    __slots__ = ("rng", "mu", "sigma", "p", "factor", "median")
+    Draws come in blocks of :attr:`BLOCK` from a NumPy generator seeded once from the caller's seeded
+    ``random.Random`` (one 64-bit draw at construction), so a run stays reproducible from its seed; a block
+    costs about as much as a few single draws from ``random``, and storage calls are on the simulation's hot
+    path (every flush)."""
+
+    __slots__ = ("gen", "mu", "sigma", "p", "factor", "median", "_block")
+
+    BLOCK = 4096
 
     def __init__(self, rng: random.Random, median_ms: float, sigma: float, spike_probability: float,
                  spike_factor: float):
-        self.rng = rng
+        self.gen = np.random.default_rng(rng.getrandbits(64))
         self.median = median_ms / 1000.0
         self.mu = math.log(self.median) if self.median > 0 else -math.inf
         self.sigma = sigma
         self.p = spike_probability
         self.factor = spike_factor
+        self._block: list[float] = []
+
+    def _draw_block(self) -> list[float]:
+        n = self.BLOCK
+        v = self.gen.lognormal(self.mu, self.sigma, n) if self.sigma > 0 else np.full(n, self.median)
+        if self.p:
+            v[self.gen.random(n) < self.p] *= self.factor
+        return v.tolist()
 
     def sample(self) -> float:
         if self.median <= 0:
             return 0.0
-        v = self.rng.lognormvariate(self.mu, self.sigma) if self.sigma > 0 else self.median
-        if self.p and self.rng.random() < self.p:
-            v *= self.factor
-        return v
+        if not self._block:
+            self._block = self._draw_block()
+        return self._block.pop()
 
     def total(self, calls: int) -> float:
         return sum(self.sample() for _ in range(calls))
