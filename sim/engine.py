@@ -509,11 +509,9 @@ class StreamSim:
         if w.down_until > now:  # the task is restarting: the barrier reaches it once it runs again
             self.env.timeout(w.down_until - now).callbacks.append(lambda _timer: self._barrier_arrives(w, n))
             return
-        x = w.x
         wake = w.wake
-        if wake is not None and now > w.t:  # consuming: where the fluid is now (not accounted yet)
-            x = min(consumed(w.src, x, w.t, now, self.capacity), w.bounds[-1] + self.buffer)
-        at = min(w.src.arrived(now), x + self.inflight_records) if self.aligned else x
+        arrived, x = self._position(w, now)
+        at = min(arrived, x + self.inflight_records) if self.aligned else x
         w.barrier_at, w.barrier_n = max(at, x), n
         if wake is None or wake.triggered:
             return
@@ -696,20 +694,26 @@ class StreamSim:
             yield env.timeout(dt)
             now = env.now
             backlog = 0.0
-            cap = self.capacity
-            buf = self.buffer
+            position = self._position
             for w in self.writers:
-                src = w.src
-                a = src.rate * now if not src.burst_rate else src.arrived(now)
-                x = w.x
-                if w.wake is not None and now > w.t:  # consuming: where the fluid is now (not accounted yet)
-                    if src.burst_rate or cap == math.inf:
-                        x = consumed(src, x, w.t, now, cap)
-                    else:  # inline fast path of fluid.consumed (steady source)
-                        x = min(x + cap * (now - w.t), a)
-                    x = min(x, w.bounds[-1] + buf)
+                a, x = position(w, now)
                 backlog += a - x
             self.metrics.backlog.append((now, backlog))
+
+    def _position(self, w: _Writer, now: float) -> tuple[float, float]:
+        """``(arrived, consumed)`` records of writer ``w``'s source partition at ``now``: a consuming writer's
+        fluid has moved on since it was last accounted (at ``w.t``), never past a full buffer."""
+        src = w.src
+        a = src.rate * now if not src.burst_rate else src.arrived(now)
+        x = w.x
+        if w.wake is not None and now > w.t:
+            cap = self.capacity
+            if src.burst_rate or cap == math.inf:
+                x = consumed(src, x, w.t, now, cap)
+            else:  # inline fast path of fluid.consumed (steady source)
+                x = min(x + cap * (now - w.t), a)
+            x = min(x, w.bounds[-1] + self.buffer)
+        return a, x
 
     def check(self, full: bool = False) -> None:
         """The model's invariants. After every commit: the ones about transient state (subsume, one
