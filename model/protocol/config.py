@@ -11,7 +11,6 @@ fixes of #19215 (PR #19237). Broken or historical designs are the same fields se
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from functools import cached_property
 
 #: Fault kinds, in the order ``enabled_events`` lists them.
 FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart")
@@ -128,16 +127,15 @@ class ProtocolConfig:
                 raise ValueError(f"{f.name}: {getattr(self, f.name)!r} is not true/false")
 
     # -------------------------------------------------------------- derived
-    # (cached: the fields never change, and guards read these on every step)
-    @cached_property
+    @property
     def blocking(self) -> bool:
         return self.mode == "blocking"
 
-    @cached_property
+    @property
     def eager(self) -> bool:
         return self.failed_writes == "eager"
 
-    @cached_property
+    @property
     def action(self) -> str:
         return "commit" if self.table_type == "cow" else "deltacommit"
 
