@@ -33,6 +33,7 @@ METADATA_BOOTSTRAP_INSTANT_TS = "00000000000001"
 FULL_BOOTSTRAP_INSTANT_TS = "00000000000002"
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_NAIVE = _dt.datetime(1970, 1, 1)  # the same instant as a naive UTC datetime (cheaper arithmetic)
 
 
 class Action(str, Enum):
@@ -128,8 +129,11 @@ def format_millis(ms: int) -> str:
     """Epoch milliseconds (UTC) to a 17-digit instant time."""
     if ms < 0:
         raise ValueError(f"negative epoch milliseconds {ms}")
-    d = _EPOCH + _dt.timedelta(milliseconds=ms)
-    return d.strftime("%Y%m%d%H%M%S") + f"{d.microsecond // 1000:03d}"
+    seconds, millis = divmod(ms, 1000)
+    d = _EPOCH_NAIVE + _dt.timedelta(0, seconds)
+    # (fields formatted directly: strftime on an aware datetime costs twice as much; years >= 1970
+    # have 4 digits, as %Y gives them)
+    return "%04d%02d%02d%02d%02d%02d%03d" % (d.year, d.month, d.day, d.hour, d.minute, d.second, millis)
 
 
 def to_millis(t: str) -> int:

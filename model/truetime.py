@@ -357,17 +357,21 @@ class TimeGenerator:
     def earliest(self, process: str) -> int | None:
         """Earliest true time of ``process``'s next step, or None while it waits behind others."""
         p = self.pending.get(process)
-        if p is None:
-            return None
-        if p.phase is Phase.QUEUED:
+        return None if p is None else self._earliest(p)
+
+    def _earliest(self, p: _Pending) -> int | None:
+        """:meth:`earliest` of a pending generation."""
+        phase = p.phase
+        if phase is Phase.QUEUED:
             if not self.config.use_lock:
                 return p.requested_at
-            if self.lock.holder is not None or not self.lock.queue or self.lock.queue[0] != process:
+            lock = self.lock
+            if lock.holder is not None or not lock.queue or lock.queue[0] != p.process:
                 return None
-            return max(p.requested_at, self.lock.last_released_at) + p.latency
-        if p.phase is Phase.HOLDING:
+            return max(p.requested_at, lock.last_released_at) + p.latency
+        if phase is Phase.HOLDING:
             return p.acquired_at
-        if p.phase is Phase.READ:
+        if phase is Phase.READ:
             return p.read_at + self.wait_ms
         return p.waited_at + p.hold_ms
 
@@ -378,19 +382,29 @@ class TimeGenerator:
             return None
         return p.phase.value, self.earliest(process)
 
-    def _check_time(self, process: str, step: str, now: int) -> None:
-        e = self.earliest(process)
+    def _due(self, p: _Pending, step: str) -> int:
+        """The earliest time of ``p``'s next step (``step``); refused while it is blocked."""
+        e = self._earliest(p)
         if e is None:
-            raise self._bad(process, f"{step} is blocked (the lock is held or others are ahead in the queue)")
-        if now < e:
-            raise self._bad(process, f"{step} at {now} is before its earliest time {e}")
+            raise self._bad(p.process, f"{step} is blocked (the lock is held or others are ahead in the queue)")
+        return e
 
+    def _check_time(self, p: _Pending, step: str, now: int) -> None:
+        e = self._due(p, step)
+        if now < e:
+            raise self._bad(p.process, f"{step} at {now} is before its earliest time {e}")
+
+    # Each step: its checks (a pending request in the right phase, ``now`` not before the step's
+    # earliest time), then its effect (``_<step>``, which :meth:`_run` calls directly).
     def acquire(self, process: str, now: int) -> None:
         p = self._get(process, Phase.QUEUED, "acquire")
-        self._check_time(process, "acquire", now)
+        self._check_time(p, "acquire", now)
+        self._acquire(p, now)
+
+    def _acquire(self, p: _Pending, now: int) -> None:
         if self.config.use_lock:
             self.lock.queue.popleft()
-            self.lock.holder = process
+            self.lock.holder = p.process
         p.lock_wait_ms += now - p.requested_at
         p.acquired_at = now
         p.phase = Phase.HOLDING
@@ -398,16 +412,22 @@ class TimeGenerator:
     def read(self, process: str, now: int) -> int:
         """``System.currentTimeMillis()`` on the process's clock, taken under the lock."""
         p = self._get(process, Phase.HOLDING, "read")
-        self._check_time(process, "read", now)
+        self._check_time(p, "read", now)
+        return self._read(p, now)
+
+    def _read(self, p: _Pending, now: int) -> int:
         p.read_at = now
-        p.local_ms = self.clock(process).read(now)
+        p.local_ms = self.clock(p.process).read(now)
         p.phase = Phase.READ
         return p.local_ms
 
     def finish_wait(self, process: str, now: int) -> None:
         """End of ``Thread.sleep(maxExpectedClockSkewMs)`` (may overrun: ``now`` may be later)."""
         p = self._get(process, Phase.READ, "finish_wait")
-        self._check_time(process, "finish_wait", now)
+        self._check_time(p, "finish_wait", now)
+        self._finish_wait(p, now)
+
+    def _finish_wait(self, p: _Pending, now: int) -> None:
         p.waited_ms += now - p.read_at
         p.waited_at = now
         p.phase = Phase.WAITED
@@ -419,7 +439,11 @@ class TimeGenerator:
         re-queued at ``now`` for another attempt (the ``LAST_INSTANT_TIME`` loop).
         """
         p = self._get(process, Phase.WAITED, "release")
-        self._check_time(process, "release", now)
+        self._check_time(p, "release", now)
+        return self._release(p, now)
+
+    def _release(self, p: _Pending, now: int) -> GeneratedTime | None:
+        process = p.process
         if self.config.use_lock:
             if self.lock.holder != process:
                 raise self._bad(process, f"release but the lock is held by {self.lock.holder}")
@@ -471,16 +495,18 @@ class TimeGenerator:
         if others:
             raise self._bad(process, f"sequential call while {others} are mid-generation; use the steps")
         self.request(process, now, kind, hold_ms)
+        p = self.pending[process]
         result = None
+        # The steps' effects in order, each at its earliest time: the order and the time checks of
+        # the public steps hold by construction here; whether the step is blocked is still checked.
         while True:
-            self.acquire(process, self.earliest(process))
-            self.read(process, self.earliest(process))
-            self.finish_wait(process, self.earliest(process))
-            p = self.pending[process]
+            self._acquire(p, self._due(p, "acquire"))
+            self._read(p, self._due(p, "read"))
+            self._finish_wait(p, self._due(p, "finish_wait"))
             if kind == "consume" and action is not None:
                 # The caller's action (e.g. creating t_c.<action>) runs while the lock is held.
                 result = action(self.format(p.local_ms))
-            rec = self.release(process, self.earliest(process))
+            rec = self._release(p, self._due(p, "release"))
             if rec is not None:
                 return rec, result
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+#: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` at half the cost (no Python-level __new__).
+_new = tuple.__new__
+
 
 class TaskSnapshot(NamedTuple):
     """A task's part of a checkpoint: source offset, its checkpoint id, ``write-metadata-state``."""
@@ -26,6 +29,12 @@ class PendingCheckpoint(NamedTuple):
     id: int
     coordinator_state: tuple | None  # None until the coordinator snapshot is taken
     tasks: tuple                       # per task: TaskSnapshot | None (barrier not processed yet)
+
+    def with_task(self, task: int, snap: TaskSnapshot) -> "PendingCheckpoint":
+        """This checkpoint with ``task``'s barrier processed (its snapshot ``snap``)."""
+        tasks = list(self.tasks)  # (cheaper than slicing + concatenating at 64 tasks)
+        tasks[task] = snap
+        return _new(PendingCheckpoint, (self.id, self.coordinator_state, tuple(tasks)))
 
     def task_done(self, task: int) -> bool:
         return self.tasks[task] is not None

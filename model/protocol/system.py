@@ -62,6 +62,9 @@ class Observation(NamedTuple):
     detail: str
 
 
+#: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` at half the cost (no Python-level __new__).
+_new = tuple.__new__
+
 #: Checkpoints the drain may run before giving up (liveness bound is checked separately).
 DRAIN_LIMIT = 5
 
@@ -374,11 +377,12 @@ class System:
             why = self.is_enabled(ev)
             if why is not None:
                 raise RuleViolation(f"{ev.kind}.not-enabled", f"{ev} is not enabled: {why}")
-        before = len(self.table.observations)
+        table = self.table  # (an effect changes the table in place, never replaces it)
+        before = table.observations  # observe() replaces the tuple: identity tells a new observation
         _EFFECTS[ev.kind](self, ev)
         self.step_count += 1
-        if len(self.table.observations) != before:
-            new = self.table.observations[before:]
+        if table.observations is not before:
+            new = table.observations[len(before):]
             self.observations = self.observations + tuple(Observation(self.step_count, r, d) for r, d in new)
             self.observed_rules = self.observed_rules | {r for r, _ in new}
 
@@ -404,9 +408,7 @@ class System:
         w = self._w(ev.task)
         sent, state = w.snapshot_state(p.id, append=self.config.task_state == "append")
         self._c().handle_write_metadata(self.table, sent)
-        t, tasks = ev.task, p.tasks
-        self.pending_checkpoint = PendingCheckpoint(
-            p.id, p.coordinator_state, tasks[:t] + (TaskSnapshot(w.offset, p.id, state),) + tasks[t + 1:])
+        self.pending_checkpoint = p.with_task(ev.task, _new(TaskSnapshot, (w.offset, p.id, state)))
 
     def _do_complete(self, ev):
         p = self.pending_checkpoint
@@ -424,7 +426,7 @@ class System:
         covered by exactly one of the coordinator state and the task states."""
         coord_keys = {k for k, _ in ckp.coordinator_state}
         task_keys = {e.checkpoint_id for snap in ckp.tasks for e in snap.state}
-        needed = {k for k, e in self.coordinator.buffers.items() if k < ckp.id and e.statuses()}
+        needed = {k for k, e in self.coordinator.buffers.items() if k < ckp.id and e.has_statuses()}
         missing = sorted(needed - coord_keys - task_keys)
         twice = sorted(coord_keys & task_keys)
         if missing:
@@ -476,7 +478,7 @@ class System:
         for w in self.writers:
             if w.offset != w.flushed or w.interval:
                 return False
-        return not any(e.statuses() for e in self.coordinator.buffers.values())
+        return not any(e.has_statuses() for e in self.coordinator.buffers.values())
 
     def drain(self, max_checkpoints: int = DRAIN_LIMIT) -> list[E.Event]:
         """Stop faults, then run checkpoints with delivered acks until quiescent.
