@@ -23,6 +23,11 @@ noisy; the best run is the least disturbed one). The "model cost per writer cycl
 the per-task operations plus the per-checkpoint ones divided by 64. ``truetime generate`` is
 ``TimeGenerator.generate`` alone (200 ms wait, 5 ms lock), for reference (it is part of the
 new-instant request and of the ack's commit).
+
+Measured 22 Nov 2026 on a 2-core machine, three runs alternated with the tree before the
+optimisations of that day (commit 6315f64): model cost per writer cycle 5.63-5.70 us before,
+4.56-4.76 us after (snapshot-task 3.33-3.34 -> 2.56-2.67 us, deliver-ack 28.6-29.6 -> 21.9-23.0 us,
+TrueTime generate 9.2-9.4 -> 5.9-6.1 us).
 """
 
 from __future__ import annotations
