@@ -1,6 +1,7 @@
 """Micro-benchmark of the protocol model's operations the simulation calls once per writer cycle.
 
-Run: ``python benchmarks/bench_model_ops.py [--checkpoints N] [--runs R]``.
+Run: ``python benchmarks/bench_model_ops.py [--checkpoints N] [--runs R] [--quick]``. It has no target (the
+simulation's event rate, ``bench_sim.py``, is the target this cost feeds); it exits 0.
 
 Drives :class:`model.protocol.System` the way ``sim/engine.py`` does for the reference workload
 (64 writer tasks, async variant ``hudi-1.1``, times from a
@@ -153,7 +154,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoints", type=int, default=360, help="checkpoints per run (default 360: 1 simulated hour)")
     ap.add_argument("--runs", type=int, default=7, help="runs; the best mean per operation is printed")
+    ap.add_argument("--quick", action="store_true", help="60 checkpoints x 3 runs (benchmarks/run.py --quick)")
     args = ap.parse_args()
+    if args.quick:
+        args.checkpoints, args.runs = 60, 3
     one_run(20)  # warm-up (caches, code paths)
     best: dict[str, float] = {}
     for _ in range(args.runs):
