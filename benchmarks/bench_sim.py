@@ -8,11 +8,13 @@ event loop (67 processes doing nothing but timeouts), both run by SimPy's ``env.
 (:mod:`sim.loop`), best of 3 alternating runs each, in this process. CPU time is the primary measure
 (``time.process_time``): the machine is shared, wall time is printed too.
 
-Where the loop's time goes (py-spy, Nov 2026): SimPy's own code about 40 % (its resource requests and
+Where the loop's time goes (py-spy, 22 Nov 2026): SimPy's own code about 40 % (its resource requests and
 releases, wake events and timeouts cost about 1.2 us per event against 0.7 us for the bare loop's
-timeouts), the protocol model about 30 %, the engine's glue about 22 %, the workload helpers (fluid source,
-storage latency draws, metrics) the rest. So even a model that cost nothing would leave the ratio near
-30 % (an estimate from that profile, not a measurement).
+timeouts), the protocol model about a quarter (``bench_model_ops.py``: 4.6-4.8 us per writer cycle), the
+engine's glue (barrier arrivals included) and the workload helpers the rest. So even a model that cost
+nothing would leave the ratio near 30 % (an estimate from that profile, not a measurement). The ratio moves
+by several points between runs on a shared machine (20-25 % measured that day, 29.5 % once while the bare
+loop itself ran slow).
 
 ``--quick``: 10 simulated minutes (no wall-time target). Exit status 1 when a target is missed.
 """
