@@ -344,10 +344,10 @@ class StreamSim:
         w.t = now
 
     def _request_cost(self) -> float:
-        """The coordinator thread's time for the instant request just applied: a request that started a new
-        instant costs the timeline listing, the TrueTime generation (the generator's own record: lock wait +
-        skew wait) and two timeline writes; one for a key that already has an instant only the handling
-        time."""
+        """The coordinator thread's time for an instant request that just started a new instant: the handling
+        time, the timeline listing, the TrueTime generation (the generator's own record: lock wait + skew
+        wait) and two timeline writes. (A request for a key that already has an instant costs the handling
+        time alone; the writer charges that itself.)"""
         cost = HANDLE_S + (self.take_charges() + self._listing() + self.storage.total(2))
         self._note_pending()
         return cost
