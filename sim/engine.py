@@ -306,14 +306,18 @@ class StreamSim:
         new = table.commit_log[self._commit_log_len:]
         self._commit_log_len = len(table.commit_log)
         now = self.env.now
+        writers, latency_range = self.writers, self.metrics.latency_range
         for instant, _key, _how in new:
             recs = 0.0
             for s in table.metadata.get(instant, ()):
-                w = self.writers[s.task]
-                last = len(w.bounds) - 1  # (a broken variant may commit chunks a rewind has dropped)
-                lo, hi = w.bounds[min(s.start, last)], w.bounds[min(s.end, last)]
+                w = writers[s.task]
+                bounds = w.bounds
+                last = len(bounds) - 1  # (a broken variant may commit chunks a rewind has dropped)
+                start, end = s.start, s.end
+                lo, hi = bounds[start if start < last else last], bounds[end if end < last else last]
                 recs += hi - lo
-                self.metrics.latency_range(now, w.src.time_of(lo), w.src.time_of(hi), hi - lo)
+                time_of = w.src.time_of
+                latency_range(now, time_of(lo), time_of(hi), hi - lo)
             self.committed_real += recs
             self.metrics.commits.append((now, instant, recs))
             self.metrics.committed.add_at(min(now, self.duration), recs)
@@ -396,18 +400,18 @@ class StreamSim:
         request_thread = self.request_thread
         ev_ingest, ev_request, ev_flush, ev_snapshot = w.ev_ingest, w.ev_request, w.ev_flush, w.ev_snapshot
         flush_base, flush_per_record, storage = self.flush_base_s, self.flush_s_per_record, self.storage
-        instant_requests = self.metrics.instant_requests
+        instant_requests, stall = self.metrics.instant_requests, self.metrics.stall
         while True:
             try:
-                if w.down_until > env.now:
-                    yield timeout(w.down_until - env.now)
-                    w.t = env.now
+                now = env.now
+                if w.down_until > now:
+                    yield timeout(w.down_until - now)
+                    w.t = now = env.now
                 at = w.barrier_at
                 barrier = at is not None and w.x >= at - 1e-9  # a barrier arrived and nothing is ahead of it
                 if not barrier:
                     target = bounds[-1] + buf
                     if w.x < target - 1e-9:
-                        now = env.now
                         # consume until the buffer is full, or up to an arrived barrier if that comes first;
                         # a barrier arriving meanwhile wakes the task itself (a crash interrupts)
                         stop, cause = (at, "barrier") if at is not None and at < target else (target, "full")
@@ -417,17 +421,19 @@ class StreamSim:
                             lambda _timer, wake=wake, cause=cause: wake.triggered or wake.succeed(cause))
                         cause = yield wake
                         w.wake = None
+                        now = env.now
                         if cause == "barrier":
                             barrier = True
                         else:  # the buffer is full: land exactly on the target (no float residue)
-                            processed.add_interval(w.t, env.now, target - w.x)
-                            w.x, w.t = float(target), env.now
+                            processed.add_interval(w.t, now, target - w.x)
+                            w.x, w.t = float(target), now
                 if barrier:
                     p = system.pending_checkpoint
                     if p is None or p.id != w.barrier_n:
                         barrier = False  # its checkpoint was aborted meanwhile
                     w.barrier_at = None
-                self._advance(w)
+                if now > w.t:
+                    self._advance(w)
                 # hand what was consumed since the last chunk to the model as one record (buffer room)
                 sw = system.writers[i]
                 if w.x - bounds[-1] >= 1.0 and sw.offset == sw.flushed and sw.offset + 1 == len(bounds):
@@ -459,7 +465,7 @@ class StreamSim:
                         yield from self._wait_blocked(w)
                     else:
                         if w.stall_t0 is not None:
-                            self.metrics.stall(i, system.next_checkpoint - 1, w.stall_t0, env.now)
+                            stall(i, system.next_checkpoint - 1, w.stall_t0, env.now)
                             w.stall_t0 = None
                         if step is None:
                             break
@@ -490,12 +496,13 @@ class StreamSim:
     def barrier(self, n: int) -> None:
         """Send checkpoint ``n``'s barrier to every task: it arrives after the task's barrier latency."""
         lat = self.barrier_latency_s
-        for w in self.writers:
-            if lat > 0:
-                self.env.timeout(lat * (0.5 + self.rng.random())).callbacks.append(
-                    lambda _timer, w=w: self._barrier_arrives(w, n))
-            else:
+        if lat <= 0:
+            for w in self.writers:
                 self._barrier_arrives(w, n)
+            return
+        timeout, rnd, arrives = self.env.timeout, self.rng.random, self._barrier_arrives
+        for w in self.writers:
+            timeout(lat * (0.5 + rnd())).callbacks.append(lambda _timer, w=w: arrives(w, n))
 
     def _barrier_arrives(self, w: _Writer, n: int) -> None:
         """Barrier ``n`` reaches task ``w``'s input, behind the records in flight to it (aligned: what the
@@ -510,8 +517,8 @@ class StreamSim:
             self.env.timeout(w.down_until - now).callbacks.append(lambda _timer: self._barrier_arrives(w, n))
             return
         wake = w.wake
-        arrived, x = self._position(w, now)
-        at = min(arrived, x + self.inflight_records) if self.aligned else x
+        x = self._consumed_at(w, now)
+        at = min(w.src.arrived(now), x + self.inflight_records) if self.aligned else x
         w.barrier_at, w.barrier_n = max(at, x), n
         if wake is None or wake.triggered:
             return
@@ -688,32 +695,35 @@ class StreamSim:
             self.crash(fa["crash_target"])
 
     def sampler(self):
+        """Every ``sample_s`` (at most 600 samples a run): the source backlog, records arrived and not yet
+        consumed, summed over the writers (:meth:`_consumed_at`)."""
         env = self.env
         dt = max(self.p["run"]["sample_s"], self.duration / 600.0)  # at most 600 backlog samples
+        writers, consumed_at, backlog = self.writers, self._consumed_at, self.metrics.backlog
         while True:
             yield env.timeout(dt)
             now = env.now
-            backlog = 0.0
-            position = self._position
-            for w in self.writers:
-                a, x = position(w, now)
-                backlog += a - x
-            self.metrics.backlog.append((now, backlog))
+            total = 0.0
+            for w in writers:
+                total += w.src.arrived(now) - consumed_at(w, now)
+            backlog.append((now, total))
 
-    def _position(self, w: _Writer, now: float) -> tuple[float, float]:
-        """``(arrived, consumed)`` records of writer ``w``'s source partition at ``now``: a consuming writer's
-        fluid has moved on since it was last accounted (at ``w.t``), never past a full buffer."""
-        src = w.src
-        a = src.rate * now if not src.burst_rate else src.arrived(now)
+    def _consumed_at(self, w: _Writer, now: float) -> float:
+        """Records of writer ``w``'s source partition consumed at ``now``: a consuming writer's fluid has
+        moved on since it was last accounted (at ``w.t``), never past a full buffer."""
         x = w.x
-        if w.wake is not None and now > w.t:
-            cap = self.capacity
-            if src.burst_rate or cap == math.inf:
-                x = consumed(src, x, w.t, now, cap)
-            else:  # inline fast path of fluid.consumed (steady source)
-                x = min(x + cap * (now - w.t), a)
-            x = min(x, w.bounds[-1] + self.buffer)
-        return a, x
+        if w.wake is None or now <= w.t:
+            return x
+        src, cap = w.src, self.capacity
+        if src.burst_rate or cap == math.inf:
+            x = consumed(src, x, w.t, now, cap)
+        else:  # inline fast path of fluid.consumed (steady source)
+            x += cap * (now - w.t)
+            a = src.rate * now
+            if a < x:
+                x = a
+        limit = w.bounds[-1] + self.buffer
+        return x if x < limit else limit
 
     def check(self, full: bool = False) -> None:
         """The model's invariants. After every commit: the ones about transient state (subsume, one

@@ -82,6 +82,11 @@ class Series:
         return self.values / self.bin
 
 
+#: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` without its Python-level ``__new__`` (one
+#: stall per writer and checkpoint is recorded on the simulation's hot path).
+_new = tuple.__new__
+
+
 class Stall(NamedTuple):
     writer: int
     checkpoint: int
@@ -114,7 +119,7 @@ class RunMetrics:
     # ----------------------------------------------------------------- recording
     def stall(self, writer: int, ckp: int, start: float, end: float) -> None:
         if end > start:
-            self.stalls.append(Stall(writer, ckp, start, end))
+            self.stalls.append(_new(Stall, (writer, ckp, start, end)))
 
     def latency_range(self, commit_t: float, arrived_lo: float, arrived_hi: float, count: float) -> None:
         """``count`` records that arrived uniformly in ``[arrived_lo, arrived_hi]``, committed at ``commit_t``."""
