@@ -271,3 +271,36 @@ def test_table_view_shows_committed_records():
     s.apply(DeliverAck(1))
     view = s.table_view()
     assert sorted(view) == [r.key for r in s.emitted_records()] and len(view) == 2
+
+
+def test_is_enabled_preconditions_task_fault_then_guard_for_any_event_class():
+    """is_enabled asks, in order: the task exists, the fault is on, the kind's guard -- for the
+    registered event classes (looked up by class) and for any other event object alike."""
+    from model.protocol import AbortCheckpoint, Event
+
+    s = mk(parallelism=2, faults=frozenset({"abort"}))
+    assert s.is_enabled(Ingest(2)) == "task 2 does not exist (parallelism 2)"
+    assert s.is_enabled(Ingest(-1)) == "task -1 does not exist (parallelism 2)"
+    assert s.is_enabled(CrashTask(5)) == "task 5 does not exist (parallelism 2)"
+    assert s.is_enabled(CrashTask(0)) == "fault task-crash is not enabled"
+    assert s.is_enabled(AbortCheckpoint()) == "no checkpoint pending"
+    s.apply(TriggerCheckpoint())
+    assert s.is_enabled(AbortCheckpoint()) is None
+    s.faults_stopped = True
+    assert s.is_enabled(AbortCheckpoint()) == "fault abort is not enabled (faults stopped)"
+    assert s.is_enabled(Ingest(1)) is None
+
+    class Teleport(Event):  # not a registered kind
+        __slots__ = ("task",)
+        kind = "teleport"
+
+        def __init__(self, task):
+            object.__setattr__(self, "task", task)
+
+    class LateIngest(Ingest):  # a subclass of a registered class: asked like any other object
+        __slots__ = ()
+        fault = "late-ack"
+
+    assert s.is_enabled(Teleport(3)) == "task 3 does not exist (parallelism 2)"
+    assert s.is_enabled(Teleport(1)) == "unknown event kind 'teleport'"
+    assert s.is_enabled(LateIngest(0)) == "fault late-ack is not enabled (faults stopped)"

@@ -40,7 +40,7 @@ class PendingCheckpoint(NamedTuple):
         return self.tasks[task] is not None
 
     def all_tasks_done(self) -> bool:
-        return None not in self.tasks  # a TaskSnapshot never equals None
+        return all(self.tasks)  # a TaskSnapshot is a non-empty tuple (true), unlike None; no == asked
 
 
 class CompletedCheckpoint(NamedTuple):

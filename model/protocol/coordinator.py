@@ -48,8 +48,19 @@ class BufferEntry(NamedTuple):
         slots[task] = ev
         return _new(BufferEntry, (self.instant, tuple(slots)))
 
+    def add_event(self, ev) -> "BufferEntry":
+        """``EventBuffer.addEventToBuffer``: this entry with ``ev`` merged into its task's slot when the
+        slot holds an event of the same instant (``mergeWith``), else with ``ev`` in the slot."""
+        slots = list(self.slots)  # (one copy, as with_slot)
+        t = ev.task
+        old = slots[t]
+        slots[t] = old.merge_with(ev) if (old is not None and old.instant == ev.instant) else ev
+        return _new(BufferEntry, (self.instant, tuple(slots)))
+
+    # (A slot is None or a WriteMetadataEvent, a non-empty tuple and so true: any() tells them apart
+    # without the == comparisons ``None in slots`` or ``slots.count(None)`` make.)
     def all_null(self) -> bool:
-        return self.slots.count(None) == len(self.slots)
+        return not any(self.slots)
 
     def all_completed(self) -> bool:
         """``allEventsCompleted``: every slot null or lastBatch (vacuously true when all null)."""
@@ -65,18 +76,15 @@ class BufferEntry(NamedTuple):
 
     def statuses(self) -> tuple:
         """Every slot's write statuses, in task order (what a commit of the entry writes)."""
-        out: list = []
-        for s in self.slots:
-            if s is not None:
-                out += s.statuses  # (into a list: adding up tuples would copy them quadratically)
-        return tuple(out)
+        # (one list: adding up tuples would copy them quadratically)
+        return tuple([st for s in self.slots if s is not None for st in s.statuses])
 
     def has_statuses(self) -> bool:
         """``statuses()`` is not empty: some slot holds flushed data."""
         return any(s is not None and s.statuses for s in self.slots)
 
     def has_event(self) -> bool:
-        return any(s is not None for s in self.slots)
+        return any(self.slots)
 
     def __str__(self) -> str:
         return f"{self.instant}: [" + ", ".join("-" if s is None else str(s) for s in self.slots) + "]"
@@ -93,7 +101,7 @@ def _commit_rule(rule: str):
 class Coordinator:
     """``StreamWriteOperatorCoordinator`` state and rules (see module docstring)."""
 
-    __slots__ = ("cfg", "buffers", "instant", "max_acked", "assigned", "_rule")
+    __slots__ = ("cfg", "buffers", "instant", "max_acked", "assigned", "_rule", "_guarded")
 
     def __init__(self, cfg: ProtocolConfig):
         self.cfg = cfg
@@ -102,11 +110,12 @@ class Coordinator:
         self.max_acked = -(10**9)   # highest ack processed since the last (re)start (monitor)
         self.assigned: dict[int, str] = {}  # key -> instant assigned since the last (re)start (monitor)
         self._rule = _commit_rule(cfg.commit_rule)
+        self._guarded = cfg.blocking and cfg.commit_guard  # the config's, read by would_block (frozen)
 
     def copy(self) -> "Coordinator":
         c = Coordinator.__new__(Coordinator)
         c.cfg, c.buffers, c.instant = self.cfg, dict(self.buffers), self.instant
-        c.max_acked, c.assigned, c._rule = self.max_acked, dict(self.assigned), self._rule
+        c.max_acked, c.assigned, c._rule, c._guarded = self.max_acked, dict(self.assigned), self._rule, self._guarded
         return c
 
     def key(self) -> tuple:
@@ -119,7 +128,7 @@ class Coordinator:
     # ------------------------------------------------------ instant requests
     def would_block(self, key: int) -> bool:
         """Blocking mode: a request that needs a new instant waits while any entry holds an event."""
-        if not (self.cfg.blocking and self.cfg.commit_guard):
+        if not self._guarded:  # (cfg.blocking and cfg.commit_guard)
             return False
         if self.cfg.share_instant_per_key and key in self.buffers:
             return False
@@ -127,8 +136,10 @@ class Coordinator:
 
     def handle_instant_request(self, table, key: int) -> str:
         """``handleInstantRequest(ckpId)``: the key's instant, or a new one (``startInstant``)."""
-        if self.cfg.share_instant_per_key and key in self.buffers:
-            return self.buffers[key].instant
+        if self.cfg.share_instant_per_key:
+            entry = self.buffers.get(key)
+            if entry is not None:
+                return entry.instant
         if self.would_block(key):
             raise RuntimeError("instant request would block; check would_block() first")
         instant = table.start_commit(eager=self.cfg.eager)
@@ -151,14 +162,7 @@ class Coordinator:
         if entry is None:
             self._assign(table, ev.checkpoint_id, ev.instant)
             entry = BufferEntry(ev.instant, self._empty())
-        self.buffers[ev.checkpoint_id] = self._put(entry, ev)
-
-    @staticmethod
-    def _put(entry: BufferEntry, ev) -> BufferEntry:
-        t, slots = ev.task, entry.slots
-        old = slots[t]
-        new = old.merge_with(ev) if (old is not None and old.instant == ev.instant) else ev
-        return entry.with_slot(t, new)
+        self.buffers[ev.checkpoint_id] = entry.add_event(ev)
 
     # ------------------------------------------------------------ checkpoints
     def checkpoint(self, n: int) -> tuple:

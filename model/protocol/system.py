@@ -40,6 +40,7 @@ restart-job            [full-restart] crash budget left                    globa
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import fields
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -207,12 +208,13 @@ class System:
     def is_enabled(self, ev: E.Event) -> str | None:
         """None when ``ev`` is enabled now, else a sentence saying why not: the task exists, the fault
         is on (for fault events), then the action's own guard (``_may_<kind>``)."""
-        t = getattr(ev, "task", None)
-        if t is not None and not 0 <= t < self.config.parallelism:
-            return f"task {t} does not exist (parallelism {self.config.parallelism})"
-        if ev.fault is not None and not self._faults_on(ev.fault):
-            return f"fault {ev.fault} is not enabled" + (" (faults stopped)" if self.faults_stopped else "")
-        guard = _GUARDS.get(ev.kind)
+        has_task, fault, guard = _PRECONDITIONS.get(type(ev)) or _preconditions(ev)
+        if has_task:
+            t = ev.task
+            if t is not None and not 0 <= t < self.config.parallelism:
+                return f"task {t} does not exist (parallelism {self.config.parallelism})"
+        if fault is not None and not self._faults_on(fault):
+            return f"fault {fault} is not enabled" + (" (faults stopped)" if self.faults_stopped else "")
         return f"unknown event kind {ev.kind!r}" if guard is None else guard(self, ev)
 
     # One guard per action: None when enabled, else why not.
@@ -406,7 +408,7 @@ class System:
     def _do_snapshot(self, ev):
         p = self.pending_checkpoint
         w = self._w(ev.task)
-        sent, state = w.snapshot_state(p.id, append=self.config.task_state == "append")
+        sent, state = w.snapshot_state(p.id, self.config.task_state == "append")
         self._c().handle_write_metadata(self.table, sent)
         self.pending_checkpoint = p.with_task(ev.task, _new(TaskSnapshot, (w.offset, p.id, state)))
 
@@ -648,3 +650,15 @@ assert set(_ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and 
 _GUARDS = {k: getattr(System, g) for k, (g, _) in _ACTIONS.items()}
 _EFFECTS = {k: getattr(System, e) for k, (_, e) in _ACTIONS.items()}
 assert set(FAULTS) == {c.fault for c in E.EVENT_TYPES.values() if c.fault} | {"late-ack"}
+
+
+def _preconditions(ev: E.Event) -> tuple:
+    """What :meth:`System.is_enabled` asks of ``ev`` before its guard: whether it names a task, the
+    fault that enables it (None: not a fault) and the guard of its kind (None: unknown kind)."""
+    return getattr(ev, "task", None) is not None, ev.fault, _GUARDS.get(ev.kind)
+
+
+#: :func:`_preconditions` of each event class, looked up by ``type(ev)`` (what they say depends on the
+#: class alone: ``task`` is a field of the class or of none of its events); another class is asked.
+_PRECONDITIONS = {cls: (any(f.name == "task" for f in fields(cls)), cls.fault, _GUARDS[kind])
+                  for kind, cls in E.EVENT_TYPES.items()}

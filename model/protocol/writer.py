@@ -123,7 +123,7 @@ class WriterTask:
         """``snapshotState(n)``: flush the rest (lastBatch), replace the state, remember n.
 
         Returns the event sent to the coordinator and the new ``write-metadata-state``."""
-        ev = self.flush(last_batch=True)
+        ev = self.flush(True)  # lastBatch
         kept = _new(WriteMetadataEvent,
                     (self.task, self.checkpoint_id, self.current_instant, self.interval, True, True))
         self.state = (self.state + (kept,)) if append else (kept,)
