@@ -94,6 +94,12 @@ STARTS_INFLIGHT = frozenset({Action.SAVEPOINT})
 LAYOUT2_ONLY = frozenset({Action.CLUSTERING})
 
 
+def as_action(value) -> Action:
+    """``Action(value)``: an Action is returned as it is (as ``Action(value)`` returns it) without
+    the Enum call, which costs ~0.35 us and is on the timeline's hot paths."""
+    return value if type(value) is Action else Action(value)
+
+
 def comparable_action(action: Action) -> Action:
     """The action used for identity: compaction~commit, logcompaction~deltacommit, clustering~replacecommit."""
     return COMPLETED_ACTION.get(action, action)
@@ -152,7 +158,7 @@ class InstantKey:
 
     @staticmethod
     def of(requested_time: str, action: Action) -> "InstantKey":
-        return InstantKey(requested_time, comparable_action(Action(action)))
+        return InstantKey(requested_time, comparable_action(as_action(action)))
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from .instant import (
     Instant,
     InstantKey,
     State,
+    as_action,
     is_time,
 )
 
@@ -45,7 +46,7 @@ class _Key(NamedTuple):
 
 def _make_key(requested_time: str, action: Action) -> _Key:
     """The index key of an instant (``InstantKey.of``)."""
-    key = InstantKey.of(requested_time, Action(action))
+    key = InstantKey.of(requested_time, action)  # (of() converts it to an Action)
     return _Key(key.requested_time, key.action)
 
 
@@ -184,7 +185,7 @@ class Timeline:
         exist (immutable create, so an instant is created once); no new data write
         while a restore is pending (I5, ``BaseHoodieWriteClient.startCommit``).
         """
-        action = Action(action)
+        action = as_action(action)
         if not is_time(requested_time):
             raise TimelineError("I1.time-format", f"requested time {requested_time!r} is not 17 digits")
         if action in LAYOUT2_ONLY and self.layout == 1:
@@ -302,7 +303,7 @@ class Timeline:
 
     def pending_times(self, action: Action) -> list[str]:
         """Requested times of pending instants of one action, ascending (no Instant objects: hot path)."""
-        action = Action(action)
+        action = as_action(action)
         records = self._records
         return sorted(r.requested_time for r in map(records.__getitem__, self._pending) if r.action is action)
 

@@ -208,7 +208,10 @@ class System:
     def is_enabled(self, ev: E.Event) -> str | None:
         """None when ``ev`` is enabled now, else a sentence saying why not: the task exists, the fault
         is on (for fault events), then the action's own guard (``_may_<kind>``)."""
-        has_task, fault, guard = _PRECONDITIONS.get(type(ev)) or _preconditions(ev)
+        try:
+            has_task, fault, guard = _PRECONDITIONS[type(ev)]
+        except KeyError:  # not a class of EVENT_TYPES
+            has_task, fault, guard = _preconditions(ev)
         if has_task:
             t = ev.task
             if t is not None and not 0 <= t < self.config.parallelism:
