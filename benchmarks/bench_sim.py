@@ -8,13 +8,16 @@ event loop (67 processes doing nothing but timeouts), both run by SimPy's ``env.
 (:mod:`sim.loop`), best of 3 alternating runs each, in this process. CPU time is the primary measure
 (``time.process_time``): the machine is shared, wall time is printed too.
 
-Where the loop's time goes (py-spy, 22 Nov 2026): SimPy's own code about 40 % (its resource requests and
-releases, wake events and timeouts cost about 1.2 us per event against 0.7 us for the bare loop's
-timeouts), the protocol model about a quarter (``bench_model_ops.py``: 4.6-4.8 us per writer cycle), the
-engine's glue (barrier arrivals included) and the workload helpers the rest. So even a model that cost
-nothing would leave the ratio near 30 % (an estimate from that profile, not a measurement). The ratio moves
-by several points between runs on a shared machine (20-25 % measured that day, 29.5 % once while the bare
-loop itself ran slow).
+Where the loop's time goes (py-spy, 22 Nov 2026): SimPy's own code about 45 % (its resource requests and
+releases, wake events and timeouts cost about 1.3 us per event against 0.7 us for the bare loop's
+timeouts), the protocol model about a quarter (``bench_model_ops.py``: 4.5-4.7 us per writer cycle), the
+engine's glue and the workload helpers the rest. Counted instead of timed (``loop_counters.py``, under
+callgrind) the simulation runs about three times the bare loop's instructions per event -- a ratio above
+30 % -- but with about fifteen times its level-1 data-cache misses and five times its mispredicted
+branches. The misses come with the breadth of what each event does (the model's state values, SimPy's
+resource and event objects, the trace and the metrics), not mainly with the number of writers: with 8
+writers instead of 64 they fall by only about a fifth. The timed ratio moves by a few points between runs
+on a shared machine (23-26 % measured that day).
 
 ``--quick``: 10 simulated minutes (no wall-time target). Exit status 1 when a target is missed.
 """
