@@ -432,8 +432,7 @@ class StreamSim:
                     if p is None or p.id != w.barrier_n:
                         barrier = False  # its checkpoint was aborted meanwhile
                     w.barrier_at = None
-                if now > w.t:
-                    self._advance(w)
+                self._advance(w)
                 # hand what was consumed since the last chunk to the model as one record (buffer room)
                 sw = system.writers[i]
                 if w.x - bounds[-1] >= 1.0 and sw.offset == sw.flushed and sw.offset + 1 == len(bounds):
@@ -711,17 +710,9 @@ class StreamSim:
     def _consumed_at(self, w: _Writer, now: float) -> float:
         """Records of writer ``w``'s source partition consumed at ``now``: a consuming writer's fluid has
         moved on since it was last accounted (at ``w.t``), never past a full buffer."""
-        x = w.x
         if w.wake is None or now <= w.t:
-            return x
-        src, cap = w.src, self.capacity
-        if src.burst_rate or cap == math.inf:
-            x = consumed(src, x, w.t, now, cap)
-        else:  # inline fast path of fluid.consumed (steady source)
-            x += cap * (now - w.t)
-            a = src.rate * now
-            if a < x:
-                x = a
+            return w.x
+        x = consumed(w.src, w.x, w.t, now, self.capacity)
         limit = w.bounds[-1] + self.buffer
         return x if x < limit else limit
 
