@@ -22,8 +22,8 @@ Processes
   the in-flight records (Flink stores them with the checkpoint; here they are re-read from the source after
   a restore, the same records). Each task has one input channel (its source split), so aligning several
   channels takes no time of its own. A barrier that reaches a restarting task waits until it runs again.
-* **coordinator** — two single-threaded executors as in Hudi 1.1 (``instantRequestExecutor`` and the
-  ``meta-event-handle`` executor; in blocking mode instant requests share the commit thread, as 0.x's
+* **coordinator** — two single-threaded executors (:class:`sim.executor.Executor`) as in Hudi 1.1
+  (``instantRequestExecutor`` and the ``meta-event-handle`` executor; in blocking mode instant requests share the commit thread, as 0.x's
   coordinator started the next instant after the commit). An instant request that starts a new instant costs
   a timeline listing (``listing_base_ms + listing_ms_per_instant * active instants``), the TrueTime
   generation (:class:`model.truetime.SkewAdjustingTimeGenerator` through the model's ``TrueTimeSource``: lock
@@ -90,6 +90,7 @@ from model.protocol import (
 )
 from model.truetime import Clock, Lock, SkewAdjustingTimeGenerator, TimeGeneratorConfig
 
+from .executor import Executor
 from .loop import run_counted
 from .fluid import Source, StorageLatency, consumed, time_to_consume
 from .metrics import RunMetrics
@@ -230,8 +231,8 @@ class StreamSim:
         # The coordinator's single-threaded executors: instantRequestExecutor and the meta-event-handle
         # (commit) executor; in blocking mode one thread does both (0.x started the next instant after the
         # commit, and 1.1's CommitGuard makes the request wait for it).
-        self.commit_thread = simpy.Resource(env, 1)
-        self.request_thread = self.commit_thread if mode == "blocking" else simpy.Resource(env, 1)
+        self.commit_thread = Executor(env)
+        self.request_thread = self.commit_thread if mode == "blocking" else Executor(env)
         self.coord_changed = env.event()
         self.snap_done = env.event()
         self.events: list = []
@@ -397,7 +398,7 @@ class StreamSim:
         buf, cap, src, i = self.buffer, self.capacity, w.src, w.i
         bounds = w.bounds
         processed = self.metrics.processed
-        request_thread = self.request_thread
+        take, give = self.request_thread.take, self.request_thread.give
         ev_ingest, ev_request, ev_flush, ev_snapshot = w.ev_ingest, w.ev_request, w.ev_flush, w.ev_snapshot
         flush_base, flush_per_record, storage = self.flush_base_s, self.flush_s_per_record, self.storage
         instant_requests, stall = self.metrics.instant_requests, self.metrics.stall
@@ -446,8 +447,9 @@ class StreamSim:
                         t0 = env.now
                         if w.stall_t0 is None:
                             w.stall_t0 = t0
-                        with request_thread.request() as req:  # (leaving it cancels or releases the request)
-                            yield req
+                        grant = take()
+                        try:  # (a crash gives the job up, queued or running)
+                            yield grant
                             if is_enabled(ev_request) is not None:
                                 continue
                             before = system.coordinator.instant
@@ -456,6 +458,8 @@ class StreamSim:
                                 yield timeout(self._request_cost())
                             else:
                                 yield timeout(HANDLE_S)
+                        finally:
+                            give(grant)
                         yield timeout(RPC_S)  # the request's and the reply's network time
                         instant_requests.append(env.now - t0)
                     elif step == "blocked":
@@ -575,8 +579,10 @@ class StreamSim:
         env = self.env
         co = self.p["coordinator"]
         yield env.timeout(RPC_S)
-        with self.commit_thread.request() as req:
-            yield req
+        thread = self.commit_thread
+        grant = thread.take()
+        try:
+            yield grant
             ev = DeliverAck(n)
             if not self.enabled(ev):
                 return  # dropped by a failover, or the ack was lost
@@ -611,6 +617,8 @@ class StreamSim:
             if len(self.system.table.commit_log) != self._commit_log_len:
                 self._on_commits()
             self._note_pending()
+        finally:
+            thread.give(grant)
         self._signal()
 
     # ------------------------------------------------------------------------ faults
