@@ -56,9 +56,11 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import simpy
+from simpy.events import Event
 
 from model.invariants.times import check_timeline_times
 from model.invariants.protocol import (
@@ -136,7 +138,7 @@ class StreamResult:
 
 
 class _Writer:
-    __slots__ = ("i", "src", "x", "t", "proc", "wake", "barrier_at", "barrier_n", "down_until", "stall_t0",
+    __slots__ = ("i", "src", "x", "t", "proc", "wake", "woken", "barrier_at", "barrier_n", "down_until", "stall_t0",
                  "bounds", "ev_ingest", "ev_request", "ev_flush", "ev_snapshot")
 
     def __init__(self, i: int, src: Source):
@@ -149,10 +151,19 @@ class _Writer:
         self.t = 0.0          # time up to which x is accounted
         self.proc = None
         self.wake = None      # while consuming: the event that ends the wait ("full" or "barrier")
+        self.woken = False    # ... and whether it was triggered (the task resumes at this time)
         self.barrier_at = None  # input position (real records) of the barrier that arrived, until taken
         self.barrier_n = 0      # ... and its checkpoint id
         self.down_until = 0.0
         self.stall_t0 = None
+
+
+def _ring(w: _Writer, wake: Event, cause: str, _timer) -> None:
+    """A timer ends writer ``w``'s wait ``wake`` with ``cause`` ("full" or "barrier"), unless the wait is over
+    (an earlier timer of an older wait) or something else ended it first."""
+    if w.wake is wake and not w.woken:
+        w.woken = True
+        wake.succeed(cause)
 
 
 class _Crash(Exception):
@@ -174,8 +185,9 @@ class StreamSim:
                                                       "truetime", "storage", "faults"))
         self.p = p
         rate = src["rate_rps"] / P
-        self.sources = [Source(rate, src["burst_rate_rps"] / P, src["burst_every_s"], src["burst_s"])
-                        for _ in range(P)]
+        # every partition has the same arrival profile (the experiment's rates divided by parallelism)
+        self.source = Source(rate, src["burst_rate_rps"] / P, src["burst_every_s"], src["burst_s"])
+        self.sources = [self.source] * P
         self.capacity = 1e6 / wr["per_record_us"] if wr["per_record_us"] > 0 else math.inf
         peak = rate + (src["burst_rate_rps"] / P if src["burst_every_s"] > 0 else 0.0)
         self.buffer = float(wr["buffer_records"])
@@ -417,9 +429,10 @@ class StreamSim:
                         # a barrier arriving meanwhile wakes the task itself (a crash interrupts)
                         stop, cause = (at, "barrier") if at is not None and at < target else (target, "full")
                         stop_at = time_to_consume(src, w.x, now, stop, cap)
-                        w.wake = wake = env.event()
+                        w.wake = wake = Event(env)
+                        w.woken = False
                         timeout(stop_at - now if stop_at > now else 0.0).callbacks.append(
-                            lambda _timer, wake=wake, cause=cause: wake.triggered or wake.succeed(cause))
+                            partial(_ring, w, wake, cause))
                         cause = yield wake
                         w.wake = None
                         now = env.now
@@ -505,9 +518,9 @@ class StreamSim:
             return
         timeout, rnd, arrives = self.env.timeout, self.rng.random, self._barrier_arrives
         for w in self.writers:
-            timeout(lat * (0.5 + rnd())).callbacks.append(lambda _timer, w=w: arrives(w, n))
+            timeout(lat * (0.5 + rnd())).callbacks.append(partial(arrives, w, n))
 
-    def _barrier_arrives(self, w: _Writer, n: int) -> None:
+    def _barrier_arrives(self, w: _Writer, n: int, _timer=None) -> None:
         """Barrier ``n`` reaches task ``w``'s input, behind the records in flight to it (aligned: what the
         source emitted and the task has not processed -- everything that arrived, up to ``inflight_kb`` of
         buffers; unaligned: nothing). A consuming task is woken when it reaches the barrier (now, when
@@ -517,20 +530,20 @@ class StreamSim:
         if p is None or p.id != n:
             return  # aborted meanwhile
         if w.down_until > now:  # the task is restarting: the barrier reaches it once it runs again
-            self.env.timeout(w.down_until - now).callbacks.append(lambda _timer: self._barrier_arrives(w, n))
+            self.env.timeout(w.down_until - now).callbacks.append(partial(self._barrier_arrives, w, n))
             return
         wake = w.wake
         x = self._consumed_at(w, now)
         at = min(w.src.arrived(now), x + self.inflight_records) if self.aligned else x
         w.barrier_at, w.barrier_n = max(at, x), n
-        if wake is None or wake.triggered:
+        if wake is None or w.woken:
             return
         if at <= x + 1e-9:
+            w.woken = True
             wake.succeed("barrier")
         elif at < w.bounds[-1] + self.buffer:  # it reaches the barrier before its buffer is full
             at_t = time_to_consume(w.src, w.x, w.t, at, self.capacity)
-            self.env.timeout(max(0.0, at_t - now)).callbacks.append(
-                lambda _timer, wake=wake: wake.triggered or wake.succeed("barrier"))
+            self.env.timeout(max(0.0, at_t - now)).callbacks.append(partial(_ring, w, wake, "barrier"))
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoints(self):
@@ -703,17 +716,18 @@ class StreamSim:
 
     def sampler(self):
         """Every ``sample_s`` (at most 600 samples a run): the source backlog, records arrived and not yet
-        consumed, summed over the writers (:meth:`_consumed_at`)."""
+        consumed, summed over the writers (:meth:`_consumed_at`; every partition has the same arrivals)."""
         env = self.env
         dt = max(self.p["run"]["sample_s"], self.duration / 600.0)  # at most 600 backlog samples
         writers, consumed_at, backlog = self.writers, self._consumed_at, self.metrics.backlog
+        arrived, P = self.source.arrived, self.P
         while True:
             yield env.timeout(dt)
             now = env.now
             total = 0.0
             for w in writers:
-                total += w.src.arrived(now) - consumed_at(w, now)
-            backlog.append((now, total))
+                total += consumed_at(w, now)
+            backlog.append((now, P * arrived(now) - total))
 
     def _consumed_at(self, w: _Writer, now: float) -> float:
         """Records of writer ``w``'s source partition consumed at ``now``: a consuming writer's fluid has
