@@ -82,8 +82,8 @@ class Series:
         return self.values / self.bin
 
 
-#: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` without its Python-level ``__new__`` (one
-#: stall per writer and checkpoint is recorded on the simulation's hot path).
+#: ``_new(Cls, fields)`` is the NamedTuple ``Cls(*fields)`` without its Python-level ``__new__`` (a run has one
+#: stall per writer and checkpoint).
 _new = tuple.__new__
 
 
@@ -102,7 +102,7 @@ class RunMetrics:
     committed: Series = None
     backlog: list[tuple[float, float]] = field(default_factory=list)   # (t, records)
     pending: list[tuple[float, int]] = field(default_factory=list)      # (t, pending instants)
-    stalls: list[Stall] = field(default_factory=list)
+    stall_fields: list = field(default_factory=list, repr=False)  # writer, checkpoint, start, end, writer, ...
     commits: list[tuple[float, str, int]] = field(default_factory=list)  # (t, instant, records)
     latency_lo: list[float] = field(default_factory=list)   # weighted latency samples: uniform on [lo, hi]
     latency_hi: list[float] = field(default_factory=list)
@@ -119,7 +119,15 @@ class RunMetrics:
     # ----------------------------------------------------------------- recording
     def stall(self, writer: int, ckp: int, start: float, end: float) -> None:
         if end > start:
-            self.stalls.append(_new(Stall, (writer, ckp, start, end)))
+            # (flat numbers, no object per stall: there is one per writer and checkpoint, they live as long
+            # as the run, and numbers are not tracked by the cyclic garbage collector)
+            self.stall_fields += (writer, ckp, start, end)
+
+    @property
+    def stalls(self) -> list[Stall]:
+        """Every stall recorded, in order."""
+        f = self.stall_fields
+        return [_new(Stall, f[k:k + 4]) for k in range(0, len(f), 4)]
 
     def latency_range(self, commit_t: float, arrived_lo: float, arrived_hi: float, count: float) -> None:
         """``count`` records that arrived uniformly in ``[arrived_lo, arrived_hi]``, committed at ``commit_t``."""
@@ -148,8 +156,9 @@ class RunMetrics:
     def stall_per_checkpoint(self) -> dict[int, float]:
         """Blocked writer-seconds per checkpoint interval, averaged over writers (mean stall per writer)."""
         out: dict[int, float] = {}
-        for s in self.stalls:
-            out[s.checkpoint] = out.get(s.checkpoint, 0.0) + (s.end - s.start)
+        f = self.stall_fields
+        for k in range(0, len(f), 4):
+            out[f[k + 1]] = out.get(f[k + 1], 0.0) + (f[k + 3] - f[k + 2])
         return out
 
     def stall_durations(self) -> list[float]:
