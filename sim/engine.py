@@ -347,9 +347,8 @@ class StreamSim:
         ev.succeed()
 
     # ---------------------------------------------------------------- writer helpers
-    def _advance(self, w: _Writer) -> None:
-        """Account the fluid consumption of writer ``w`` up to now (never past a full buffer)."""
-        now = self.env.now
+    def _advance(self, w: _Writer, now: float) -> None:
+        """Account the fluid consumption of writer ``w`` up to ``now`` (never past a full buffer)."""
         if now > w.t:
             x = consumed(w.src, w.x, w.t, now, self.capacity)
             limit = w.bounds[self.system.writers[w.i].flushed] + self.buffer
@@ -414,9 +413,9 @@ class StreamSim:
         ev_ingest, ev_request, ev_flush, ev_snapshot = w.ev_ingest, w.ev_request, w.ev_flush, w.ev_snapshot
         flush_base, flush_per_record, storage = self.flush_base_s, self.flush_s_per_record, self.storage
         instant_requests, stall = self.metrics.instant_requests, self.metrics.stall
+        now = env.now  # (read once after each yield)
         while True:
             try:
-                now = env.now
                 if w.down_until > now:
                     yield timeout(w.down_until - now)
                     w.t = now = env.now
@@ -446,7 +445,7 @@ class StreamSim:
                     if p is None or p.id != w.barrier_n:
                         barrier = False  # its checkpoint was aborted meanwhile
                     w.barrier_at = None
-                self._advance(w)
+                self._advance(w, now)
                 # hand what was consumed since the last chunk to the model as one record (buffer room)
                 sw = system.writers[i]
                 if w.x - bounds[-1] >= 1.0 and sw.offset == sw.flushed and sw.offset + 1 == len(bounds):
@@ -457,13 +456,14 @@ class StreamSim:
                         barrier = False  # the checkpoint was aborted meanwhile (during a flush or RPC)
                     step = task_step(i, barrier)
                     if step == "request-instant":
-                        t0 = env.now
+                        t0 = now
                         if w.stall_t0 is None:
                             w.stall_t0 = t0
                         grant = take()
                         try:  # (a crash gives the job up, queued or running)
                             yield grant
                             if is_enabled(ev_request) is not None:
+                                now = env.now
                                 continue
                             before = system.coordinator.instant
                             apply(ev_request, checked=False)
@@ -474,14 +474,16 @@ class StreamSim:
                         finally:
                             give(grant)
                         yield timeout(RPC_S)  # the request's and the reply's network time
-                        instant_requests.append(env.now - t0)
+                        now = env.now
+                        instant_requests.append(now - t0)
                     elif step == "blocked":
                         if w.stall_t0 is None:
-                            w.stall_t0 = env.now
+                            w.stall_t0 = now
                         yield from self._wait_blocked(w)
+                        now = env.now
                     else:
                         if w.stall_t0 is not None:
-                            stall(i, system.next_checkpoint - 1, w.stall_t0, env.now)
+                            stall(i, system.next_checkpoint - 1, w.stall_t0, now)
                             w.stall_t0 = None
                         if step is None:
                             break
@@ -491,6 +493,7 @@ class StreamSim:
                         cost = flush_base + flush_per_record * records + (storage.sample() if records else 0.0)
                         if cost > 0:
                             yield timeout(cost)
+                            now = env.now
                         ev = ev_snapshot if snapshot else ev_flush
                         if is_enabled(ev) is None:
                             apply(ev, checked=False)
@@ -501,13 +504,15 @@ class StreamSim:
                                     self.snap_done = env.event()
                         if snapshot:
                             break
-                w.t = env.now  # no consumption while flushing / waiting
+                w.t = now  # no consumption while flushing / waiting
             except _Crash:
                 w.wake = None
                 w.stall_t0 = None
+                now = env.now
             except simpy.Interrupt:  # a crash while consuming, flushing or waiting
                 w.wake = None
                 w.stall_t0 = None
+                now = env.now
 
     def barrier(self, n: int) -> None:
         """Send checkpoint ``n``'s barrier to every task: it arrives after the task's barrier latency."""
@@ -768,7 +773,7 @@ class StreamSim:
         steps = run_counted(env, until)
         for w in self.writers:
             if w.down_until <= until:
-                self._advance(w)
+                self._advance(w, until)
         self._note_pending()
         sim_wall = time.perf_counter() - t_wall
         self.loop_cpu_s = time.process_time() - cpu0
