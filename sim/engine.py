@@ -322,11 +322,10 @@ class StreamSim:
         writers, latency_range = self.writers, self.metrics.latency_range
         for instant, _key, _how in new:
             recs = 0.0
-            for s in table.metadata.get(instant, ()):
-                w = writers[s.task]
+            for task, start, end in table.metadata.get(instant, ()):  # WriteStatus (unpacked: no field look-ups)
+                w = writers[task]
                 bounds = w.bounds
                 last = len(bounds) - 1  # (a broken variant may commit chunks a rewind has dropped)
-                start, end = s.start, s.end
                 lo, hi = bounds[start if start < last else last], bounds[end if end < last else last]
                 recs += hi - lo
                 time_of = w.src.time_of
