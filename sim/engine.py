@@ -538,8 +538,11 @@ class StreamSim:
             return
         wake = w.wake
         x = self._consumed_at(w, now)
-        at = min(w.src.arrived(now), x + self.inflight_records) if self.aligned else x
-        w.barrier_at, w.barrier_n = max(at, x), n
+        at = x
+        if self.aligned:  # behind what arrived and is not processed, up to the in-flight buffers
+            arrived, cap = w.src.arrived(now), x + self.inflight_records
+            at = arrived if arrived < cap else cap
+        w.barrier_at, w.barrier_n = (at if at > x else x), n
         if wake is None or w.woken:
             return
         if at <= x + 1e-9:
