@@ -237,7 +237,7 @@ class StreamSim:
         self.system = System(self.pcfg, time_source=ts, seed=seed & 0xFFFF)
         self.storage = StorageLatency(self.rng, st["median_ms"], st["sigma"], st["spike_probability"],
                                       st["spike_factor"])
-        self.metrics = RunMetrics(self.duration, p["run"]["sample_s"])
+        self.metrics = RunMetrics(self.duration, p["run"]["sample_s"], arrival_times=self.source.times_of)
         self.keep_series = keep_series
         self.writers = [_Writer(i, s) for i, s in enumerate(self.sources)]
         # The coordinator's single-threaded executors: instantRequestExecutor and the meta-event-handle
@@ -319,7 +319,7 @@ class StreamSim:
         new = table.commit_log[self._commit_log_len:]
         self._commit_log_len = len(table.commit_log)
         now = self.env.now
-        writers, latency_range = self.writers, self.metrics.latency_range
+        writers, latency_offsets = self.writers, self.metrics.latency_offsets
         for instant, _key, _how in new:
             recs = 0.0
             for task, start, end in table.metadata.get(instant, ()):  # WriteStatus (unpacked: no field look-ups)
@@ -328,8 +328,7 @@ class StreamSim:
                 last = len(bounds) - 1  # (a broken variant may commit chunks a rewind has dropped)
                 lo, hi = bounds[start if start < last else last], bounds[end if end < last else last]
                 recs += hi - lo
-                time_of = w.src.time_of
-                latency_range(now, time_of(lo), time_of(hi), hi - lo)
+                latency_offsets(now, lo, hi)
             self.committed_real += recs
             self.metrics.commits.append((now, instant, recs))
             self.metrics.committed.add_at(min(now, self.duration), recs)

@@ -5,7 +5,7 @@ one: a source partition is a piecewise-linear cumulative arrival curve ``A(t)`` 
 bursts), a writer consumes it at up to its processing capacity, and flushes carry offset *ranges*.
 
 * :class:`Source` — ``arrived(t)`` and its inverse ``time_of(x)`` (when record ``x`` arrived; used for
-  end-to-end latency), both exact for the steady+burst profile;
+  end-to-end latency; ``times_of`` for many offsets at once), both exact for the steady+burst profile;
 * :func:`consumed` — the exact fluid-queue consumption of a server of capacity ``c`` between two instants;
 * :class:`StorageLatency` — one storage call's latency: log-normal with rare multiplicative spikes (drawn in
   seeded blocks).
@@ -63,6 +63,21 @@ class Source:
         if rem <= in_burst:
             return t0 + rem / (self.rate + self.burst_rate)
         return t0 + self.burst + (rem - in_burst) / self.rate
+
+    def times_of(self, x) -> np.ndarray:
+        """:meth:`time_of` of every offset in ``x`` at once (NumPy; the same operations, so the same values)."""
+        x = np.asarray(x, dtype=float)
+        if not self.burst_rate:
+            t = x / self.rate
+        else:
+            per_period = self.rate * self.period + self.burst_rate * self.burst
+            k = np.floor(x / per_period)
+            rem = x - k * per_period
+            t0 = k * self.period
+            in_burst = (self.rate + self.burst_rate) * self.burst
+            t = np.where(rem <= in_burst, t0 + rem / (self.rate + self.burst_rate),
+                         t0 + self.burst + (rem - in_burst) / self.rate)
+        return np.where(x <= 0, 0.0, t)
 
     def breakpoints(self, t0: float, t1: float) -> list[float]:
         """Times in ``(t0, t1)`` where the rate changes."""

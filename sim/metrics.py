@@ -4,7 +4,7 @@
   spread over the bins they cover), and records committed per second;
 * writer blocked time per checkpoint interval (sum over writers and the per-writer distribution: "stalls");
 * end-to-end latency (arrival at the source -> commit of the instant that holds it), p50/p99, from committed
-  offset ranges weighted by record count;
+  offset ranges weighted by record count (recorded as offsets; converted to arrival times when read);
 * source backlog (records arrived but not yet consumed: backpressure) sampled per bin;
 * commits per minute, pending instants over time, recovery time after each crash.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -104,9 +104,11 @@ class RunMetrics:
     pending: list[tuple[float, int]] = field(default_factory=list)      # (t, pending instants)
     stall_fields: list = field(default_factory=list, repr=False)  # writer, checkpoint, start, end, writer, ...
     commits: list[tuple[float, str, int]] = field(default_factory=list)  # (t, instant, records)
-    latency_lo: list[float] = field(default_factory=list)   # weighted latency samples: uniform on [lo, hi]
-    latency_hi: list[float] = field(default_factory=list)
-    latency_w: list[float] = field(default_factory=list)
+    latency_t: list[float] = field(default_factory=list)   # commit time of each committed offset range
+    latency_x: list[float] = field(default_factory=list)   # its first and end offsets (flat: lo, hi, lo, hi, ...)
+    #: offsets -> arrival times at the source, vectorised (:meth:`sim.fluid.Source.times_of`); every partition
+    #: has the same arrival profile
+    arrival_times: Callable | None = field(default=None, repr=False)
     crashes: list[dict] = field(default_factory=list)
     instant_requests: list[float] = field(default_factory=list)  # seconds from request to reply
     lock_waits: list[float] = field(default_factory=list)         # seconds waited for the TrueTime lock
@@ -129,20 +131,26 @@ class RunMetrics:
         f = self.stall_fields
         return [_new(Stall, f[k:k + 4]) for k in range(0, len(f), 4)]
 
-    def latency_range(self, commit_t: float, arrived_lo: float, arrived_hi: float, count: float) -> None:
-        """``count`` records that arrived uniformly in ``[arrived_lo, arrived_hi]``, committed at ``commit_t``."""
-        if count > 0:
-            self.latency_lo.append(commit_t - arrived_hi)
-            self.latency_hi.append(commit_t - arrived_lo)
-            self.latency_w.append(count)
+    def latency_offsets(self, commit_t: float, x_lo: float, x_hi: float) -> None:
+        """The records at source offsets ``[x_lo, x_hi)`` were committed at ``commit_t`` (their arrival times are
+        computed when the latency is read: all at once, outside the simulation's loop)."""
+        if x_hi > x_lo:
+            self.latency_t.append(commit_t)
+            self.latency_x += (x_lo, x_hi)
+
+    def latency_ranges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per committed range: the smallest and largest latency of its records (they arrived uniformly
+        between the two offsets' arrival times) and its record count."""
+        t = np.asarray(self.latency_t, dtype=float)
+        x = np.asarray(self.latency_x, dtype=float).reshape(-1, 2)
+        arrived = self.arrival_times(x) if len(t) else np.zeros((0, 2))
+        return t - arrived[:, 1], t - arrived[:, 0], x[:, 1] - x[:, 0]
 
     # ----------------------------------------------------------------- summaries
     def latency_percentiles(self, qs=(50, 99)) -> dict[int, float]:
-        if not self.latency_w:
+        if not self.latency_t:
             return {q: float("nan") for q in qs}
-        lo = np.asarray(self.latency_lo)
-        hi = np.asarray(self.latency_hi)
-        w = np.asarray(self.latency_w)
+        lo, hi, w = self.latency_ranges()
         # Each range is uniform on [lo, hi]: sample it at K evenly weighted points.
         k = 8
         frac = (np.arange(k) + 0.5) / k

@@ -72,3 +72,35 @@ def test_storage_latency_distribution_spikes_and_seed():
     assert {flat.sample() for _ in range(10)} == {0.005}
     assert StorageLatency(random.Random(1), 0.0, 0.5, 0.5, 10.0).sample() == 0.0
     assert flat.total(3) == pytest.approx(0.015)
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_times_of_is_time_of_for_every_offset(name):
+    """The vectorised inverse gives exactly the scalar one's values (latency is read through it)."""
+    src = SOURCES[name]
+    rng = random.Random(12)
+    xs = [0.0, -5.0, 1.0] + [rng.uniform(0, src.arrived(120.0)) for _ in range(500)]
+    xs += [src.arrived(float(k)) for k in range(0, 60, 2)]  # period and burst edges exactly
+    assert src.times_of(xs).tolist() == [src.time_of(x) for x in xs]
+
+
+def test_latency_is_read_from_committed_offset_ranges():
+    """RunMetrics records committed offset ranges and converts them with the source's arrival times when
+    read: a range [lo, hi) committed at t has latencies from t - time_of(hi) to t - time_of(lo), weight
+    hi - lo. A metrics object that skips the conversion (offsets taken as times) is caught."""
+    from sim.metrics import RunMetrics
+
+    src = SOURCES["bursty"]
+    m = RunMetrics(60.0, 1.0, arrival_times=src.times_of)
+    ranges = [(12.5, 3000.0, 9000.0), (30.0, 9000.0, 9000.0), (31.0, 9000.0, 25_000.0)]  # an empty one too
+    for t, lo, hi in ranges:
+        m.latency_offsets(t, lo, hi)
+    lo, hi, w = m.latency_ranges()
+    want = [(t - src.time_of(b), t - src.time_of(a), b - a) for t, a, b in ranges if b > a]
+    assert list(zip(lo.tolist(), hi.tolist(), w.tolist())) == want
+    assert RunMetrics(60.0, 1.0).latency_percentiles() == {50: pytest.approx(float("nan"), nan_ok=True),
+                                                          99: pytest.approx(float("nan"), nan_ok=True)}
+    broken = RunMetrics(60.0, 1.0, arrival_times=lambda x: x)
+    for t, a, b in ranges:
+        broken.latency_offsets(t, a, b)
+    assert broken.latency_percentiles() != m.latency_percentiles()
