@@ -235,6 +235,7 @@ class StreamSim:
         else:
             ts = None
         self.system = System(self.pcfg, time_source=ts, seed=seed & 0xFFFF)
+        self.table = self.system.table  # (the System changes its table in place, never replaces it)
         self.storage = StorageLatency(self.rng, st["median_ms"], st["sigma"], st["spike_probability"],
                                       st["spike_factor"])
         self.metrics = RunMetrics(self.duration, p["run"]["sample_s"], arrival_times=self.source.times_of)
@@ -275,9 +276,9 @@ class StreamSim:
         caller carries on (the checkpoint and ack processes re-read the model's state)."""
         plan = self.crash_plan
         if plan is None:  # fast path: no planned crash left (step counts only matter for one)
-            self.system.apply(ev, check=checked)
+            self.system.apply(ev, checked)
             self.events.append(ev)
-            if not self._defer and len(self.system.table.commit_log) != self._commit_log_len:
+            if not self._defer and len(self.table.commit_log) != self._commit_log_len:
                 self._on_commits()
             return
         k = ev.kind

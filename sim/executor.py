@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 from simpy import Environment
-from simpy.events import Event
+from simpy.events import Event, Timeout
 
 
 class Executor:
@@ -33,11 +33,10 @@ class Executor:
 
     def take(self) -> Event:
         """An event that fires when the thread takes the caller's job (FIFO)."""
-        grant = Event(self.env)
         if self.holder is None:
-            self.holder = grant
-            grant.succeed()
+            self.holder = grant = Timeout(self.env, 0)  # (an event that fires now: Event + succeed in one call)
         else:
+            grant = Event(self.env)
             self.queue.append(grant)
         return grant
 
