@@ -248,6 +248,9 @@ class StreamSim:
         self.request_thread = self.commit_thread if mode == "blocking" else Executor(env)
         self.coord_changed = env.event()
         self.snap_done = env.event()
+        self._timeout_of = None     # (checkpoint id, deadline) of the pending checkpoint
+        self._timeout_timer = None  # ... and what the one checkpoint-timeout timer is set for, if set
+        self._timed_out = None      # the last checkpoint that reached its deadline
         self.events: list = []
         self.counts: dict[str, int] = {}
         self.crash_plan = crash_plan
@@ -571,12 +574,17 @@ class StreamSim:
                     raise _Crash()
                 n = p.id
                 self.barrier(n)
-                deadline = trigger_t + ck["timeout_s"]
-                while True:
-                    p = self.system.pending_checkpoint
-                    if p is None or p.id != n or p.all_tasks_done() or env.now >= deadline:
-                        break
-                    yield self.snap_done | env.timeout(deadline - env.now)
+                self._timeout_of = (n, trigger_t + ck["timeout_s"])
+                if self._timeout_timer is None:
+                    self._set_timeout_timer()
+                try:
+                    while True:
+                        p = self.system.pending_checkpoint
+                        if p is None or p.id != n or p.all_tasks_done() or self._timed_out == n:
+                            break
+                        yield self.snap_done
+                finally:
+                    self._timeout_of = None
                 p = self.system.pending_checkpoint
                 if p is not None and p.id == n:
                     if p.all_tasks_done():
@@ -593,6 +601,26 @@ class StreamSim:
             except _Crash:
                 pass
             next_t = max(trigger_t + ck["interval_s"], env.now + ck["min_pause_s"])
+
+    def _set_timeout_timer(self) -> None:
+        """The checkpoint timeout (``timeout_s`` after the trigger, then the checkpoint is declined): one timer
+        at a time, for the pending checkpoint's deadline. A checkpoint usually completes long before its
+        deadline and SimPy cannot cancel a timer, so instead of one timer per checkpoint (each in the event
+        queue until its deadline) the timer that rings for a checkpoint already over is set again for the
+        one pending then (deadlines only grow)."""
+        n, deadline = self._timeout_timer = self._timeout_of
+        self.env.timeout(max(0.0, deadline - self.env.now)).callbacks.append(self._timeout_rings)
+
+    def _timeout_rings(self, _timer) -> None:
+        set_for, self._timeout_timer = self._timeout_timer, None
+        if self._timeout_of is None:  # no checkpoint pending: the next trigger sets the timer
+            return
+        if self._timeout_of != set_for:  # set for a checkpoint that is over: set it for the pending one
+            self._set_timeout_timer()
+            return
+        self._timed_out = set_for[0]  # the pending checkpoint reached its deadline
+        self.snap_done.succeed()
+        self.snap_done = self.env.event()
 
     def deliver_ack(self, n: int):
         """``notifyCheckpointComplete(n)`` on the coordinator's commit thread: commits, then a clean."""

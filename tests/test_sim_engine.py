@@ -108,3 +108,24 @@ def test_every_run_is_checked_and_writes_a_trace_on_request(tmp_path):
     trace = load_trace(res.trace_path)
     assert trace.driver == "simulate" and len(trace.events) == res.model_events
     assert replay(trace).ok
+
+
+@pytest.mark.parametrize("mode", ["blocking", "async"])
+def test_checkpoint_timeout_declines_at_the_deadline(mode):
+    """A checkpoint whose barriers cannot all be processed within ``timeout_s`` is declined at trigger +
+    timeout_s (the one timeout timer is set for each pending checkpoint's deadline in turn): barriers take
+    1.5-4.5 s, the timeout is 1 s, so every checkpoint is declined at +1 s and, with a 1.5 s minimum pause,
+    the next one starts 2.5 s after the previous trigger. With a 600 s timeout every checkpoint completes."""
+    declined = run_stream(small(**{"checkpoint.interval_s": 2.0, "checkpoint.timeout_s": 1.0,
+                                   "checkpoint.min_pause_s": 1.5, "checkpoint.barrier_latency_ms": 3000.0}),
+                          mode, 5, quick=True, keep_series=False)
+    ckps = declined.metrics.checkpoints
+    assert len(ckps) > 10 and all(done is None for _, _, done in ckps), ckps[:5]
+    starts = [t for _, t, _ in ckps]
+    assert all(b - a == pytest.approx(2.5) for a, b in zip(starts, starts[1:])), starts[:6]
+    assert declined.verdict == "ok", declined.verdict
+    completed = run_stream(small(**{"checkpoint.interval_s": 2.0, "checkpoint.timeout_s": 600.0,
+                                    "checkpoint.min_pause_s": 1.5, "checkpoint.barrier_latency_ms": 3000.0}),
+                           mode, 5, quick=True, keep_series=False)
+    assert completed.metrics.checkpoints and all(done is not None for _, _, done in completed.metrics.checkpoints)
+    assert completed.verdict == "ok" and completed.lost_records == 0 and completed.duplicated_records == 0
