@@ -8,16 +8,19 @@ event loop (67 processes doing nothing but timeouts), both run by SimPy's ``env.
 (:mod:`sim.loop`), best of 3 alternating runs each, in this process. CPU time is the primary measure
 (``time.process_time``): the machine is shared, wall time is printed too.
 
-Where the loop's time goes (py-spy, 22 Nov 2026): SimPy's own code about 45 % (its resource requests and
-releases, wake events and timeouts cost about 1.3 us per event against 0.7 us for the bare loop's
-timeouts), the protocol model about a quarter (``bench_model_ops.py``: 4.5-4.7 us per writer cycle), the
-engine's glue and the workload helpers the rest. Counted instead of timed (``loop_counters.py``, under
-callgrind) the simulation runs about three times the bare loop's instructions per event -- a ratio above
-30 % -- but with about fifteen times its level-1 data-cache misses and five times its mispredicted
-branches. The misses come with the breadth of what each event does (the model's state values, SimPy's
-resource and event objects, the trace and the metrics), not mainly with the number of writers: with 8
-writers instead of 64 they fall by only about a fifth. The timed ratio moves by a few points between runs
-on a shared machine (23-26 % measured that day).
+Where the loop's time goes (22 Nov 2026). A writer's cycle per checkpoint is about 7 SimPy events: the
+barrier's arrival, the wake-up, the full-buffer timer (usually overtaken by the barrier: it rings later for
+nothing, SimPy cannot cancel it), the coordinator thread's grant, the request's handling time, the reply and
+the flush. Per cycle the protocol model costs about 4.9 us (``bench_model_ops.py``; snapshot-task 2.7 us of
+it), and each checkpoint adds about 150 us (the trigger and its 64 barrier timers, the commit with its
+TrueTime generation, commit accounting). The coordinator's executors used to be ``simpy.Resource`` (a request
+and a release event per job and about ten Python calls around them); :mod:`sim.executor` replaced them, the
+largest single gain of that day (the loop went from about 0.54 s to 0.44 s CPU). Counted instead of timed
+(``loop_counters.py``, under callgrind) the simulation runs about 2.5 times the bare loop's instructions per
+event -- a ratio of about 41 % -- but with about thirteen times its level-1 data-cache misses and four
+times its mispredicted branches, which the count does not weigh. A shallower event queue did not help: the
+full-buffer timers kept in a queue of their own (SimPy's queue down from about 230 to 33 events) timed the
+same. The timed ratio moves by a few points between runs on a shared machine (27-31 % measured that day).
 
 ``--quick``: 10 simulated minutes (no wall-time target). Exit status 1 when a target is missed.
 """

@@ -58,8 +58,8 @@ def _child(which: str, quick: bool) -> None:
     else:
         p = exp.params
         duration = p["run"]["quick_duration_s" if quick else "duration_s"]
-        # about as many events as the simulation (188,236 in the hour; 10 minutes: a sixth)
-        bench_sim.bare_simpy(p["writers"]["parallelism"] + 3, int(188_236 * duration / 3600))
+        # about as many events as the simulation (164,248 in the hour; 10 minutes: a sixth)
+        bench_sim.bare_simpy(p["writers"]["parallelism"] + 3, int(164_248 * duration / 3600))
 
 
 def _read_dump(folder: Path) -> tuple[int, dict[str, int]]:

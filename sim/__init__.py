@@ -9,6 +9,8 @@ never restates a protocol rule.
 * :mod:`sim.engine` -- the streaming simulation (:func:`sim.engine.run_stream`): writers, checkpoints, the
   coordinator's threads, TrueTime charges, crashes; every run checked by the model's invariants and
   written as a replayable trace when it fails;
+* :mod:`sim.executor` -- a single-threaded executor in simulated time (the coordinator's threads);
+* :mod:`sim.loop` -- SimPy's ``env.run`` with the number of events it processed;
 * :mod:`sim.metrics` -- throughput over time, stalls, end-to-end latency, backlog, commits, pending
   instants, recovery time;
 * :mod:`sim.collisions`, :mod:`sim.truetime_study`, :mod:`sim.recovery` -- the other experiment kinds;
