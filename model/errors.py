@@ -17,7 +17,12 @@ class RuleViolation(ModelError):
     def __init__(self, rule: str, message: str):
         self.rule = rule
         self.detail = message
-        super().__init__(f"[{rule}] {message}")
+        # (the arguments as given, so the error can be rebuilt from them: pickling does, and SimPy does when a
+        # process fails with it)
+        super().__init__(rule, message)
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.detail}"
 
 
 class TimelineError(RuleViolation):
@@ -30,4 +35,7 @@ class CodecError(ModelError):
     def __init__(self, name: str, problem: str):
         self.name = name
         self.problem = problem
-        super().__init__(f"{name}: {problem}")
+        super().__init__(name, problem)  # (rebuildable from its arguments, as RuleViolation)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.problem}"

@@ -304,3 +304,30 @@ def test_is_enabled_preconditions_task_fault_then_guard_for_any_event_class():
     assert s.is_enabled(Teleport(3)) == "task 3 does not exist (parallelism 2)"
     assert s.is_enabled(Teleport(1)) == "unknown event kind 'teleport'"
     assert s.is_enabled(LateIngest(0)) == "fault late-ack is not enabled (faults stopped)"
+
+
+def test_model_errors_rebuild_from_their_arguments():
+    """Pickling rebuilds an exception from its ``args``, and so does SimPy when a process fails with one: a
+    RuleViolation or CodecError must come back whole (same class, rule, message), not as a TypeError."""
+    import pickle
+
+    import simpy
+
+    from model.errors import CodecError, RuleViolation, TimelineError
+
+    for err in (RuleViolation("I3.legal-transition", "no"), TimelineError("I1.unique", "twice"),
+                CodecError("x.commit", "not an instant file")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err) and back.args == err.args
+    assert str(RuleViolation("r", "m")) == "[r] m" and str(CodecError("f", "p")) == "f: p"
+
+    env = simpy.Environment()
+
+    def fails():
+        yield env.timeout(1)
+        raise RuleViolation("ingest.not-enabled", "Ingest(task=0) is not enabled: split 0 is exhausted")
+
+    env.process(fails())
+    with pytest.raises(RuleViolation) as exc:
+        env.run()
+    assert exc.value.rule == "ingest.not-enabled" and "split 0 is exhausted" in str(exc.value)
