@@ -23,11 +23,12 @@ Processes
   a restore, the same records). Each task has one input channel (its source split), so aligning several
   channels takes no time of its own. A barrier that reaches a restarting task waits until it runs again.
 * **coordinator** — two single-threaded executors (:class:`sim.executor.Executor`) as in Hudi 1.1
-  (``instantRequestExecutor`` and the ``meta-event-handle`` executor; in blocking mode instant requests share the commit thread, as 0.x's
-  coordinator started the next instant after the commit). An instant request that starts a new instant costs
-  a timeline listing (``listing_base_ms + listing_ms_per_instant * active instants``), the TrueTime
-  generation (:class:`model.truetime.SkewAdjustingTimeGenerator` through the model's ``TrueTimeSource``: lock
-  contention and the skew wait, charged from the generator's own records) and two timeline writes. A commit
+  (``instantRequestExecutor`` and the ``meta-event-handle`` executor; in blocking mode instant requests
+  share the commit thread, as 0.x's coordinator started the next instant after the commit). An instant
+  request that starts a new instant costs a timeline listing (``listing_base_ms + listing_ms_per_instant *
+  active instants``), the TrueTime generation (:class:`model.truetime.SkewAdjustingTimeGenerator` through the
+  model's ``TrueTimeSource``: lock contention and the skew wait, charged from the generator's own records)
+  and two timeline writes. A checkpoint not complete ``timeout_s`` after its trigger is declined. A commit
   costs ``commit_latency_s`` + ``timeline_writes`` + ``metadata_writes`` storage calls + its completion-time
   generation; a clean (LAZY rollback of expired instants) follows a commit when the model enables it.
 * **faults** — crashes at fixed times, exponentially spaced, or right before/after the n-th occurrence of
@@ -608,7 +609,7 @@ class StreamSim:
         deadline and SimPy cannot cancel a timer, so instead of one timer per checkpoint (each in the event
         queue until its deadline) the timer that rings for a checkpoint already over is set again for the
         one pending then (deadlines only grow)."""
-        n, deadline = self._timeout_timer = self._timeout_of
+        _n, deadline = self._timeout_timer = self._timeout_of
         self.env.timeout(max(0.0, deadline - self.env.now)).callbacks.append(self._timeout_rings)
 
     def _timeout_rings(self, _timer) -> None:
