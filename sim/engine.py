@@ -327,13 +327,15 @@ class StreamSim:
         writers, latency_offsets = self.writers, self.metrics.latency_offsets
         for instant, _key, _how in new:
             recs = 0.0
+            offsets: list[float] = []
             for task, start, end in table.metadata.get(instant, ()):  # WriteStatus (unpacked: no field look-ups)
                 w = writers[task]
                 bounds = w.bounds
                 last = len(bounds) - 1  # (a broken variant may commit chunks a rewind has dropped)
                 lo, hi = bounds[start if start < last else last], bounds[end if end < last else last]
                 recs += hi - lo
-                latency_offsets(now, lo, hi)
+                offsets += (lo, hi)
+            latency_offsets(now, offsets)
             self.committed_real += recs
             self.metrics.commits.append((now, instant, recs))
             self.metrics.committed.add_at(min(now, self.duration), recs)

@@ -131,26 +131,28 @@ class RunMetrics:
         f = self.stall_fields
         return [_new(Stall, f[k:k + 4]) for k in range(0, len(f), 4)]
 
-    def latency_offsets(self, commit_t: float, x_lo: float, x_hi: float) -> None:
-        """The records at source offsets ``[x_lo, x_hi)`` were committed at ``commit_t`` (their arrival times are
-        computed when the latency is read: all at once, outside the simulation's loop)."""
-        if x_hi > x_lo:
-            self.latency_t.append(commit_t)
-            self.latency_x += (x_lo, x_hi)
+    def latency_offsets(self, commit_t: float, offsets: list[float]) -> None:
+        """The records of each source offset range ``[lo, hi)`` in ``offsets`` (flat: ``lo, hi, lo, hi, ...``;
+        empty ranges allowed) were committed at ``commit_t``. Their arrival times are computed when the latency
+        is read: all at once, outside the simulation's loop."""
+        self.latency_t += [commit_t] * (len(offsets) // 2)
+        self.latency_x += offsets
 
     def latency_ranges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per committed range: the smallest and largest latency of its records (they arrived uniformly
-        between the two offsets' arrival times) and its record count."""
+        """Per committed range that holds records: the smallest and largest latency of its records (they
+        arrived uniformly between the two offsets' arrival times) and its record count."""
         t = np.asarray(self.latency_t, dtype=float)
         x = np.asarray(self.latency_x, dtype=float).reshape(-1, 2)
+        keep = x[:, 1] > x[:, 0]
+        t, x = t[keep], x[keep]
         arrived = self.arrival_times(x) if len(t) else np.zeros((0, 2))
         return t - arrived[:, 1], t - arrived[:, 0], x[:, 1] - x[:, 0]
 
     # ----------------------------------------------------------------- summaries
     def latency_percentiles(self, qs=(50, 99)) -> dict[int, float]:
-        if not self.latency_t:
-            return {q: float("nan") for q in qs}
         lo, hi, w = self.latency_ranges()
+        if not len(w):
+            return {q: float("nan") for q in qs}
         # Each range is uniform on [lo, hi]: sample it at K evenly weighted points.
         k = 8
         frac = (np.arange(k) + 0.5) / k

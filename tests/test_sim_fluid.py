@@ -92,15 +92,15 @@ def test_latency_is_read_from_committed_offset_ranges():
 
     src = SOURCES["bursty"]
     m = RunMetrics(60.0, 1.0, arrival_times=src.times_of)
-    ranges = [(12.5, 3000.0, 9000.0), (30.0, 9000.0, 9000.0), (31.0, 9000.0, 25_000.0)]  # an empty one too
-    for t, lo, hi in ranges:
-        m.latency_offsets(t, lo, hi)
+    m.latency_offsets(12.5, [3000.0, 9000.0])
+    m.latency_offsets(31.0, [9000.0, 9000.0, 9000.0, 25_000.0])  # an empty range, then one with records
+    ranges = [(12.5, 3000.0, 9000.0), (31.0, 9000.0, 9000.0), (31.0, 9000.0, 25_000.0)]
     lo, hi, w = m.latency_ranges()
     want = [(t - src.time_of(b), t - src.time_of(a), b - a) for t, a, b in ranges if b > a]
     assert list(zip(lo.tolist(), hi.tolist(), w.tolist())) == want
     assert RunMetrics(60.0, 1.0).latency_percentiles() == {50: pytest.approx(float("nan"), nan_ok=True),
                                                           99: pytest.approx(float("nan"), nan_ok=True)}
     broken = RunMetrics(60.0, 1.0, arrival_times=lambda x: x)
-    for t, a, b in ranges:
-        broken.latency_offsets(t, a, b)
+    broken.latency_offsets(12.5, [3000.0, 9000.0])
+    broken.latency_offsets(31.0, [9000.0, 9000.0, 9000.0, 25_000.0])
     assert broken.latency_percentiles() != m.latency_percentiles()
