@@ -16,11 +16,12 @@ it), and each checkpoint adds about 150 us (the trigger and its 64 barrier timer
 TrueTime generation, commit accounting). The coordinator's executors used to be ``simpy.Resource`` (a request
 and a release event per job and about ten Python calls around them); :mod:`sim.executor` replaced them, the
 largest single gain of that day (the loop went from about 0.54 s to 0.44 s CPU). Counted instead of timed
-(``loop_counters.py``, under callgrind) the simulation runs about 2.5 times the bare loop's instructions per
-event -- a ratio of about 41 % -- but with about thirteen times its level-1 data-cache misses and four
-times its mispredicted branches, which the count does not weigh. A shallower event queue did not help: the
+(``loop_counters.py``, under callgrind) the simulation runs about 2.4 times the bare loop's instructions per
+event -- a ratio of about 41 % -- but with about eleven times its level-1 data-cache misses and four and a
+half times its mispredicted branches, which the count does not weigh. A shallower event queue did not help: the
 full-buffer timers kept in a queue of their own (SimPy's queue down from about 230 to 33 events) timed the
-same. The timed ratio moves by a few points between runs on a shared machine (27-31 % measured that day).
+same. The timed ratio moves by a few points between runs on a shared machine (27-31 % in ten runs that
+day, median 30 %).
 
 ``--quick``: 10 simulated minutes (no wall-time target). Exit status 1 when a target is missed.
 """
