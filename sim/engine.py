@@ -297,7 +297,7 @@ class StreamSim:
         self.system.apply(ev)
         self.events.append(ev)
         self.counts[k] = n
-        if not self._defer and len(self.system.table.commit_log) != self._commit_log_len:
+        if not self._defer and len(self.table.commit_log) != self._commit_log_len:
             self._on_commits()
         if hit and plan.when == "after":
             self.crash_plan = None
@@ -320,7 +320,7 @@ class StreamSim:
 
     def _on_commits(self) -> None:
         """New entries in the table's commit log: count committed records, latency, pending instants."""
-        table = self.system.table
+        table = self.table
         new = table.commit_log[self._commit_log_len:]
         self._commit_log_len = len(table.commit_log)
         now = self.env.now
@@ -375,7 +375,7 @@ class StreamSim:
 
     def _listing(self) -> float:
         co = self.p["coordinator"]
-        active = min(len(self.system.table.timeline), co["active_instants"])
+        active = min(len(self.table.timeline), co["active_instants"])
         return (co["listing_base_ms"] + co["listing_ms_per_instant"] * active) / 1000.0
 
     def _wait_blocked(self, w: _Writer):
@@ -639,7 +639,7 @@ class StreamSim:
                 return  # dropped by a failover, or the ack was lost
             # The commit takes effect in the model when the thread starts it; its latency occupies the
             # thread and delays what readers see (committed records, latency, pending instants).
-            before = len(self.system.table.commit_log)
+            before = len(self.table.commit_log)
             self._defer = True
             try:
                 self.apply(ev, checked=False)
@@ -647,7 +647,7 @@ class StreamSim:
                 return
             finally:
                 self._defer = False
-            commits = len(self.system.table.commit_log) - before
+            commits = len(self.table.commit_log) - before
             cost = self.take_charges()
             if commits:
                 cost += commits * (co["commit_latency_s"] + self.storage.total(co["timeline_writes"] +
@@ -665,7 +665,7 @@ class StreamSim:
             self._note_pending()
             yield env.timeout(cost)
             self._committing -= commits
-            if len(self.system.table.commit_log) != self._commit_log_len:
+            if len(self.table.commit_log) != self._commit_log_len:
                 self._on_commits()
             self._note_pending()
         finally:
@@ -687,7 +687,7 @@ class StreamSim:
         self.env.process(self._recheck_at(back))
         self.system.apply(ev)
         self.events.append(ev)
-        if len(self.system.table.commit_log) != self._commit_log_len:
+        if len(self.table.commit_log) != self._commit_log_len:
             self._on_commits()
         return self._after_failover(target)
 
@@ -815,7 +815,7 @@ class StreamSim:
         drained = self.system.drain()
         self.events.extend(drained)
         verdicts = (check_drained(self.system) + check_step(self.system)  # after the drain
-                    + check_timeline_times(self.system.table.timeline))  # I1/I2 on the (TrueTime) times
+                    + check_timeline_times(self.table.timeline))  # I1/I2 on the (TrueTime) times
         bad = [v for v in verdicts if not v.holds]
         if self.first_violation is None and bad:
             self.first_violation = str(bad[0])
@@ -847,7 +847,7 @@ class StreamSim:
         last = self.system.last_completed
         upto = [snap.offset for snap in last.tasks] if last is not None else [0] * self.P
         per: dict[int, list] = {}
-        for s in self.system.table.committed_statuses():
+        for s in self.table.committed_statuses():
             per.setdefault(s.task, []).append((s.start, s.end))
         lost = dup = 0.0
         for t in range(self.P):
