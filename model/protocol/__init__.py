@@ -51,7 +51,10 @@ Read access (all plain values; never mutate them)::
     s.writer_status(t) -> "running" | "needs-instant" | "blocked" | "idle"
         # "blocked": the task must flush (buffer full or barrier) and the coordinator refuses a new
         # instant (blocking mode: the previous one is not committed) -- charge stall time here
-    s.pending_checkpoint (PendingCheckpoint | None), s.last_completed (CompletedCheckpoint | None)
+    s.pending_checkpoint -> PendingCheckpoint | None   # id, coordinator_state, tasks: [TaskSnapshot|None],
+                                               # acknowledged; all_tasks_done() (changed in place by
+                                               # the System that owns it: read, never write)
+    s.last_completed -> CompletedCheckpoint | None
     s.acks_in_flight -> tuple[int]             # completed checkpoints whose notification is pending
     s.observations -> tuple[Observation]       # rule breaks the model witnessed (for invariants)
 

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-#: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` at half the cost (no Python-level __new__).
-_new = tuple.__new__
-
 
 class TaskSnapshot(NamedTuple):
     """A task's part of a checkpoint: source offset, its checkpoint id, ``write-metadata-state``."""
@@ -25,22 +22,56 @@ class TaskSnapshot(NamedTuple):
     state: tuple  # tuple[WriteMetadataEvent, ...]
 
 
-class PendingCheckpoint(NamedTuple):
-    id: int
-    coordinator_state: tuple | None  # None until the coordinator snapshot is taken
-    tasks: tuple                       # per task: TaskSnapshot | None (barrier not processed yet)
+class PendingCheckpoint:
+    """Checkpoint ``id`` while it is pending (Flink's ``PendingCheckpoint``): the coordinator's snapshot
+    (None until taken) and, per task, its acknowledgement -- the :class:`TaskSnapshot` it took at the
+    barrier, None until then.
 
-    def with_task(self, task: int, snap: TaskSnapshot) -> "PendingCheckpoint":
-        """This checkpoint with ``task``'s barrier processed (its snapshot ``snap``)."""
-        tasks = list(self.tasks)  # (cheaper than slicing + concatenating at 64 tasks)
-        tasks[task] = snap
-        return _new(PendingCheckpoint, (self.id, self.coordinator_state, tuple(tasks)))
+    Mutable, as Flink's: :meth:`acknowledge_task` records a task's snapshot in place and counts it
+    (``acknowledgeTask``; :meth:`all_tasks_done` is ``isFullyAcknowledged``). A checkpoint waits for
+    every task, so recording one snapshot in a new tuple each time would copy ``parallelism`` slots per
+    task. A :class:`~model.protocol.system.System` owns its pending checkpoint copy-on-write, as it owns
+    its writer tasks (a clone shares it until one of them writes; :meth:`copy`). Equality is by value;
+    :meth:`key` is the hashable form (a mutable object has no hash)."""
+
+    __slots__ = ("id", "coordinator_state", "tasks", "acknowledged")
+
+    def __init__(self, id: int, coordinator_state: tuple | None, parallelism: int):
+        self.id = id
+        self.coordinator_state = coordinator_state  # None until the coordinator snapshot is taken
+        self.tasks: list = [None] * parallelism     # per task: TaskSnapshot | None (barrier not processed yet)
+        self.acknowledged = 0                       # tasks whose snapshot is in ``tasks``
+
+    def copy(self) -> "PendingCheckpoint":
+        p = PendingCheckpoint.__new__(PendingCheckpoint)
+        p.id, p.coordinator_state, p.tasks, p.acknowledged = (self.id, self.coordinator_state, list(self.tasks),
+                                                              self.acknowledged)
+        return p
+
+    def acknowledge_task(self, task: int, snap: TaskSnapshot) -> None:
+        """``task`` processed the barrier: its snapshot is ``snap`` (a task acknowledges once)."""
+        if self.tasks[task] is not None:
+            raise ValueError(f"checkpoint {self.id}: task {task} already acknowledged")
+        self.tasks[task] = snap
+        self.acknowledged += 1
 
     def task_done(self, task: int) -> bool:
         return self.tasks[task] is not None
 
     def all_tasks_done(self) -> bool:
-        return all(self.tasks)  # a TaskSnapshot is a non-empty tuple (true), unlike None; no == asked
+        return self.acknowledged == len(self.tasks)
+
+    def key(self) -> tuple:
+        """The value, hashable: ``(id, coordinator_state, tasks as a tuple)``."""
+        return (self.id, self.coordinator_state, tuple(self.tasks))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PendingCheckpoint) and self.key() == other.key()
+
+    __hash__ = None  # mutable: hash key()
+
+    def __repr__(self) -> str:
+        return f"PendingCheckpoint(id={self.id}, coordinator_state={self.coordinator_state!r}, tasks={self.tasks!r})"
 
 
 class CompletedCheckpoint(NamedTuple):

@@ -85,7 +85,7 @@ class System:
     __slots__ = ("config", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
                  "next_checkpoint", "acks_in_flight", "last_ack", "crashes", "faults_stopped",
                  "checkpoints_after_stop", "step_count", "observations", "observed_rules",
-                 "_own_c", "_own_w", "_coordinator_hash", "_writers_hash", "_checkpoints_hash", "__dict__")
+                 "_own_c", "_own_w", "_own_p", "_coordinator_hash", "_writers_hash", "_checkpoints_hash", "__dict__")
 
     def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
                  seed: int = 0):
@@ -108,9 +108,10 @@ class System:
         self.observed_rules: frozenset = frozenset()  # the rules of ``observations``
         self._own_c = True
         self._own_w = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
+        self._own_p = True  # whether this System owns its pending checkpoint (a clone shares it)
         self._coordinator_hash = None  # hash(coordinator.key()) (None: not computed since the last change)
         self._writers_hash = None      # hash of the writer tasks' keys (likewise)
-        self._checkpoints_hash = None  # (pending checkpoint, last completed, hash of the pair)
+        self._checkpoints_hash = None  # (pending checkpoint, last completed, hash of their values)
 
     # ------------------------------------------------------------ copy-on-write
     def clone(self) -> "System":
@@ -136,6 +137,7 @@ class System:
         s.observed_rules = self.observed_rules
         s._own_c = self._own_c = False
         s._own_w = self._own_w = ()
+        s._own_p = self._own_p = False
         s._coordinator_hash = self._coordinator_hash
         s._writers_hash = self._writers_hash
         s._checkpoints_hash = self._checkpoints_hash
@@ -157,6 +159,15 @@ class System:
             self._own_w = own + (t,)
         self._writers_hash = None
         return self.writers[t]
+
+    def _p(self) -> PendingCheckpoint:
+        """The pending checkpoint, to be changed: copied first if shared; the checkpoints' cached hash is
+        dropped."""
+        if not self._own_p:
+            self.pending_checkpoint = self.pending_checkpoint.copy()
+            self._own_p = True
+        self._checkpoints_hash = None
+        return self.pending_checkpoint
 
     # ------------------------------------------------------------------ helpers
     def _faults_on(self, fault: str) -> bool:
@@ -304,7 +315,7 @@ class System:
         p = self.pending_checkpoint
         if p is None:
             return "no checkpoint pending"
-        if not self.config.partial_aborts and any(x is not None for x in p.tasks):
+        if not self.config.partial_aborts and p.acknowledged:
             return "a task already snapshotted (partial aborts not enabled)"
         return None
 
@@ -358,7 +369,7 @@ class System:
         faults = cfg.faults
         if "lost-ack" in faults:
             out.extend(_event(E.LoseAck, n) for n in acks)
-        if "abort" in faults and pend is not None and (cfg.partial_aborts or not any(x is not None for x in pend.tasks)):
+        if "abort" in faults and pend is not None and (cfg.partial_aborts or not pend.acknowledged):
             out.append(_event(E.AbortCheckpoint))
         if self.crashes < cfg.max_crashes:
             if "task-crash" in faults:
@@ -406,19 +417,20 @@ class System:
         n = self.next_checkpoint
         self.next_checkpoint = n + 1
         cs = self._c().checkpoint(n) if self.config.snapshot_order == "coordinator-first" else None
-        self.pending_checkpoint = PendingCheckpoint(n, cs, (None,) * self.config.parallelism)
+        self.pending_checkpoint = PendingCheckpoint(n, cs, self.config.parallelism)
+        self._own_p = True
 
     def _do_snapshot(self, ev):
-        p = self.pending_checkpoint
+        p = self._p()
         w = self._w(ev.task)
         sent, state = w.snapshot_state(p.id, self.config.task_state == "append")
         self._c().handle_write_metadata(self.table, sent)
-        self.pending_checkpoint = p.with_task(ev.task, _new(TaskSnapshot, (w.offset, p.id, state)))
+        p.acknowledge_task(ev.task, _new(TaskSnapshot, (w.offset, p.id, state)))
 
     def _do_complete(self, ev):
         p = self.pending_checkpoint
         cs = p.coordinator_state if p.coordinator_state is not None else self._c().checkpoint(p.id)
-        done = CompletedCheckpoint(p.id, cs, p.tasks)
+        done = CompletedCheckpoint(p.id, cs, tuple(p.tasks))
         self._check_coverage(done)
         self.last_completed = done
         self.pending_checkpoint = None
@@ -574,14 +586,15 @@ class System:
         out. Observations enter as the set of rules broken so far (they are sticky)."""
         return self._fingerprint_fields(self.table.fingerprint(), self.coordinator.key(),
                                         tuple(w.key() for w in self.writers),
-                                        (self.pending_checkpoint, self.last_completed))
+                                        (self._pending_key(), self.last_completed))
 
     def fingerprint_hash(self) -> int:
         """A hash of :meth:`fingerprint`'s fields, for explorers that keep only hashes (equal
         fingerprints give equal hashes). The nested parts are hashed once per change instead of on
         every call, as most events change one of them at most: the table's (cached by the table),
         the coordinator's and the writer tasks' (dropped by :meth:`_c` and :meth:`_w`) and the
-        checkpoints' (kept while they are the same objects: they are immutable values)."""
+        checkpoints' (kept while they are the same objects: the completed one is an immutable value and the
+        pending one changes in place only through :meth:`_p`, which drops it)."""
         coordinator = self._coordinator_hash
         if coordinator is None:
             coordinator = self._coordinator_hash = hash(self.coordinator.key())
@@ -590,9 +603,13 @@ class System:
             writers = self._writers_hash = hash(tuple(w.key() for w in self.writers))
         cached = self._checkpoints_hash
         if cached is None or cached[0] is not self.pending_checkpoint or cached[1] is not self.last_completed:
-            pair = (self.pending_checkpoint, self.last_completed)
-            cached = self._checkpoints_hash = pair + (hash(pair),)
+            cached = self._checkpoints_hash = (self.pending_checkpoint, self.last_completed,
+                                               hash((self._pending_key(), self.last_completed)))
         return hash(self._fingerprint_fields(self.table.fingerprint_hash(), coordinator, writers, cached[2]))
+
+    def _pending_key(self) -> tuple | None:
+        p = self.pending_checkpoint
+        return None if p is None else p.key()
 
     def _fingerprint_fields(self, table, coordinator, writers, checkpoints) -> tuple:
         """The fingerprint's fields, its nested parts given (as themselves or as their hashes)."""
