@@ -262,6 +262,47 @@ def test_clone_is_independent_and_fingerprint_canonical():
     assert a.fingerprint() != b.fingerprint()
 
 
+def test_pending_checkpoint_is_copied_on_write_by_clones():
+    """The pending checkpoint changes in place (a task's acknowledgement); a clone shares it until one of
+    the two Systems writes, and the cached fingerprint hash follows every change."""
+    a = mk(parallelism=3)
+    a.apply(TriggerCheckpoint())
+    a.apply(RequestInstant(0))
+    b = a.clone()
+    a_hash = a.fingerprint_hash()
+    assert b.fingerprint_hash() == a_hash and b.pending_checkpoint is a.pending_checkpoint
+    b.apply(SnapshotTask(0))
+    assert a.pending_checkpoint.tasks == [None, None, None] and a.pending_checkpoint.acknowledged == 0
+    assert b.pending_checkpoint.tasks[0] is not None and b.pending_checkpoint.acknowledged == 1
+    assert a.fingerprint_hash() == a_hash and b.fingerprint_hash() != a_hash
+    assert hash(b.fingerprint()) != hash(a.fingerprint())
+    # the original may write too, after the clone copied: each has its own
+    a.apply(RequestInstant(1))
+    a.apply(SnapshotTask(1))
+    assert a.pending_checkpoint.acknowledged == 1 and a.pending_checkpoint.tasks[0] is None
+    assert b.pending_checkpoint.tasks[1] is None
+    # the same acknowledgements in another order: same fingerprint and hash as by value
+    b.apply(RequestInstant(1))
+    b.apply(SnapshotTask(1))
+    c = mk(parallelism=3)
+    for ev in (TriggerCheckpoint(), RequestInstant(1), RequestInstant(0), SnapshotTask(1), SnapshotTask(0)):
+        c.apply(ev)
+    assert c.pending_checkpoint == b.pending_checkpoint and c.pending_checkpoint.all_tasks_done() is False
+    # a System that owns its pending checkpoint changes it in place (same object): the cached hash is dropped
+    d = mk(parallelism=3)
+    for ev in (TriggerCheckpoint(), RequestInstant(1), RequestInstant(0)):
+        d.apply(ev)
+    before, pending = d.fingerprint_hash(), d.pending_checkpoint
+    d.apply(SnapshotTask(1))
+    d.apply(SnapshotTask(0))
+    assert d.pending_checkpoint is pending and d.fingerprint_hash() != before
+    assert d.fingerprint_hash() == c.fingerprint_hash() and d.fingerprint() == c.fingerprint()
+    with pytest.raises(ValueError, match="task 0 already acknowledged"):
+        c.pending_checkpoint.acknowledge_task(0, c.pending_checkpoint.tasks[0])
+    with pytest.raises(TypeError):
+        hash(c.pending_checkpoint)  # mutable: its key() is hashed instead
+
+
 def test_table_view_shows_committed_records():
     s = mk(parallelism=1, records=2, buffer_size=2)
     s.apply(Ingest(0))
