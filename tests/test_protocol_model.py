@@ -246,6 +246,31 @@ def test_coordinator_and_table_usable_without_a_system():
     assert table.timeline.get(inst, "commit").completion_time > inst
 
 
+def test_event_buffers_are_copied_on_write_and_checkpoint_state_is_frozen():
+    """A coordinator fills its event buffers in place; a copy shares them until one of the two writes; the
+    checkpoint state and the key hold frozen values that later writes do not change."""
+    cfg = ProtocolConfig(parallelism=2)
+    table = Table(8, "commit", LogicalClock())
+    a = Coordinator(cfg)
+    inst = a.handle_instant_request(table, -1)
+    a.handle_write_metadata(table, WriteMetadataEvent(0, -1, inst, ((0, 0, 3),), True))
+    state, key = a.checkpoint(1), a.key()
+    b = a.copy()
+    assert b.buffers[-1] is a.buffers[-1] and b.key() == key
+    b.handle_write_metadata(table, WriteMetadataEvent(1, -1, inst, ((1, 0, 2),), True))
+    assert a.buffers[-1].slots[1] is None and b.buffers[-1].slots[1] is not None
+    assert a.key() == key and b.key() != key
+    a.handle_write_metadata(table, WriteMetadataEvent(1, -1, inst, ((1, 0, 5),), True))  # the original writes too
+    assert b.buffers[-1].slots[1].statuses == ((1, 0, 2),) and a.buffers[-1].slots[1].statuses == ((1, 0, 5),)
+    assert a.key() != key  # the key follows in-place changes
+    assert state == ((-1, BufferEntry(inst, (WriteMetadataEvent(0, -1, inst, ((0, 0, 3),), True), None))),)
+    # a restored buffer is the coordinator's own: writing it leaves the checkpoint state alone
+    c = Coordinator(cfg)
+    c.reset_to_checkpoint(state, keep_memory=False)
+    c.handle_write_metadata(table, WriteMetadataEvent(1, -1, inst, ((1, 0, 1),), True))
+    assert state[0][1].slots[1] is None and c.buffers[-1].slots[1] is not None
+
+
 def test_clone_is_independent_and_fingerprint_canonical():
     a = mk(parallelism=2)
     a.apply(Ingest(0))

@@ -45,7 +45,9 @@ Read access (all plain values; never mutate them)::
     s.table_view() -> dict[key, value]                          # latest value per record key
     s.emitted_records(upto="checkpoint"|"read") -> list[Record]
     s.pending_instants() -> list[str]          # pending data instants on the timeline
-    s.coordinator.buffers -> {checkpoint_key: BufferEntry(instant, slots: tuple[event|None])}
+    s.coordinator.buffers -> {checkpoint_key: EventBuffer(instant, slots: list[event|None])}
+                                               # (changed in place by its coordinator: read, never write;
+                                               # checkpoint state holds frozen BufferEntry(instant, slots))
     s.coordinator.instant                      # newest instant the coordinator started ("" none)
     s.writers[t] -> WriterTask (offset, flushed, checkpoint_id, instant, interval, state, attempt)
     s.writer_status(t) -> "running" | "needs-instant" | "blocked" | "idle"
@@ -119,7 +121,7 @@ from .events import (
     TriggerCheckpoint,
     event_from_dict,
 )
-from .coordinator import BufferEntry, Coordinator
+from .coordinator import BufferEntry, Coordinator, EventBuffer
 from .source import Record, Source
 from .table_view import LogicalClock, Table, TimeSource, TrueTimeSource, WriteStatus
 from .writer import WriteMetadataEvent, WriterTask
@@ -131,7 +133,7 @@ __all__ = [
     "ALL_FAULTS", "FAULTS", "ProtocolConfig", "EVENT_TYPES", "Event", "event_from_dict",
     "AbortCheckpoint", "Clean", "CompleteCheckpoint", "CrashCoordinator", "CrashTask", "DeliverAck",
     "Flush", "Ingest", "InstantTimeout", "LoseAck", "RequestInstant", "RestartJob", "SnapshotTask",
-    "StopFaults", "TriggerCheckpoint", "BufferEntry", "Coordinator", "Record", "Source",
+    "StopFaults", "TriggerCheckpoint", "BufferEntry", "EventBuffer", "Coordinator", "Record", "Source",
     "LogicalClock", "Table", "TimeSource", "TrueTimeSource", "WriteStatus", "WriteMetadataEvent",
     "WriterTask", "CompletedCheckpoint", "PendingCheckpoint", "TaskSnapshot", "Observation", "System",
     "VARIANTS", "Variant", "variant",

@@ -1,8 +1,9 @@
 """The coordinator (``StreamWriteOperatorCoordinator`` + ``EventBuffers``), both modes.
 
-State: ``buffers`` maps a checkpoint-id *key* to a :class:`BufferEntry` ``(instant, slots)``
+State: ``buffers`` maps a checkpoint-id *key* to an :class:`EventBuffer` ``(instant, slots)``
 with one write-metadata slot per task (``EventBuffers``: ``ckpId -> (instant, EventBuffer)``),
-and ``instant``, the newest instant started. Rules (``hudi-semantics.md`` 4.2-4.4):
+filled in place and owned copy-on-write; checkpoint state holds them frozen as :class:`BufferEntry`
+values. ``instant`` is the newest instant started. Rules (``hudi-semantics.md`` 4.2-4.4):
 
 * ``handle_instant_request(key)`` -- async: the entry of ``key`` exists -> its instant (all tasks
   asking with the same last-known id share it, I10); else ``startInstant`` and a new entry.
@@ -37,25 +38,64 @@ _new = tuple.__new__
 
 
 class BufferEntry(NamedTuple):
-    """One ``EventBuffers`` entry: the instant of a checkpoint-id key and one slot per task."""
+    """An :class:`EventBuffer` as the coordinator's checkpoint state holds it: its instant and slots, frozen
+    (a value: the checkpoint keeps it while the coordinator's own buffer changes on)."""
 
     instant: str
     slots: tuple  # tuple[WriteMetadataEvent | None, ...]
 
-    def with_slot(self, task: int, ev) -> "BufferEntry":
-        """This entry with ``task``'s slot set to ``ev`` (a write-metadata event or None)."""
-        slots = list(self.slots)  # (cheaper than slicing + concatenating at 64 tasks)
-        slots[task] = ev
-        return _new(BufferEntry, (self.instant, tuple(slots)))
+    def __str__(self) -> str:
+        return _describe(self.instant, self.slots)
 
-    def add_event(self, ev) -> "BufferEntry":
-        """``EventBuffer.addEventToBuffer``: this entry with ``ev`` merged into its task's slot when the
-        slot holds an event of the same instant (``mergeWith``), else with ``ev`` in the slot."""
-        slots = list(self.slots)  # (one copy, as with_slot)
-        t = ev.task
+
+class EventBuffer:
+    """One ``EventBuffers`` entry: the instant of a checkpoint-id key and one write-metadata slot per task
+    (Hudi's ``WriteMetadataEvent[]``, filled in place as the tasks report).
+
+    Mutable, as Hudi's array: a checkpoint's entry receives every task's event, and a new tuple per event
+    would copy ``parallelism`` slots each time. A :class:`Coordinator` writes only the entries it owns and
+    copies a shared one first (:meth:`Coordinator._entry`); its checkpoint state holds frozen copies
+    (:meth:`frozen`). Change it through its methods only: they drop the frozen copy it keeps."""
+
+    __slots__ = ("instant", "slots", "_frozen")
+
+    def __init__(self, instant: str, slots: list, frozen: BufferEntry | None = None):
+        self.instant = instant
+        self.slots = slots      # list[WriteMetadataEvent | None], one per task
+        self._frozen = frozen   # BufferEntry of the current slots, once asked (None: not made since a change)
+
+    @classmethod
+    def empty(cls, instant: str, parallelism: int) -> "EventBuffer":
+        """``initNewEventBuffer``: every slot null."""
+        return cls(instant, [None] * parallelism)
+
+    @classmethod
+    def thaw(cls, entry: BufferEntry) -> "EventBuffer":
+        """The entry restored from checkpoint state, as a buffer of its own."""
+        return cls(entry.instant, list(entry.slots), entry)
+
+    def copy(self) -> "EventBuffer":
+        return EventBuffer(self.instant, list(self.slots), self._frozen)
+
+    def frozen(self) -> BufferEntry:
+        """The buffer as a value (made once per change: fingerprints and checkpoints ask for it)."""
+        f = self._frozen
+        if f is None:
+            f = self._frozen = BufferEntry(self.instant, tuple(self.slots))
+        return f
+
+    def set_slot(self, task: int, ev) -> None:
+        """``task``'s slot := ``ev`` (a write-metadata event or None)."""
+        self.slots[task] = ev
+        self._frozen = None
+
+    def add_event(self, ev) -> None:
+        """``EventBuffer.addEventToBuffer``: ``ev`` merged into its task's slot when the slot holds an event
+        of the same instant (``mergeWith``), else put in the slot."""
+        slots, t = self.slots, ev.task
         old = slots[t]
         slots[t] = old.merge_with(ev) if (old is not None and old.instant == ev.instant) else ev
-        return _new(BufferEntry, (self.instant, tuple(slots)))
+        self._frozen = None
 
     # (A slot is None or a WriteMetadataEvent, a non-empty tuple and so true: any() tells them apart
     # without the == comparisons ``None in slots`` or ``slots.count(None)`` make.)
@@ -86,8 +126,20 @@ class BufferEntry(NamedTuple):
     def has_event(self) -> bool:
         return any(self.slots)
 
+    def __eq__(self, other) -> bool:
+        return isinstance(other, EventBuffer) and self.instant == other.instant and self.slots == other.slots
+
+    __hash__ = None  # mutable: hash frozen()
+
+    def __repr__(self) -> str:
+        return f"EventBuffer({self.instant!r}, {self.slots!r})"
+
     def __str__(self) -> str:
-        return f"{self.instant}: [" + ", ".join("-" if s is None else str(s) for s in self.slots) + "]"
+        return _describe(self.instant, self.slots)
+
+
+def _describe(instant: str, slots) -> str:
+    return f"{instant}: [" + ", ".join("-" if s is None else str(s) for s in slots) + "]"
 
 
 def _commit_rule(rule: str):
@@ -101,29 +153,50 @@ def _commit_rule(rule: str):
 class Coordinator:
     """``StreamWriteOperatorCoordinator`` state and rules (see module docstring)."""
 
-    __slots__ = ("cfg", "buffers", "instant", "max_acked", "assigned", "_rule", "_guarded")
+    __slots__ = ("cfg", "buffers", "instant", "max_acked", "assigned", "_rule", "_guarded", "_owned")
 
     def __init__(self, cfg: ProtocolConfig):
         self.cfg = cfg
-        self.buffers: dict[int, BufferEntry] = {}
+        self.buffers: dict[int, EventBuffer] = {}
         self.instant = ""           # newest instant started ("this.instant")
         self.max_acked = -(10**9)   # highest ack processed since the last (re)start (monitor)
         self.assigned: dict[int, str] = {}  # key -> instant assigned since the last (re)start (monitor)
         self._rule = _commit_rule(cfg.commit_rule)
         self._guarded = cfg.blocking and cfg.commit_guard  # the config's, read by would_block (frozen)
+        self._owned: tuple | None = None  # keys whose EventBuffer this coordinator owns (None: all)
 
     def copy(self) -> "Coordinator":
+        """A copy sharing the event buffers with this coordinator: from now on neither owns them, and
+        whichever writes one first copies it (:meth:`_entry`)."""
         c = Coordinator.__new__(Coordinator)
         c.cfg, c.buffers, c.instant = self.cfg, dict(self.buffers), self.instant
         c.max_acked, c.assigned, c._rule, c._guarded = self.max_acked, dict(self.assigned), self._rule, self._guarded
+        c._owned = self._owned = ()
         return c
 
-    def key(self) -> tuple:
-        return (tuple(sorted(self.buffers.items())), self.instant, self.max_acked,
-                tuple(sorted(self.assigned.items())))
+    def _entry(self, key: int) -> EventBuffer:
+        """The buffer of ``key``, to be changed in place: copied first if shared."""
+        owned = self._owned
+        if owned is None or key in owned:
+            return self.buffers[key]
+        self._owned = owned + (key,)
+        e = self.buffers[key] = self.buffers[key].copy()
+        return e
 
-    def _empty(self) -> tuple:
-        return (None,) * self.cfg.parallelism
+    def _put(self, key: int, entry: EventBuffer) -> None:
+        """``entry`` (a buffer no one else holds) becomes the buffer of ``key``."""
+        self.buffers[key] = entry
+        owned = self._owned
+        if owned is not None and key not in owned:
+            self._owned = owned + (key,)
+
+    def key(self) -> tuple:
+        # (the buffers' frozen copies inline: this runs for every state of an exploration)
+        return (tuple([(k, e._frozen or e.frozen()) for k, e in sorted(self.buffers.items())]), self.instant,
+                self.max_acked, tuple(sorted(self.assigned.items())))
+
+    def _empty(self, instant: str) -> EventBuffer:
+        return EventBuffer.empty(instant, self.cfg.parallelism)
 
     # ------------------------------------------------------ instant requests
     def would_block(self, key: int) -> bool:
@@ -144,7 +217,7 @@ class Coordinator:
             raise RuntimeError("instant request would block; check would_block() first")
         instant = table.start_commit(eager=self.cfg.eager)
         self._assign(table, key, instant)
-        self.buffers[key] = BufferEntry(instant, self._empty())  # initNewEventBuffer
+        self._put(key, self._empty(instant))  # initNewEventBuffer
         self.instant = instant
         return instant
 
@@ -158,19 +231,22 @@ class Coordinator:
     # ---------------------------------------------------------- write metadata
     def handle_write_metadata(self, table, ev) -> None:
         """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id``."""
-        entry = self.buffers.get(ev.checkpoint_id)
-        if entry is None:
-            self._assign(table, ev.checkpoint_id, ev.instant)
-            entry = BufferEntry(ev.instant, self._empty())
-        self.buffers[ev.checkpoint_id] = entry.add_event(ev)
+        key = ev.checkpoint_id
+        if key in self.buffers:
+            entry = self._entry(key)
+        else:
+            self._assign(table, key, ev.instant)
+            entry = self._empty(ev.instant)
+            self._put(key, entry)
+        entry.add_event(ev)
 
     # ------------------------------------------------------------ checkpoints
     def checkpoint(self, n: int) -> tuple:
-        """``checkpointCoordinator(n)``: the serialized state, a tuple of ``(key, entry)``."""
+        """``checkpointCoordinator(n)``: the serialized state, a tuple of ``(key, BufferEntry)``."""
         if not self.cfg.coordinator_snapshot:
             return ()
         keep_null = self.cfg.snapshot_all_null_entries
-        return tuple((k, e) for k, e in sorted(self.buffers.items())
+        return tuple((k, e.frozen()) for k, e in sorted(self.buffers.items())
                      if e.all_completed() and (keep_null or not e.all_null()))
 
     def notify_checkpoint_complete(self, table, n: int) -> list[tuple[int, str, str]]:
@@ -213,7 +289,7 @@ class Coordinator:
             self.buffers = {}
             self.instant = ""
         for k, e in state:
-            self.buffers[k] = e
+            self._put(k, EventBuffer.thaw(e))
         self.max_acked = -(10**9)
         self.assigned = {k: e.instant for k, e in self.buffers.items()}
 
@@ -226,19 +302,21 @@ class Coordinator:
         """``cleanLegacyEvents``: null the task's slot in every entry with key >= checkpoint_id."""
         for k, e in list(self.buffers.items()):
             if k >= checkpoint_id and e.slots[task] is not None:
-                self.buffers[k] = e.with_slot(task, None)
+                self._entry(k).set_slot(task, None)
 
     def handle_bootstrap_event(self, table, ev) -> str | None:
         """``handleBootstrapEvent``; returns the recommit outcome when one happened."""
         if not ev.instant:
             self.clean_legacy_events(ev.task, ev.checkpoint_id)
             return None
-        entry = self.buffers.get(ev.checkpoint_id)
-        if entry is None:  # getOrCreateBootstrapBuffer
-            self._assign(table, ev.checkpoint_id, ev.instant)
-            entry = BufferEntry(ev.instant, self._empty())
-        entry = entry.with_slot(ev.task, ev)
-        self.buffers[ev.checkpoint_id] = entry
+        key = ev.checkpoint_id
+        if key in self.buffers:
+            entry = self._entry(key)
+        else:  # getOrCreateBootstrapBuffer
+            self._assign(table, key, ev.instant)
+            entry = self._empty(ev.instant)
+            self._put(key, entry)
+        entry.set_slot(ev.task, ev)
         if entry.all_bootstrap():
             return self.commit_instant(table, ev.checkpoint_id, recommit=True)
         return None
