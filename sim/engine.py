@@ -552,6 +552,11 @@ class StreamSim:
         if wake is None or w.woken:
             return
         if at <= x + 1e-9:
+            # the task takes the barrier now: account what it consumed up to now here (the same as its own
+            # _advance would when it resumes, which then has nothing left to do)
+            if x > w.x:
+                self.metrics.processed.add_interval(w.t, now, x - w.x)
+            w.x, w.t = x, now
             w.woken = True
             wake.succeed("barrier")
         elif at < w.bounds[-1] + self.buffer:  # it reaches the barrier before its buffer is full
