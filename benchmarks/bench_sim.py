@@ -11,17 +11,19 @@ event loop (67 processes doing nothing but timeouts), both run by SimPy's ``env.
 Where the loop's time goes (22 Nov 2026). A writer's cycle per checkpoint is about 7 SimPy events: the
 barrier's arrival, the wake-up, the full-buffer timer (usually overtaken by the barrier: it rings later for
 nothing, SimPy cannot cancel it), the coordinator thread's grant, the request's handling time, the reply and
-the flush. Per cycle the protocol model costs about 4.9 us (``bench_model_ops.py``; snapshot-task 2.7 us of
+the flush. Per cycle the protocol model costs about 3.4 us (``bench_model_ops.py``; snapshot-task 1.5 us of
 it), and each checkpoint adds about 150 us (the trigger and its 64 barrier timers, the commit with its
-TrueTime generation, commit accounting). The coordinator's executors used to be ``simpy.Resource`` (a request
-and a release event per job and about ten Python calls around them); :mod:`sim.executor` replaced them, the
-largest single gain of that day (the loop went from about 0.54 s to 0.44 s CPU). Counted instead of timed
-(``loop_counters.py``, under callgrind) the simulation runs about 2.4 times the bare loop's instructions per
-event -- a ratio of about 41 % -- but with about eleven times its level-1 data-cache misses and four and a
-half times its mispredicted branches, which the count does not weigh. A shallower event queue did not help: the
-full-buffer timers kept in a queue of their own (SimPy's queue down from about 230 to 33 events) timed the
-same. The timed ratio moves by a few points between runs on a shared machine (27-31 % in ten runs that
-day, median 30 %).
+TrueTime generation, commit accounting). Three changes that day made most of the difference: the
+coordinator's executors used to be ``simpy.Resource`` (a request and a release event per job and about ten
+Python calls around them) and are :mod:`sim.executor` (the loop went from about 0.54 s to 0.44 s CPU); the
+model's pending checkpoint and the coordinator's event buffers used to be tuples, copied whole (64 slots)
+for every task's snapshot, and are filled in place, copy-on-write (snapshot-task 2.6 -> 1.5 us; the loop
+about 0.39 -> 0.35 s CPU). Counted instead of timed (``loop_counters.py``, under callgrind) the simulation
+runs about 2.3 times the bare loop's instructions per event -- a ratio of about 44 % -- but with about ten
+times its level-1 data-cache misses and four times its mispredicted branches, which the count does not
+weigh. A shallower event queue did not help: the full-buffer timers kept in a queue of their own (SimPy's
+queue down from about 230 to 33 events) timed the same. The timed ratio moves by a few points between runs
+on a shared machine.
 
 ``--quick``: 10 simulated minutes (no wall-time target). Exit status 1 when a target is missed.
 """

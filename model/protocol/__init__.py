@@ -32,7 +32,8 @@ The system -- :mod:`model.protocol.system`::
     s.apply(ev) -> None                 # raises model.errors.RuleViolation("<kind>.not-enabled");
                                         # s.apply(ev, check=False) skips the guard (explorers, for
                                         # events just taken from enabled_events())
-    s.clone() -> System                 # cheap (copy-on-write of the timeline)
+    s.clone() -> System                 # cheap (copy-on-write of every part: timeline, coordinator,
+                                        # event buffers, writer tasks, pending checkpoint)
     s.fingerprint() -> tuple            # hashable canonical state (requested times canonical by construction)
     s.fingerprint_hash() -> int         # its hash, re-hashing only the parts an event changed
     s.drain(max_checkpoints=5) -> list[Event]      # stop faults, run checkpoints + acks to quiescence

@@ -115,8 +115,9 @@ class System:
 
     # ------------------------------------------------------------ copy-on-write
     def clone(self) -> "System":
-        """A copy sharing the coordinator, the writer tasks and the table's parts with this System;
-        whichever System writes a part first copies it (:meth:`_c`, :meth:`_w`, the table's own).
+        """A copy sharing the coordinator (and its event buffers), the writer tasks, the pending checkpoint and
+        the table's parts with this System; whichever System writes a part first copies it (:meth:`_c`,
+        :meth:`_w`, :meth:`_p`, the coordinator's and the table's own).
         Every field of ``__slots__`` but ``__dict__`` is set here."""
         s = System.__new__(System)
         s.config = self.config
