@@ -33,9 +33,6 @@ from typing import NamedTuple
 
 from .config import ProtocolConfig
 
-#: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` at half the cost (no Python-level __new__).
-_new = tuple.__new__
-
 
 class BufferEntry(NamedTuple):
     """An :class:`EventBuffer` as the coordinator's checkpoint state holds it: its instant and slots, frozen
