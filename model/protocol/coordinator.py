@@ -180,6 +180,15 @@ class Coordinator:
         e = self.buffers[key] = self.buffers[key].copy()
         return e
 
+    def _entry_or_new(self, table, key: int, instant: str) -> EventBuffer:
+        """The buffer of ``key`` to be changed in place, or a new one with ``instant`` (assigned to ``key``)."""
+        if key in self.buffers:
+            return self._entry(key)
+        self._assign(table, key, instant)
+        entry = self._empty(instant)
+        self._put(key, entry)
+        return entry
+
     def _put(self, key: int, entry: EventBuffer) -> None:
         """``entry`` (a buffer no one else holds) becomes the buffer of ``key``."""
         self.buffers[key] = entry
@@ -228,14 +237,7 @@ class Coordinator:
     # ---------------------------------------------------------- write metadata
     def handle_write_metadata(self, table, ev) -> None:
         """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id``."""
-        key = ev.checkpoint_id
-        if key in self.buffers:
-            entry = self._entry(key)
-        else:
-            self._assign(table, key, ev.instant)
-            entry = self._empty(ev.instant)
-            self._put(key, entry)
-        entry.add_event(ev)
+        self._entry_or_new(table, ev.checkpoint_id, ev.instant).add_event(ev)
 
     # ------------------------------------------------------------ checkpoints
     def checkpoint(self, n: int) -> tuple:
@@ -306,13 +308,7 @@ class Coordinator:
         if not ev.instant:
             self.clean_legacy_events(ev.task, ev.checkpoint_id)
             return None
-        key = ev.checkpoint_id
-        if key in self.buffers:
-            entry = self._entry(key)
-        else:  # getOrCreateBootstrapBuffer
-            self._assign(table, key, ev.instant)
-            entry = self._empty(ev.instant)
-            self._put(key, entry)
+        entry = self._entry_or_new(table, ev.checkpoint_id, ev.instant)  # getOrCreateBootstrapBuffer
         entry.set_slot(ev.task, ev)
         if entry.all_bootstrap():
             return self.commit_instant(table, ev.checkpoint_id, recommit=True)
