@@ -44,18 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from model.protocol import (  # noqa: E402
-    Clean,
-    CompleteCheckpoint,
-    DeliverAck,
-    Ingest,
-    RequestInstant,
-    SnapshotTask,
-    System,
-    TriggerCheckpoint,
-    TrueTimeSource,
-    variant,
-)
+from model.protocol import (Clean, CompleteCheckpoint, DeliverAck, Ingest, RequestInstant, SnapshotTask, TriggerCheckpoint, variant)
+from engine import System, TrueTimeSource
 from model.truetime import Clock, Lock, SkewAdjustingTimeGenerator, TimeGeneratorConfig  # noqa: E402
 
 P = 64

@@ -43,7 +43,7 @@ QUICK_BOUND = dict(parallelism=2, max_checkpoints=2, max_crashes=1, faults=froze
 
 
 def bench_explore(bound: dict, max_states: int) -> dict:
-    from hoodie_lab.explore import SystemModel, explore
+    from checker import SystemModel, explore
     from model.protocol import variant
 
     cfg = variant("hudi-1.1", **bound)

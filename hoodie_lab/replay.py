@@ -16,8 +16,9 @@ from pathlib import Path
 
 from model.errors import RuleViolation
 from model.invariants import Verdict
-from model.invariants.protocol import EXPLANATIONS, check_drained, check_step
-from model.protocol import Event, ProtocolConfig, System
+from engine.invariants import EXPLANATIONS, check_drained, check_step
+from model.protocol import Event, ProtocolConfig
+from engine import System
 from model.trace import Trace, TraceError, parse_trace, to_text
 
 from .errors import UserError

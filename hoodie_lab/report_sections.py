@@ -462,7 +462,7 @@ EXPLORE_RUNS = {
 
 def explore_variant(name: str, bounds: dict, faults: tuple = (), max_states: int = 2_000_000):
     """Explore one named protocol variant; returns ``(config, model, ExploreResult)``."""
-    from hoodie_lab.explore import SystemModel, explore
+    from checker import SystemModel, explore
     from model.protocol import variant
 
     cfg = variant(name, faults=frozenset(faults), **bounds)

@@ -52,8 +52,8 @@ import pyarrow as pa
 
 from hoodie_lab.errors import UserError
 from model.instant import State, to_millis
-from model.protocol import (CompleteCheckpoint, CrashCoordinator, DeliverAck, Ingest, ProtocolConfig, RequestInstant,
-                            SnapshotTask, System, TriggerCheckpoint, event_from_dict)
+from model.protocol import (CompleteCheckpoint, CrashCoordinator, DeliverAck, Ingest, ProtocolConfig, RequestInstant, SnapshotTask, TriggerCheckpoint, event_from_dict)
+from engine import System
 from model.protocol import Clean as CleanEvent
 from model import trace as mtrace
 from model.truetime import SkewAdjustingTimeGenerator, TimeGeneratorConfig

@@ -295,7 +295,7 @@ def _quarantine(report: DiffReport, rd: RunDir, inputs) -> None:
 
 def _model_invariants(report: DiffReport, system) -> None:
     try:
-        from model.invariants.protocol import check_step
+        from engine.invariants import check_step
     except ImportError:
         return
     bad = [v for v in check_step(system) if not v.holds]

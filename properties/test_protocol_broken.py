@@ -15,8 +15,9 @@ import pytest
 
 from hoodie_lab.cli import main as cli_main
 from hoodie_lab.replay import load_trace
-from model.invariants.protocol import ALL_INVARIANTS, check_drained, check_step
-from model.protocol import VARIANTS, System, variant
+from engine.invariants import ALL_INVARIANTS, check_drained, check_step
+from model.protocol import VARIANTS, variant
+from engine import System
 
 from .test_protocol_machine import counterexample_dir, find_counterexample
 

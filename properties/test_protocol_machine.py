@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from hoodie_lab.replay import load_trace, replay, shrink_events, write_trace
-from model.invariants.protocol import check_drained, check_step
-from model.protocol import ProtocolConfig, System
+from engine.invariants import check_drained, check_step
+from model.protocol import ProtocolConfig
+from engine import System
 
 #: Steps executed by every machine in this process (all suites).
 STEPS = {"count": 0}

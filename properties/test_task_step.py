@@ -27,7 +27,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, note, settings
 from hypothesis import strategies as st
 
-from model.protocol import ALL_FAULTS, Flush, RequestInstant, SnapshotTask, System, variant
+from model.protocol import ALL_FAULTS, Flush, RequestInstant, SnapshotTask, variant
+from engine import System
 
 STEPS = ("request-instant", "blocked", "snapshot-task", "flush", None)
 

@@ -64,7 +64,7 @@ import simpy
 from simpy.events import Event
 
 from model.invariants.times import check_timeline_times
-from model.invariants.protocol import (
+from engine.invariants import (
     check_blocking_one_pending,
     check_bounded_state,
     check_drained,
@@ -72,25 +72,8 @@ from model.invariants.protocol import (
     check_step,
     check_subsume,
 )
-from model.protocol import (
-    AbortCheckpoint,
-    Clean,
-    CompleteCheckpoint,
-    CrashCoordinator,
-    CrashTask,
-    DeliverAck,
-    Flush,
-    Ingest,
-    InstantTimeout,
-    LoseAck,
-    RequestInstant,
-    RestartJob,
-    SnapshotTask,
-    System,
-    TriggerCheckpoint,
-    TrueTimeSource,
-    variant,
-)
+from model.protocol import (AbortCheckpoint, Clean, CompleteCheckpoint, CrashCoordinator, CrashTask, DeliverAck, Flush, Ingest, InstantTimeout, LoseAck, RequestInstant, RestartJob, SnapshotTask, TriggerCheckpoint, variant)
+from engine import System, TrueTimeSource
 from model.truetime import Clock, Lock, SkewAdjustingTimeGenerator, TimeGeneratorConfig
 
 from .executor import Executor

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 import simpy
 
 from model.errors import RuleViolation
-from model.invariants.protocol import check_drained, check_step
-from model.protocol import (Clean, CompleteCheckpoint, DeliverAck, Ingest, ProtocolConfig, RequestInstant,
-                            SnapshotTask, System, TriggerCheckpoint)
+from engine.invariants import check_drained, check_step
+from model.protocol import (Clean, CompleteCheckpoint, DeliverAck, Ingest, ProtocolConfig, RequestInstant, SnapshotTask, TriggerCheckpoint)
+from engine import System
 
 TASK = 0
 MODES = ("blocking", "async")

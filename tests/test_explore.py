@@ -10,7 +10,7 @@ from collections import deque
 import pytest
 
 from hoodie_lab.cli import main as cli_main
-from hoodie_lab.explore import Model, Property, draw_graph, explore
+from checker.explorer import Model, Property, draw_graph, explore
 from model.invariants import Verdict
 
 
@@ -319,7 +319,7 @@ def test_broken_commit_eq_counterexample_replays_through_the_replay_command(tmp_
 def test_every_broken_variant_yields_a_replayable_counterexample(name, tmp_path):
     """Each broken variant, at a small bound with the faults it needs, gives a shortest counterexample
     whose trace the replay driver reproduces (same invariant, same step unless judged after a drain)."""
-    from hoodie_lab.explore import SystemModel, explore
+    from checker import SystemModel, explore
     from hoodie_lab.replay import load_trace, replay, write_trace
     from model.protocol.variants import VARIANTS
 
@@ -344,7 +344,7 @@ def test_every_broken_variant_yields_a_replayable_counterexample(name, tmp_path)
 def test_drained_counterexample_trace_includes_the_drain(tmp_path):
     """A violation judged after draining (exactly-once) is written with the drain's events, starting
     with stop-faults, so the replay judges the drained invariants at the end and agrees."""
-    from hoodie_lab.explore import SystemModel, explore
+    from checker import SystemModel, explore
     from hoodie_lab.replay import load_trace, replay, write_trace
     from model.protocol import variant
 
@@ -368,7 +368,7 @@ def test_drained_counterexample_trace_includes_the_drain(tmp_path):
 def test_an_enabled_event_the_system_refuses_is_a_violation():
     """If enabled_events() lists an event that apply() then refuses, the explorer reports it (with the
     shortest path to it) instead of crashing."""
-    from hoodie_lab.explore import Refused, SystemModel, explore
+    from checker import Refused, SystemModel, explore
     from model.protocol import DeliverAck, variant
 
     class Lying(SystemModel):

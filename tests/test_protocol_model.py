@@ -8,15 +8,12 @@ import pytest
 
 from model.errors import RuleViolation
 from model.invariants import violations
-from model.invariants.protocol import check_drained, check_step
-from model.protocol import (
-    EVENT_TYPES, VARIANTS, CompleteCheckpoint, CrashCoordinator, CrashTask, DeliverAck, Flush, Ingest,
-    InstantTimeout, LoseAck, ProtocolConfig, RequestInstant, RestartJob, SnapshotTask, System,
-    TriggerCheckpoint, event_from_dict, variant,
-)
-from model.protocol.coordinator import BufferEntry, Coordinator
-from model.protocol.table_view import LogicalClock, Table
-from model.protocol.writer import WriteMetadataEvent
+from engine.invariants import check_drained, check_step
+from model.protocol import (EVENT_TYPES, VARIANTS, CompleteCheckpoint, CrashCoordinator, CrashTask, DeliverAck, Flush, Ingest, InstantTimeout, LoseAck, ProtocolConfig, RequestInstant, RestartJob, SnapshotTask, TriggerCheckpoint, event_from_dict, variant)
+from engine import System
+from engine.coordinator import BufferEntry, Coordinator
+from engine.table import LogicalClock, Table
+from engine.writer import WriteMetadataEvent
 
 NO_FAULTS = frozenset()
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 from hoodie_lab.cli import main as cli_main
 from hoodie_lab.replay import write_trace
 from model.invariants import violations
-from model.invariants.protocol import check_drained, check_step
-from model.protocol import (
-    AbortCheckpoint, CompleteCheckpoint, CrashCoordinator, CrashTask, Ingest, LoseAck, RequestInstant, RestartJob,
-    SnapshotTask, System, TriggerCheckpoint, variant,
-)
+from engine.invariants import check_drained, check_step
+from model.protocol import (AbortCheckpoint, CompleteCheckpoint, CrashCoordinator, CrashTask, Ingest, LoseAck, RequestInstant, RestartJob, SnapshotTask, TriggerCheckpoint, variant)
+from engine import System
 
 
 def run(config, schedule):

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from hoodie_lab.replay import write_trace
-from model.protocol import ProtocolConfig, System, variant
+from model.protocol import ProtocolConfig, variant
+from engine import System
 from model.trace import TRACE_VERSION, TraceError, parse_trace, to_lines, to_text
 
 from test_protocol_scenarios import BOUNDS_19215, SCHEDULE_19215

@@ -173,7 +173,7 @@ class _Progress:
 
 # --------------------------------------------------------------------------- run
 def run(args) -> int:
-    from ..explore import SystemModel, draw_graph, explore
+    from checker import SystemModel, draw_graph, explore
 
     name, cfg = build_config(args)
     _check_range("--max-states", args.max_states)

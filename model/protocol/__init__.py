@@ -122,20 +122,16 @@ from .events import (
     TriggerCheckpoint,
     event_from_dict,
 )
-from .coordinator import BufferEntry, Coordinator, EventBuffer
 from .source import Record, Source
-from .table_view import LogicalClock, Table, TimeSource, TrueTimeSource, WriteStatus
-from .writer import WriteMetadataEvent, WriterTask
-from .checkpoint import CompletedCheckpoint, PendingCheckpoint, TaskSnapshot
-from .system import Observation, System
+from .values import (BOOTSTRAP_INSTANT, DEFAULT_EPOCH_MS, BufferEntry, CompletedCheckpoint, TaskSnapshot,
+                     WriteMetadataEvent, WriteStatus, empty_bootstrap, logical_time)
 from .variants import VARIANTS, Variant, variant
 
 __all__ = [
     "ALL_FAULTS", "FAULTS", "ProtocolConfig", "EVENT_TYPES", "Event", "event_from_dict",
     "AbortCheckpoint", "Clean", "CompleteCheckpoint", "CrashCoordinator", "CrashTask", "DeliverAck",
     "Flush", "Ingest", "InstantTimeout", "LoseAck", "RequestInstant", "RestartJob", "SnapshotTask",
-    "StopFaults", "TriggerCheckpoint", "BufferEntry", "EventBuffer", "Coordinator", "Record", "Source",
-    "LogicalClock", "Table", "TimeSource", "TrueTimeSource", "WriteStatus", "WriteMetadataEvent",
-    "WriterTask", "CompletedCheckpoint", "PendingCheckpoint", "TaskSnapshot", "Observation", "System",
+    "StopFaults", "TriggerCheckpoint", "Record", "Source", "BOOTSTRAP_INSTANT", "DEFAULT_EPOCH_MS", "BufferEntry",
+    "CompletedCheckpoint", "TaskSnapshot", "WriteMetadataEvent", "WriteStatus", "empty_bootstrap", "logical_time",
     "VARIANTS", "Variant", "variant",
 ]

@@ -44,14 +44,16 @@ from dataclasses import fields
 from functools import lru_cache
 from typing import NamedTuple
 
-from ..errors import RuleViolation
-from . import events as E
+from model.errors import RuleViolation
+from model.protocol import events as E
+from model.protocol.config import FAULTS, ProtocolConfig
+from model.protocol.source import Record, Source
+from model.protocol.values import CompletedCheckpoint, TaskSnapshot
+
 from . import failover
-from .checkpoint import CompletedCheckpoint, PendingCheckpoint, TaskSnapshot
-from .config import FAULTS, ProtocolConfig
+from .checkpoint import PendingCheckpoint
 from .coordinator import Coordinator
-from .source import Record, Source
-from .table_view import Table, TimeSource
+from .table import Table, TimeSource
 from .writer import WriterTask
 
 

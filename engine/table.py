@@ -25,21 +25,11 @@ adapts a :mod:`model.truetime` generator for simulations.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, NamedTuple, Protocol
+from typing import Callable, Protocol
 
-from ..instant import Action, State, format_millis
-from ..timeline import Timeline
-
-#: 2025-01-01T00:00:00Z, the epoch of the model's logical clock (as in model.truetime).
-DEFAULT_EPOCH_MS = 1_735_689_600_000
-
-
-class WriteStatus(NamedTuple):
-    """One data file: records ``[start, end)`` of source split ``task``."""
-
-    task: int
-    start: int
-    end: int
+from model.instant import Action, State
+from model.protocol.values import DEFAULT_EPOCH_MS, WriteStatus, logical_time
+from model.timeline import Timeline
 
 
 class TimeSource(Protocol):
@@ -49,8 +39,8 @@ class TimeSource(Protocol):
 
 
 @lru_cache(maxsize=65536)
-def _fmt(ms: int) -> str:
-    return format_millis(ms)
+def _fmt(created: int, since: int, epoch_ms: int) -> str:
+    return logical_time(created, since, epoch_ms)
 
 
 class LogicalClock:
@@ -74,11 +64,9 @@ class LogicalClock:
         if kind == "requested":
             self.created += 1
             self.since = 0
-            return _fmt(self.epoch_ms + 1000 * self.created)
+            return _fmt(self.created, 0, self.epoch_ms)
         self.since += 1
-        if self.since >= 1000:
-            raise OverflowError("more than 999 completions between two requested times")
-        return _fmt(self.epoch_ms + 1000 * self.created + self.since)
+        return _fmt(self.created, self.since, self.epoch_ms)
 
     def copy(self) -> "LogicalClock":
         return LogicalClock(self.epoch_ms, self.created, self.since)

@@ -29,20 +29,8 @@ The coordinator owns no reference to the table: every rule takes it as an argume
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from .config import ProtocolConfig
-
-
-class BufferEntry(NamedTuple):
-    """An :class:`EventBuffer` as the coordinator's checkpoint state holds it: its instant and slots, frozen
-    (a value: the checkpoint keeps it while the coordinator's own buffer changes on)."""
-
-    instant: str
-    slots: tuple  # tuple[WriteMetadataEvent | None, ...]
-
-    def __str__(self) -> str:
-        return _describe(self.instant, self.slots)
+from model.protocol.config import ProtocolConfig
+from model.protocol.values import BufferEntry, describe_slots
 
 
 class EventBuffer:
@@ -132,11 +120,7 @@ class EventBuffer:
         return f"EventBuffer({self.instant!r}, {self.slots!r})"
 
     def __str__(self) -> str:
-        return _describe(self.instant, self.slots)
-
-
-def _describe(instant: str, slots) -> str:
-    return f"{instant}: [" + ", ".join("-" if s is None else str(s) for s in slots) + "]"
+        return describe_slots(self.instant, self.slots)
 
 
 def _commit_rule(rule: str):

@@ -11,15 +11,7 @@ at 1; restoring uses the last *completed* checkpoint.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-
-class TaskSnapshot(NamedTuple):
-    """A task's part of a checkpoint: source offset, its checkpoint id, ``write-metadata-state``."""
-
-    offset: int
-    checkpoint_id: int
-    state: tuple  # tuple[WriteMetadataEvent, ...]
+from model.protocol.values import CompletedCheckpoint, TaskSnapshot  # noqa: F401 - re-exported
 
 
 class PendingCheckpoint:
@@ -73,11 +65,3 @@ class PendingCheckpoint:
     def __repr__(self) -> str:
         return f"PendingCheckpoint(id={self.id}, coordinator_state={self.coordinator_state!r}, tasks={self.tasks!r})"
 
-
-class CompletedCheckpoint(NamedTuple):
-    id: int
-    coordinator_state: tuple  # tuple[(key, BufferEntry)]
-    tasks: tuple              # tuple[TaskSnapshot]
-
-    def offsets(self) -> tuple:
-        return tuple(t.offset for t in self.tasks)

@@ -18,7 +18,7 @@ a function of the (fingerprinted) state.
 
 from __future__ import annotations
 
-from . import Verdict
+from model.invariants import Verdict
 
 #: Invariant ids, in the order check_step reports them.
 STEP_INVARIANTS = (

@@ -20,43 +20,11 @@ flushes it under an instant the coordinator grants, and reports every flush with
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from .table_view import WriteStatus
-
-#: ``WriteMetadataEvent.BOOTSTRAP_INSTANT``: the instant of an empty bootstrap event.
-BOOTSTRAP_INSTANT = ""
+from model.protocol.values import BOOTSTRAP_INSTANT, WriteMetadataEvent, WriteStatus, empty_bootstrap  # noqa: F401
 
 #: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` at half the cost (no Python-level __new__).
 _new = tuple.__new__
 
-
-class WriteMetadataEvent(NamedTuple):
-    """``WriteMetadataEvent`` (task -> coordinator)."""
-
-    task: int
-    checkpoint_id: int
-    instant: str
-    statuses: tuple  # tuple[WriteStatus, ...]
-    last_batch: bool = False
-    bootstrap: bool = False
-
-    def merge_with(self, other: "WriteMetadataEvent") -> "WriteMetadataEvent":
-        """``mergeWith``: same task; instant := other's; lastBatch |= other's; statuses concatenated."""
-        return WriteMetadataEvent(self.task, self.checkpoint_id, other.instant,
-                                  self.statuses + other.statuses,
-                                  self.last_batch or other.last_batch, self.bootstrap and other.bootstrap)
-
-    def __str__(self) -> str:
-        recs = ",".join(f"[{s.start},{s.end})" for s in self.statuses) or "-"
-        flags = ("L" if self.last_batch else "") + ("B" if self.bootstrap else "")
-        inst = self.instant or '""'
-        return f"ev(t{self.task} k{self.checkpoint_id} {inst} {recs}{' ' + flags if flags else ''})"
-
-
-def empty_bootstrap(task: int, checkpoint_id: int) -> WriteMetadataEvent:
-    """``WriteMetadataEvent.emptyBootstrap(taskId, ckpId)``: no statuses, instant ""."""
-    return WriteMetadataEvent(task, checkpoint_id, BOOTSTRAP_INSTANT, (), False, True)
 
 
 class WriterTask:

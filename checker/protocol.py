@@ -1,0 +1,163 @@
+"""The protocol engine (:class:`engine.System`) as a model the checker explores.
+
+:class:`SystemModel` adapts the engine to :class:`checker.explorer.Model`: initial state, enabled events,
+next state (a clone with the event applied), fingerprints, and the protocol's invariants as properties
+(:mod:`engine.invariants`, the engine's evaluation of :mod:`model.invariants.protocol`).
+"""
+
+from __future__ import annotations
+
+import operator
+
+from .explorer import Discovery, Model, Property
+
+DRAIN_CHECKS = ("settled", "every", "off")
+
+
+class Refused:
+    """The outcome of an *enabled* event that the System nevertheless refused (a model bug or a
+    rule the variant breaks hard): a dead-end state carrying the error, reported as a violation."""
+
+    __slots__ = ("event", "error")
+
+    def __init__(self, event, error):
+        self.event, self.error = event, error
+
+    def enabled_events(self) -> tuple:
+        return ()
+
+    def fingerprint(self) -> tuple:
+        return ("refused", self.event, str(self.error))
+
+    def fingerprint_hash(self) -> int:
+        return hash(self.fingerprint())
+
+    def __repr__(self) -> str:
+        return f"Refused({self.event}: {self.error})"
+
+
+class SystemModel(Model):
+    """The writer–coordinator protocol (:class:`model.protocol.System`) as an explorable model.
+
+    * init: ``System(config)``; actions: ``enabled_events()`` (faults included, bounded by the
+      config); next state: ``clone()`` + ``apply(event)``; fingerprint: ``System.fingerprint()``.
+    * property ``step`` (always): :func:`model.invariants.protocol.check_step` — every verdict
+      that fails is its own discovery, named by its invariant id;
+    * property ``drained``: clone the state, :meth:`System.drain` it (faults stop, checkpoints run
+      with delivered acks) and apply :func:`model.invariants.protocol.check_drained` (exactly-once,
+      liveness). ``drain_check="settled"`` (default) makes it a ``terminal`` property checked in
+      the states where only fault events are enabled (:meth:`settles`) — the states a run ends in
+      when faults stop happening, every terminal state among them; ``"every"`` drains every state
+      (thorough, several times slower); ``"off"`` skips it. Draining from any reachable
+      state is a legal run, so every drained verdict is a real counterexample; its trace is the
+      path plus the drain's events (:meth:`trace_events`).
+    """
+
+    def __init__(self, config, *, drain_check: str = "settled", seed: int = 0):
+        from engine import System
+        from engine import invariants as inv
+        from model.errors import RuleViolation
+
+        if drain_check not in DRAIN_CHECKS:
+            raise ValueError(f"drain_check must be one of {', '.join(DRAIN_CHECKS)}")
+        self.config = config
+        self.drain_check = drain_check
+        self.seed = seed
+        self.drains = 0  #: states drained and judged by check_drained so far
+        self._System, self._inv, self._RuleViolation = System, inv, RuleViolation
+        #: apply() asks an event's guard again unless the actions are enabled_events() themselves
+        #: (a subclass listing other events gets each checked, and a refusal reported)
+        self._check_guards = type(self).actions is not SystemModel.actions
+
+    def init_states(self):
+        return [self._System(self.config, seed=self.seed)]
+
+    #: ``actions(s)`` is ``s.enabled_events()``, ``fingerprint(s)`` is ``s.fingerprint()`` and
+    #: ``fingerprint_hash(s)`` is ``s.fingerprint_hash()`` (:class:`Refused` has all three);
+    #: C-level callers keep the per-transition overhead minimal.
+    actions = staticmethod(operator.methodcaller("enabled_events"))
+    fingerprint = staticmethod(operator.methodcaller("fingerprint"))
+    fingerprint_hash = staticmethod(operator.methodcaller("fingerprint_hash"))
+
+    def next_state(self, s, ev):
+        """``s.clone()`` + ``apply(ev)``. The guard is not asked again for an event of
+        ``s.enabled_events()`` (in :func:`_rebuild` too): the Hypothesis protocol machines apply the
+        listed events with their guards checked, so a listed event whose guard is false fails there."""
+        t = s.clone()
+        try:
+            t.apply(ev, check=self._check_guards)
+        except self._RuleViolation as exc:
+            return Refused(ev, exc)
+        return t
+
+    def format_action(self, ev) -> str:
+        return str(ev)
+
+    def format_state(self, s) -> str:
+        return repr(s)
+
+    # ------------------------------------------------------------ properties
+    def properties(self):
+        props = [Property.always("step", self.check_step)]
+        if self.drain_check == "every":
+            props.append(Property.always("drained", self.check_drained))
+        elif self.drain_check == "settled":
+            props.append(Property.terminal("drained", self.check_drained))
+        return props
+
+    def settles(self, s, actions) -> bool:
+        """Only fault events (or none) are enabled: once faults stop the run ends here."""
+        for ev in actions:
+            if ev.fault is None:
+                return False
+        return True
+
+    def check_step(self, s):
+        if isinstance(s, Refused):
+            from model.invariants import Verdict
+
+            return Verdict(f"model.refused:{s.error.rule}", False,
+                           f"the enabled event {s.event} was refused: {s.error}")
+        return self._inv.check_step(s)
+
+    def check_drained(self, s):
+        if isinstance(s, Refused):
+            return None
+        self.drains += 1
+        t = s.clone()
+        try:
+            t.drain()
+        except self._RuleViolation as exc:
+            from model.invariants import Verdict
+
+            return Verdict(f"model.refused:{exc.rule}", False, f"draining from this state failed: {exc}")
+        return self._inv.check_drained(t)
+
+    def trace_events(self, d: Discovery) -> list:
+        """The events of a discovery's trace: the path, plus the drain's events when the
+        violated invariant is only judged after draining."""
+        events = list(d.actions)
+        last = d.states[-1]
+        if isinstance(last, Refused):
+            return events
+        if d.property in self._inv.DRAIN_INVARIANTS or d.property.startswith("model.refused"):
+            events += _drain_events(last)
+        return events
+
+
+def _drain_events(state) -> list:
+    """The events :meth:`System.drain` applies from ``state`` (on a clone), up to a refusal."""
+    t = state.clone()
+    events: list = []
+    orig_apply = t.apply
+
+    def recording_apply(ev):
+        events.append(ev)  # before applying: a refused event ends the trace, as it ended the drain
+        orig_apply(ev)
+
+    t.apply = recording_apply  # instance attribute shadows the method: drain() calls self.apply
+    try:
+        t.drain()
+    except Exception:  # noqa: BLE001 - the refusal itself is what the trace must show
+        pass
+    return events

@@ -1,0 +1,30 @@
+"""The engine: the fast executor of the protocol spec (:mod:`model.protocol`).
+
+The explorer (:mod:`checker`) and the simulation (:mod:`sim`) run the engine; the spec is what a design
+reviewer reads. The engine has no rules of its own: every guard and effect is the spec's, made fast (slots,
+copy-on-write parts, cached hashes, shared event instances), and the refinement suite
+(``properties/test_refinement.py``) asserts on random walks and on every state of small explorations that
+engine and spec enable the same events, reach the same abstract state after each event
+(:func:`engine.refinement.abstract`) and give every invariant the same verdict.
+
+* :mod:`engine.system` -- :class:`System`: the whole protocol as one mutable state machine
+  (``enabled_events``, ``is_enabled``, ``apply``, ``clone``, ``fingerprint``/``fingerprint_hash``, ``drain``);
+* :mod:`engine.coordinator`, :mod:`engine.writer`, :mod:`engine.checkpoint`, :mod:`engine.table`,
+  :mod:`engine.failover` -- its parts (the pipeline's driver-side coordinator uses them too);
+* :mod:`engine.invariants` -- the invariants of :mod:`model.invariants.protocol`, evaluated on an engine
+  state (``check_step``, ``check_drained``): same ids, same verdicts;
+* :mod:`engine.refinement` -- the abstraction function engine state -> spec state.
+
+Imports :mod:`model` only.
+"""
+
+from __future__ import annotations
+
+from .checkpoint import PendingCheckpoint
+from .coordinator import Coordinator, EventBuffer
+from .system import DRAIN_LIMIT, Observation, System
+from .table import LogicalClock, Table, TimeSource, TrueTimeSource
+from .writer import WriterTask
+
+__all__ = ["PendingCheckpoint", "Coordinator", "EventBuffer", "DRAIN_LIMIT", "Observation", "System",
+           "LogicalClock", "Table", "TimeSource", "TrueTimeSource", "WriterTask"]
