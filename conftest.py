@@ -21,7 +21,7 @@ settings.register_profile(
 settings.register_profile("debug", parent=settings.get_profile("ci"), verbosity=Verbosity.verbose)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-from hoodie_lab.fixtures import fixtures_root  # noqa: E402
+from lakeio.fixtures import fixtures_root  # noqa: E402
 
 
 def pytest_report_header(config):

@@ -1,4 +1,4 @@
-"""Write throughput of hoodie_lab.hudiformat: rows/s for COW base files (the target) and MOR log files.
+"""Write throughput of lakeio.hudiformat: rows/s for COW base files (the target) and MOR log files.
 
 Run: ``python benchmarks/bench_hudiformat.py [--rows N] [--partitions P]``. Prints one line per case and returns
 the figures from :func:`run` (a dict) for a benchmark runner. Each case writes fresh tables in a temporary
@@ -22,7 +22,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hoodie_lab.hudiformat import HudiTableWriter  # noqa: E402
+from lakeio.hudiformat import HudiTableWriter  # noqa: E402
 
 
 def _records(n: int, partitions: int, seed: int, ts: int) -> pa.Table:

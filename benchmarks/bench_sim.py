@@ -1,6 +1,6 @@
 """Simulation speed: the reference workload and the event rate against bare SimPy.
 
-Reference workload (``hoodie_lab/experiments/reference.toml``): 1 simulated hour, 64 writers, 10 s
+Reference workload (``lakeio/experiments/reference.toml``): 1 simulated hour, 64 writers, 10 s
 checkpoints, 100,000 records/s, async instant generation, the model driven through every protocol step.
 Targets: under 10 s of wall time (the first run, start to end); the simulation's event rate (SimPy events
 processed per CPU second of the event loop, the model work it drives included) at least 30 % of bare SimPy's

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from .errors import UserError
+from lakeio.errors import UserError
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = ["audit", "replay", "explore", "simulate", "sweep", "pipeline", "diff", "report", "demo"]

@@ -16,7 +16,7 @@ Builders in report order (:data:`BUILDERS`):
 * :func:`exploration_section` -- bounded exhaustive exploration of the protocol (:mod:`hoodie_lab.explore`);
 * :func:`pipeline_section` -- a small PySpark pipeline run and its diff against the model (:mod:`pipeline`);
 * :func:`real_tables_section` -- every real fixture table: Gantt chart and invariant verdicts
-  (:func:`hoodie_lab.audit.audit_table`).
+  (:func:`lakeio.audit.audit_table`).
 
 Fixture tables (shared with the notebooks): :func:`fixtures_root`, :func:`fixture_zips`,
 :func:`extract_fixture` -- zips are extracted to a temporary folder, never into the repository.
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from hoodie_lab.report import Context, Section, esc, pre, table
-from .fixtures import extract_fixture, fixture_label, fixture_zips, fixtures_root  # noqa: F401 - re-exported for notebooks
+from lakeio.fixtures import extract_fixture, fixture_label, fixture_zips, fixtures_root  # noqa: F401 - re-exported for notebooks
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,7 +64,7 @@ def _verdicts_html(verdicts) -> str:
 
 def _fig(ctx: Context, fig, stem: str) -> Path:
     """Save a matplotlib figure under the report's figures folder; returns the PNG."""
-    from hoodie_lab.plots import save
+    from lakeio.plots import save
 
     return save(fig, ctx.fig_dir, stem)[0]
 
@@ -87,9 +87,9 @@ def _copy_plots(paths, ctx: Context, prefix: str) -> list[Path]:
 # -------------------------------------------------------------------------------------- slicing
 def slicing_section(ctx: Context) -> Section:
     """File slicing by instant time vs completion time (the demo table)"""
-    from hoodie_lab.audit import slice_rows, timeline_rows
+    from lakeio.audit import slice_rows, timeline_rows
     from hoodie_lab.commands.demo import run_skeleton_demo
-    from hoodie_lab.plots import timeline_gantt
+    from lakeio.plots import timeline_gantt
 
     s = Section("File slicing: instant time vs completion time", "hoodie-lab demo --out DIR")
     with tempfile.TemporaryDirectory(prefix="hoodie-lab-report-demo-") as tmp:
@@ -124,8 +124,8 @@ def slicing_section(ctx: Context) -> Section:
 # -------------------------------------------------------------------------------- real tables
 def real_tables_section(ctx: Context) -> Section:
     """Real fixture tables: Gantt charts and invariant verdicts"""
-    from hoodie_lab.audit import audit_table
-    from hoodie_lab.plots import timeline_gantt
+    from lakeio.audit import audit_table
+    from lakeio.plots import timeline_gantt
 
     s = Section("Real tables written by Apache Hudi", "hoodie-lab audit <table>  (each fixture zip, extracted)")
     zips = fixture_zips()
@@ -472,7 +472,8 @@ def explore_variant(name: str, bounds: dict, faults: tuple = (), max_states: int
 
 def exploration_section(ctx: Context) -> Section:
     """Exhaustive exploration of the writer-coordinator protocol"""
-    from hoodie_lab.replay import format_result, load_trace, replay, write_trace
+    from checker.replay import format_result, replay
+    from lakeio.traces import load_trace, write_trace
     from model.protocol import VARIANTS
 
     s = Section("Exhaustive exploration of the protocol",
@@ -498,7 +499,7 @@ def exploration_section(ctx: Context) -> Section:
             events = model.trace_events(ce)
             path = write_trace(ctx.out_dir / "traces" / f"explore-{name}.jsonl", cfg, events, seed=0,
                                driver="explore", variant=name)
-            rep = replay(load_trace(path), str(path))
+            rep = replay(load_trace(path))
             steps = "\n".join(f"{i:3d}. {ev}" for i, ev in enumerate(events, 1))
             traces.append((name, path, steps, format_result(rep)))
             s.ok &= not rep.ok

@@ -3,7 +3,7 @@
 Pure: names in, values out. Malformed names raise :class:`model.errors.CodecError`
 (``name``, ``problem``). Facts from ``hudi-semantics.md`` 1.6, 1.7 and 1.9.
 
-Public API (stable; other modules and ``hoodie_lab.ondisk`` build on it)
+Public API (stable; other modules and ``lakeio.ondisk`` build on it)
 -----------------------------------------------------------------------
 
 Timeline files (``LAYOUT_1`` = table version 6, ``LAYOUT_2`` = versions 8/9;

@@ -1,6 +1,6 @@
 """The one trace format every driver writes (Hypothesis suites, ``explore``, ``simulate``, the
 pipeline): JSON lines, pure functions to and from dicts and text (file I/O lives in
-:mod:`hoodie_lab.replay`).
+:mod:`lakeio.traces`).
 
 Format, version 1::
 

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 from model.instant import State, to_millis
 from model.protocol import (CompleteCheckpoint, CrashCoordinator, DeliverAck, Ingest, ProtocolConfig, RequestInstant, SnapshotTask, TriggerCheckpoint, event_from_dict)
 from engine import System
@@ -87,7 +87,7 @@ def check_table_path(table: Path, table_version: int) -> None:
     table = Path(table)
     props = table / ".hoodie" / "hoodie.properties"
     if props.exists():
-        from hoodie_lab.ondisk.properties import read_properties
+        from lakeio.ondisk.properties import read_properties
         p = read_properties(props)
         v = p.get("hoodie.table.version", "")
         if v not in ("6", "8"):
@@ -233,7 +233,7 @@ class PipelineCoordinator:
         check_table_path(self.rd.table, self.cfg["table_version"])
 
     def _open(self) -> None:
-        from hoodie_lab.hudiformat.table import HudiTableWriter
+        from lakeio.hudiformat.table import HudiTableWriter
 
         parsed = src.read_inputs(self.rd.input)
         self.expected = [[r for r, _ in lines if r is not None] for lines in parsed]
@@ -389,7 +389,7 @@ class PipelineCoordinator:
     def _sink_can_skip(self, batch_id: int) -> bool:
         """``HoodieStreamingSink.canSkipBatch``: the latest commit carrying a sink checkpoint names a batch id
         >= this one."""
-        from hoodie_lab.ondisk.metadata import decode_commit_metadata
+        from lakeio.ondisk.metadata import decode_commit_metadata
         from model import filenames as fn
 
         done = sorted((i for i in self.writer.timeline.completed((self.writer.action,))),
@@ -451,7 +451,7 @@ class PipelineCoordinator:
         wm = self._writemeta(t)
         if wm is None:
             raise RuntimeError(f"commit {t}: the model committed it but no write metadata was persisted")
-        from hoodie_lab.hudiformat.table import WriteResult
+        from lakeio.hudiformat.table import WriteResult
         result = WriteResult.from_dict(wm["result"]) if wm["result"] else None
         key = self._commit_key(t)
         extra = {CHECKPOINT_KEY: str(key if key is not None else wm["key"])}

@@ -88,7 +88,7 @@ class KillSwitch:
         the wrapped module attributes are looked up at call time, so nothing else changes."""
         if self.spec is None or self.spec.point != "write.mid":
             return
-        from hoodie_lab.hudiformat import basefile, table
+        from lakeio.hudiformat import basefile, table
 
         def wrap(fn):
             def wrapped(*a, **kw):

@@ -5,7 +5,7 @@ fresh :class:`model.protocol.System` with the run's recorded instant times. The 
 compared with what is on disk, read independently of the pipeline:
 
 * **instants** -- the data instants of the model's timeline against the table's timeline (read by
-  :mod:`hoodie_lab.ondisk.reader`): requested time, action, state, completion time, order, and the
+  :mod:`lakeio.ondisk.reader`): requested time, action, state, completion time, order, and the
   checkpoint key (model: the key each commit came from; disk: ``flink_checkpoint_id`` in commit metadata);
   the instants the model rolled back against the targets of the table's completed rollback instants;
 * **committed files** -- the data files the committed instants wrote (the write metadata the pipeline
@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 from model.instant import to_millis
 from pipeline import source as src
 from pipeline.coordinator import CHECKPOINT_KEY, TASK, replay_system
@@ -73,7 +73,7 @@ def open_run_dir(root: Path) -> tuple[RunDir, dict]:
 
 def diff_run(root: Path, spark=None) -> DiffReport:
     rd, cfg = open_run_dir(root)
-    from hoodie_lab.ondisk.reader import read_table
+    from lakeio.ondisk.reader import read_table
 
     try:
         system, events, _times = replay_system(rd)

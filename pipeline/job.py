@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 from pipeline import source as src
 from pipeline.run_dir import RunDir, atomic_write_bytes
 

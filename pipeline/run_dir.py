@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 RUN_FILE = "run.json"
 

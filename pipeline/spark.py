@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from hoodie_lab.cli import main as cli_main
-from hoodie_lab.replay import load_trace
+from lakeio.traces import load_trace
 from engine.invariants import ALL_INVARIANTS, check_drained, check_step
 from model.protocol import VARIANTS, variant
 from engine import System

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from hoodie_lab.replay import load_trace, replay, shrink_events, write_trace
+from checker.replay import replay, shrink_events
+from lakeio.traces import load_trace, write_trace
 from engine.invariants import check_drained, check_step
 from model.protocol import ProtocolConfig
 from engine import System
@@ -242,7 +243,7 @@ def find_counterexample(config: ProtocolConfig, name: str, only: tuple, trace_di
     """Run the machine for a (broken) config; return the shrunk counterexample, or None.
 
     Hypothesis generates until the first failure; the failing run is then shrunk at the trace
-    level (:func:`hoodie_lab.replay.shrink_events`), rewritten to the trace file and printed."""
+    level (:func:`checker.replay.shrink_events`), rewritten to the trace file and printed."""
     from hypothesis.stateful import run_state_machine_as_test
 
     machine = machine_for(config, name, only, trace_dir)
@@ -268,7 +269,7 @@ def find_counterexample(config: ProtocolConfig, name: str, only: tuple, trace_di
 
 # ------------------------------------------------------------- own tests
 def test_machine_replays_its_own_trace(tmp_path):
-    """A trace the machine writes replays to the same verdict through hoodie_lab.replay."""
+    """A trace the machine writes replays to the same verdict through checker.replay."""
     sysm = System(ProtocolConfig(parallelism=1, records=2, buffer_size=1, max_checkpoints=2))
     events = []
     for _ in range(30):

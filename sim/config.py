@@ -2,8 +2,8 @@
 
 An experiment is a TOML file with a few top-level keys and one table per concern. Every key has a type, a
 default, a unit and an allowed range; anything else is refused with **one line** naming the file, the key and
-what is allowed (``hoodie_lab.errors.UserError``, so the CLI exits 2). Shipped experiments live in
-``hoodie_lab/experiments/*.toml`` (package data) and are addressed by name (``blocking-vs-async``); any other
+what is allowed (``lakeio.errors.UserError``, so the CLI exits 2). Shipped experiments live in
+``lakeio/experiments/*.toml`` (package data) and are addressed by name (``blocking-vs-async``); any other
 argument is a path.
 
 Top level: ``name``, ``description``, ``kind`` (``stream`` | ``truetime`` | ``collisions`` | ``recovery``),
@@ -40,7 +40,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 KINDS = ("stream", "truetime", "collisions", "recovery")
 MODES = ("blocking", "async")
@@ -223,7 +223,7 @@ class Experiment:
 
 
 def shipped_dir() -> Path:
-    return Path(str(resources.files("hoodie_lab") / "experiments"))
+    return Path(str(resources.files("lakeio") / "experiments"))
 
 
 def shipped_names() -> list[str]:

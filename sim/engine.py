@@ -202,7 +202,7 @@ class StreamSim:
                                 max_checkpoints=min(10_000, n_ckp), faults=frozenset(faults),
                                 max_crashes=min(10_000, crashes))
         except ValueError as exc:  # a bound of the protocol model (e.g. its maximum parallelism)
-            from hoodie_lab.errors import UserError
+            from lakeio.errors import UserError
 
             raise UserError(f"{exp.source}: the protocol model refuses this point: {exc}") from None
         self.env = env = simpy.Environment()
@@ -858,7 +858,7 @@ class StreamSim:
 
     def write_trace(self, out_dir: Path) -> Path:
         """The run's protocol events (drain included) in the model's trace format."""
-        from hoodie_lab.replay import write_trace
+        from lakeio.traces import write_trace
 
         name = f"{self.exp.name}-{self.mode}-{self.seed}"
         if self.crash_plan_label:

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from hoodie_lab.plots import save  # noqa: E402  (PNG + SVG, shared with the report)
+from lakeio.plots import save  # noqa: E402  (PNG + SVG, shared with the report)
 
 MODE_COLOURS = {"blocking": "#d62728", "async": "#1f77b4"}
 

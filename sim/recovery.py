@@ -36,7 +36,7 @@ def run(exp, seed: int, quick: bool, modes, progress=None, trace_dir: Path | Non
 
     unknown = [s for s in exp.params["recovery"]["steps"] if s != "all" and s not in STEPS]
     if unknown:
-        from hoodie_lab.errors import UserError
+        from lakeio.errors import UserError
 
         raise UserError(f"{exp.source}: recovery.steps: {unknown[0]!r} not allowed; allowed: all, {', '.join(STEPS)}")
     todo = [(m, p) for m in modes for p in plans(exp, quick)]

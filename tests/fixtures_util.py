@@ -15,7 +15,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from hoodie_lab.fixtures import _zip_mtime, find_table_dir, fixtures_root  # noqa: F401
+from lakeio.fixtures import _zip_mtime, find_table_dir, fixtures_root  # noqa: F401
 
 _CACHE: dict[Path, Path] = {}
 _ROOT: Path | None = None

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from hoodie_lab.audit import audit_table
+from lakeio.audit import audit_table
 from hoodie_lab.cli import main
 from hoodie_lab.commands.demo import run_skeleton_demo
-from hoodie_lab.ondisk.skeleton import SkeletonPlans, write_skeleton
+from lakeio.ondisk.skeleton import SkeletonPlans, write_skeleton
 from model import filenames as fn
 from model.instant import Action
 from model.invariants import timeline as inv

@@ -320,7 +320,8 @@ def test_every_broken_variant_yields_a_replayable_counterexample(name, tmp_path)
     """Each broken variant, at a small bound with the faults it needs, gives a shortest counterexample
     whose trace the replay driver reproduces (same invariant, same step unless judged after a drain)."""
     from checker import SystemModel, explore
-    from hoodie_lab.replay import load_trace, replay, write_trace
+    from checker.replay import replay
+    from lakeio.traces import load_trace, write_trace
     from model.protocol.variants import VARIANTS
 
     v = VARIANTS[name]
@@ -345,7 +346,8 @@ def test_drained_counterexample_trace_includes_the_drain(tmp_path):
     """A violation judged after draining (exactly-once) is written with the drain's events, starting
     with stop-faults, so the replay judges the drained invariants at the end and agrees."""
     from checker import SystemModel, explore
-    from hoodie_lab.replay import load_trace, replay, write_trace
+    from checker.replay import replay
+    from lakeio.traces import load_trace, write_trace
     from model.protocol import variant
 
     class DrainOnly(SystemModel):

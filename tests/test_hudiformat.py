@@ -1,4 +1,4 @@
-"""hoodie_lab.hudiformat: real Hudi tables written from Python, read back by hudi-rs (the independent reader).
+"""lakeio.hudiformat: real Hudi tables written from Python, read back by hudi-rs (the independent reader).
 
 Every table test compares hudi-rs with a tiny independent expectation (a dict per key, below): the file slices it
 lists, the completed instants of its timeline, ``read()`` (snapshot), ``with_as_of_timestamp`` at every completed
@@ -18,11 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hoodie_lab.errors import UserError
-from hoodie_lab.hudiformat import HudiTableWriter, WriteResult
-from hoodie_lab.hudiformat import logfile as lf
-from hoodie_lab.hudiformat.schema import META_COLUMNS
-from hoodie_lab.ondisk import read_table
+from lakeio.errors import UserError
+from lakeio.hudiformat import HudiTableWriter, WriteResult
+from lakeio.hudiformat import logfile as lf
+from lakeio.hudiformat.schema import META_COLUMNS
+from lakeio.ondisk import read_table
 from model.errors import RuleViolation
 
 hudi = pytest.importorskip("hudi")

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from hoodie_lab.errors import UserError
-from hoodie_lab.ondisk import metadata as md
-from hoodie_lab.ondisk import read_table
-from hoodie_lab.ondisk.properties import (format_properties, parse_properties, read_properties, table_checksum,
+from lakeio.errors import UserError
+from lakeio.ondisk import metadata as md
+from lakeio.ondisk import read_table
+from lakeio.ondisk.properties import (format_properties, parse_properties, read_properties, table_checksum,
                                           write_hoodie_properties)
-from hoodie_lab.ondisk.skeleton import PLACEHOLDER, SkeletonPlans, write_skeleton
+from lakeio.ondisk.skeleton import PLACEHOLDER, SkeletonPlans, write_skeleton
 from model import filenames as fn
 from model.instant import Action, State
 from model.timeline import Timeline

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from hoodie_lab.cli import main
-from hoodie_lab.ondisk import metadata as md
-from hoodie_lab.ondisk import read_table
-from hoodie_lab.ondisk.reader import leftover_temp_target
-from hoodie_lab.ondisk.skeleton import write_skeleton
+from lakeio.ondisk import metadata as md
+from lakeio.ondisk import read_table
+from lakeio.ondisk.reader import leftover_temp_target
+from lakeio.ondisk.skeleton import write_skeleton
 from model import filenames as fn
 from model.instant import Action
 from model.timeline import Timeline

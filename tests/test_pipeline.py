@@ -36,7 +36,7 @@ def _run(tmp_path, spark, mode, table_type, version=8, **extra):
 def test_run_matches_model_and_readers(tmp_path, spark, mode, table_type):
     from hudi import HudiTable
 
-    from hoodie_lab.audit import audit_table
+    from lakeio.audit import audit_table
     from pipeline.diff import diff_run
 
     root, summary, lines = _run(tmp_path, spark, mode, table_type)

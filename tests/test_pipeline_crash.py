@@ -17,7 +17,7 @@ pytestmark = pytest.mark.spark
 def _check_recovered(root, spark=None):
     from hudi import HudiTable
 
-    from hoodie_lab.audit import audit_table
+    from lakeio.audit import audit_table
     from pipeline import source as src
     from pipeline.diff import diff_run
     from pipeline.run_dir import RunDir

@@ -8,7 +8,7 @@ variant replays (``hoodie-lab replay``) to the violation.
 from __future__ import annotations
 
 from hoodie_lab.cli import main as cli_main
-from hoodie_lab.replay import write_trace
+from lakeio.traces import write_trace
 from model.invariants import violations
 from engine.invariants import check_drained, check_step
 from model.protocol import (AbortCheckpoint, CompleteCheckpoint, CrashCoordinator, CrashTask, Ingest, LoseAck, RequestInstant, RestartJob, SnapshotTask, TriggerCheckpoint, variant)

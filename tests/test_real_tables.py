@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import pytest
 
-from hoodie_lab.audit import audit_table
+from lakeio.audit import audit_table
 from hoodie_lab.cli import main
-from hoodie_lab.ondisk import read_table
+from lakeio.ondisk import read_table
 from model.instant import Action
 
 from fixtures_util import extract_table, fixture_id, fixture_zips
@@ -152,7 +152,7 @@ def test_pending_compaction_merged_slices_match_hudi_rs_on_a_skeleton(tmp_path, 
     ``latest_merged_file_slices`` gives. For tv6 the demo's logs are renamed to the base instant,
     as a 0.x writer names them."""
     from hoodie_lab.commands.demo import build_scenario
-    from hoodie_lab.ondisk.skeleton import write_skeleton
+    from lakeio.ondisk.skeleton import write_skeleton
     from model import filenames as fn
 
     tl, base, logs = build_scenario(version)

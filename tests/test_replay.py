@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hoodie_lab.replay import write_trace
+from lakeio.traces import write_trace
 from model.protocol import ProtocolConfig, variant
 from engine import System
 from model.trace import TRACE_VERSION, TraceError, parse_trace, to_lines, to_text

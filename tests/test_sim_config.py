@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 from sim import config as cfg
 
 

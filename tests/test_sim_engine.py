@@ -101,7 +101,8 @@ def test_a_broken_protocol_variant_fails_the_run_with_a_replayable_trace(tmp_pat
 
 
 def test_every_run_is_checked_and_writes_a_trace_on_request(tmp_path):
-    from hoodie_lab.replay import load_trace, replay
+    from checker.replay import replay
+    from lakeio.traces import load_trace
 
     res = run_stream(small(**{"run.duration_s": 30.0}), "blocking", 2, trace_dir=tmp_path)
     assert res.verdict == "ok" and res.replay is None

@@ -24,7 +24,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from hoodie_lab.audit import audit_table, render, to_json
+    from lakeio.audit import audit_table, render, to_json
 
     result = audit_table(args.path, as_of=args.as_of, rule=args.rule)
     if args.json:

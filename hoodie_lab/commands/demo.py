@@ -8,7 +8,7 @@
 
 Builds the scenario in the model (:class:`model.timeline.Timeline`, model file names), writes it
 as a skeleton table (placeholder data files, real timeline files and plans:
-:mod:`hoodie_lab.ondisk.skeleton`) into a temporary folder or ``--out``, audits it under both
+:mod:`lakeio.ondisk.skeleton`) into a temporary folder or ``--out``, audits it under both
 slicing rules and prints both and what differs.
 
 The scenario (table version 9, MERGE_ON_READ, times are ms after 2025-01-01 00:00:00 UTC):
@@ -75,7 +75,7 @@ def build_scenario(version: int = 9) -> tuple[Timeline, list[fn.BaseFile], list[
 
 @dataclass
 class DemoResult:
-    """What the demo built and found; ``results`` maps rule -> :class:`hoodie_lab.audit.AuditResult`."""
+    """What the demo built and found; ``results`` maps rule -> :class:`lakeio.audit.AuditResult`."""
 
     table_path: Path
     results: dict = field(default_factory=dict)
@@ -105,8 +105,8 @@ def run_skeleton_demo(out_dir: str | Path) -> DemoResult:
     Returns a :class:`DemoResult`; ``differences`` lists, per file group, how the latest slices
     differ between the rules, then verdicts that differ.
     """
-    from hoodie_lab.audit import audit_table
-    from hoodie_lab.ondisk.skeleton import write_skeleton
+    from lakeio.audit import audit_table
+    from lakeio.ondisk.skeleton import write_skeleton
 
     tl, base, logs = build_scenario()
     path = write_skeleton(Path(out_dir) / "demo_overlap_v9", tl, base, logs, name="demo_overlap_v9")
@@ -158,9 +158,9 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     import sys
 
-    from hoodie_lab.audit import make_console, render
+    from lakeio.audit import make_console, render
     from hoodie_lab.commands.report import build, check_out_dir, check_seed, default_out_dir
-    from hoodie_lab.errors import UserError
+    from lakeio.errors import UserError
 
     console = make_console()
     check_seed(args.seed)

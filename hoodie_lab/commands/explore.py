@@ -14,7 +14,7 @@ import re
 import time
 from pathlib import Path
 
-from ..errors import UserError
+from lakeio.errors import UserError
 
 #: Allowed ranges of the bound arguments (inclusive).
 RANGES = {
@@ -199,7 +199,9 @@ def run(args) -> int:
     report = _report(name, cfg, model, res, args)
     ce = res.counterexample
     if ce is not None:
-        from ..replay import load_trace, replay, write_trace
+        from checker.replay import replay
+        from lakeio.traces import load_trace, write_trace
+        from model.trace import TraceError
 
         path = out_dir / f"explore-{_slug(name)}-{_slug(ce.property)}.jsonl"
         events = model.trace_events(ce)
@@ -212,9 +214,9 @@ def run(args) -> int:
                                    trace_events=len(events))
         # Self-check: the replay of the trace must report a violation too (and normally the same one).
         try:
-            again = replay(load_trace(path), source_name=str(path))
+            again = replay(load_trace(path))
             report["violation"]["replay_reports"] = None if again.ok else again.violation.invariant
-        except UserError as exc:  # the model refused an event of the trace
+        except (UserError, TraceError) as exc:  # the model refused an event of the trace
             report["violation"]["replay_reports"] = f"error: {exc}"
     if args.graph:
         title = (f"{name}: {cfg.parallelism} writer(s), {cfg.max_checkpoints} checkpoint(s), faults "

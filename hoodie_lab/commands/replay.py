@@ -23,10 +23,16 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from hoodie_lab.replay import format_result, load_trace, replay
+    from checker.replay import format_result, replay
+    from lakeio.errors import UserError
+    from lakeio.traces import load_trace
+    from model.trace import TraceError
 
     trace = load_trace(args.trace)
-    result = replay(trace, source_name=args.trace)
+    try:
+        result = replay(trace)
+    except TraceError as exc:
+        raise UserError(f"{args.trace}:{exc.line}: {exc.problem}") from None
     if args.json:
         v = result.violation
         json.dump({"trace": args.trace, "steps": result.steps, "ok": result.ok,

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 
 def default_out_dir() -> Path:

@@ -12,7 +12,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 
 def add_parser(subparsers) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 from .simulate import check_seed, modes_arg, print_outcome, progress_bar
 

@@ -82,7 +82,7 @@ event, ``check_drained(system) -> list[Verdict]`` after :meth:`System.drain`.
 
 Traces -- :mod:`model.trace`: ``header(config, seed, driver, **extra)``, ``event_record(step, ev)``,
 ``to_lines(config, events, seed, driver)``, ``to_text(...)``, ``parse_trace(text) -> Trace``
-(``TraceError(line, problem)``); files: ``hoodie_lab.replay.write_trace(path, config, events,
+(``TraceError(line, problem)``); files: ``lakeio.traces.write_trace(path, config, events,
 seed, driver)`` / ``load_trace(path)``; ``hoodie-lab replay TRACE`` replays one.
 
 Times: the default :class:`LogicalClock` gives the k-th instant of every run the same requested

@@ -1,8 +1,8 @@
 """``HudiTableWriter``: upserts, inserts and deletes into a real Hudi table (COW or MOR, table version 6 or 8).
 
 The writer owns the data files; the timeline files go through the on-disk layer
-(:mod:`hoodie_lab.ondisk.metadata`: ``encode_commit_metadata``, ``write_timeline_file``, rollback plan/metadata;
-:mod:`hoodie_lab.ondisk.properties`: ``write_hoodie_properties``), file names through :mod:`model.filenames`,
+(:mod:`lakeio.ondisk.metadata`: ``encode_commit_metadata``, ``write_timeline_file``, rollback plan/metadata;
+:mod:`lakeio.ondisk.properties`: ``write_hoodie_properties``), file names through :mod:`model.filenames`,
 and every timeline transition is first applied to a :class:`model.timeline.Timeline` mirror, which refuses an
 illegal one (complete twice, complete a requested instant, ...) before any file is written.
 
@@ -68,10 +68,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hoodie_lab.errors import UserError
-from hoodie_lab.ondisk import metadata as md
-from hoodie_lab.ondisk.properties import read_properties, write_hoodie_properties
-from hoodie_lab.ondisk.reader import read_table
+from lakeio.errors import UserError
+from lakeio.ondisk import metadata as md
+from lakeio.ondisk.properties import read_properties, write_hoodie_properties
+from lakeio.ondisk.reader import read_table
 from model import filenames as fn
 from model.instant import Action, State
 from model.timeline import Timeline

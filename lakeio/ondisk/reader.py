@@ -10,7 +10,7 @@ What is read, and where (``hudi-semantics.md`` 1.2, 1.3, 1.6, 3.5; ``hudi-rs-ora
   A completed file without a completion time in its name (every tv6 file) gets the file's
   modification time, formatted in the table's time zone, as Hudi 1.x does for legacy files
   (``InstantGeneratorV1``; ``CompletionTimeQueryViewV1``).
-* every non-empty timeline file is decoded (:mod:`hoodie_lab.ondisk.metadata`): commit metadata
+* every non-empty timeline file is decoded (:mod:`lakeio.ondisk.metadata`): commit metadata
   (JSON in tv6, Avro in tv8+) and plans (Avro in every version). From them: completed
   replacecommits' ``partitionToReplaceFileIds`` (replaced file groups), compaction plans (pending
   ones give the file groups with a pending compaction; all are kept for I9) and pending
@@ -35,7 +35,7 @@ skips every name that does not make an instant (``timeline/loader.rs``). Here:
 * any other name starting with a digit claims to be an instant and must parse -- stricter than
   Hudi, which would skip it; it is bad input (below).
 
-Everything wrong with the input raises :class:`hoodie_lab.errors.UserError` naming the file and
+Everything wrong with the input raises :class:`lakeio.errors.UserError` naming the file and
 the problem: missing ``.hoodie``, unreadable or incomplete ``hoodie.properties``, unknown table
 version, an instant or data file name that does not parse, truncated or garbage JSON/Avro.
 """
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 from model import filenames as fn
 from model.errors import CodecError
 from model.instant import Action, State
@@ -219,7 +219,7 @@ def leftover_temp_target(name: str, layout: int) -> str | None:
     Recognised: ``<instant file>.<UUID>`` (``HoodieStorage.createImmutableFileInPath``, 1.x, on
     hdfs and file storage), ``<instant file>.tmp`` (``HoodieWrapperFileSystem`` /
     ``TMP_PATH_POSTFIX``, 0.x) and ``.<instant file>.<random>.tmp``
-    (:func:`hoodie_lab.ondisk.metadata.write_timeline_file`), where ``<instant file>`` is a
+    (:func:`lakeio.ondisk.metadata.write_timeline_file`), where ``<instant file>`` is a
     well-formed instant file name of ``layout``. Hudi's listing ignores all three (their extension
     is not a valid one).
     """

@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from hoodie_lab.errors import UserError
-from hoodie_lab.ondisk import read_table
-from hoodie_lab.ondisk.reader import Table
+from lakeio.errors import UserError
+from lakeio.ondisk import read_table
+from lakeio.ondisk.reader import Table
 from model import filenames as fn
 from model.instant import Action, normalize_time, to_millis
 from model.invariants import Verdict, violations

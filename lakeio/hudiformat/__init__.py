@@ -16,7 +16,7 @@ Modules
 
 Written (table versions 6 and 8; COPY_ON_WRITE and MERGE_ON_READ; partitioned by one field or not):
 ``hoodie.properties``; requested/inflight/completed ``commit``/``deltacommit`` timeline files with commit metadata
-(JSON in v6, Avro in v8, through :mod:`hoodie_lab.ondisk.metadata`); ``rollback`` instants with plan and metadata;
+(JSON in v6, Avro in v8, through :mod:`lakeio.ondisk.metadata`); ``rollback`` instants with plan and metadata;
 base files (new file groups for inserts, a new version per touched file group per commit in COW); log files in
 MOR (v8: one per file group per deltacommit, named with the deltacommit; v6: named with the slice's base
 instant, next version); Avro (default) or Parquet data blocks; delete blocks; v6 rollback command blocks;

@@ -14,7 +14,7 @@ verified on the fixture tables):
   writes, many ``.inflight`` files of services, and a replacecommit requested before 1.x wrote
   its plan. ``decode_*`` return ``None`` for an empty file.
 
-The Avro schemas are kept as ``hoodie_lab/schemas/*.avsc``: the ones present in the fixture tables
+The Avro schemas are kept as ``lakeio/schemas/*.avsc``: the ones present in the fixture tables
 were taken from the writer schema embedded in those container files; ``HoodieCleanerPlan``,
 ``HoodieCleanMetadata`` and ``HoodieSavepointMetadata`` (absent from the fixtures) were written from
 ``hudi-common/src/main/avro/*.avsc``.
@@ -36,7 +36,7 @@ from typing import Any
 
 import fastavro
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 AVRO_MAGIC = b"Obj\x01"
@@ -54,7 +54,7 @@ SAVEPOINT_SCHEMA = "HoodieSavepointMetadata"
 
 @lru_cache(maxsize=None)
 def schema(name: str) -> dict:
-    """The parsed Avro schema ``hoodie_lab/schemas/<name>.avsc``."""
+    """The parsed Avro schema ``lakeio/schemas/<name>.avsc``."""
     with open(SCHEMA_DIR / f"{name}.avsc", encoding="utf-8") as fh:
         return fastavro.parse_schema(json.load(fh))
 

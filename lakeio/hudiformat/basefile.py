@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hoodie_lab.hudiformat.schema import RECORD_KEY
+from lakeio.hudiformat.schema import RECORD_KEY
 
 WRITER_MODEL = "avro"
 

@@ -10,7 +10,7 @@ folders), but reading *rows* from it fails by design.
 
 It covers states the real fixture tables lack: pending instants, writes overlapping a compaction,
 cleans, savepoints and rollbacks. What each timeline file holds (``hudi-semantics.md`` 1.6/1.8;
-:mod:`hoodie_lab.ondisk.metadata`):
+:mod:`lakeio.ondisk.metadata`):
 
 =====================  ======================================================================
 state file             content
@@ -32,7 +32,7 @@ logcompaction          plans)
 
 Layout 1 (tv6) has no completion time in file names: the completed file's modification time is
 set to the completion time (``hoodie.table.timeline.timezone=UTC``), which is where Hudi 1.x and
-:func:`hoodie_lab.ondisk.read_table` take it from.
+:func:`lakeio.ondisk.read_table` take it from.
 """
 
 from __future__ import annotations

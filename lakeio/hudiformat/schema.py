@@ -23,7 +23,7 @@ import json
 
 import pyarrow as pa
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 COMMIT_TIME = "_hoodie_commit_time"
 COMMIT_SEQNO = "_hoodie_commit_seqno"

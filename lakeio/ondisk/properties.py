@@ -18,7 +18,7 @@ import re
 import zlib
 from pathlib import Path
 
-from hoodie_lab.errors import UserError
+from lakeio.errors import UserError
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 

@@ -1,7 +1,6 @@
 """Replay a protocol trace through the model and report the first invariant violated.
 
-``load_trace(path)`` reads a :mod:`model.trace` file (bad input -> :class:`UserError` naming the
-file, the line and the problem); ``replay(trace)`` drives a fresh
+``replay(trace)`` drives a fresh
 :class:`model.protocol.System` with the trace's config and seed, checks
 :func:`model.invariants.protocol.check_step` after every event and, when the trace drained
 (contains ``stop-faults``), :func:`~model.invariants.protocol.check_drained` at the end;
@@ -10,18 +9,14 @@ file, the line and the problem); ``replay(trace)`` drives a fresh
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from engine import System
+from engine.invariants import EXPLANATIONS, check_drained, check_step
 from model.errors import RuleViolation
 from model.invariants import Verdict
-from engine.invariants import EXPLANATIONS, check_drained, check_step
 from model.protocol import Event, ProtocolConfig
-from engine import System
-from model.trace import Trace, TraceError, parse_trace, to_text
-
-from .errors import UserError
+from model.trace import Trace, TraceError
 
 
 @dataclass
@@ -44,38 +39,9 @@ class ReplayResult:
         return 0 if self.ok else 1
 
 
-def write_trace(path, config: ProtocolConfig, events, seed: int | None = None, driver: str = "manual",
-                **extra) -> Path:
-    """Write a trace file (atomically: temp file + rename). Returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(to_text(config, events, seed, driver, **extra), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
-
-def load_trace(path) -> Trace:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not a trace file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        return parse_trace(text)
-    except TraceError as exc:
-        where = f"{path}:{exc.line}" if exc.line else str(path)
-        raise UserError(f"{where}: {exc.problem}") from None
-
-
-def replay(trace: Trace, source_name: str = "trace") -> ReplayResult:
-    """Apply every event; stop at the first violated invariant."""
+def replay(trace: Trace) -> ReplayResult:
+    """Apply every event; stop at the first violated invariant. An event the model refuses raises
+    :class:`model.trace.TraceError` naming its line."""
     system = System(trace.config, seed=trace.seed or 0)
     result = ReplayResult(trace, 0, system=system)
     verdicts = check_step(system)  # a configuration can break an invariant before any event (step 0)
@@ -88,7 +54,7 @@ def replay(trace: Trace, source_name: str = "trace") -> ReplayResult:
         try:
             system.apply(ev)
         except RuleViolation as exc:
-            raise UserError(f"{source_name}:{trace.lines[i]}: step {step}: the model refuses {ev}: {exc.detail}") from None
+            raise TraceError(trace.lines[i], f"step {step}: the model refuses {ev}: {exc.detail}") from None
         result.steps = step
         verdicts = check_step(system)
         bad = [v for v in verdicts if not v.holds]

@@ -1,0 +1,42 @@
+"""Trace files: the one writer every driver uses and the reader (bad input -> :class:`UserError` naming the
+file, the line and the problem). The format is :mod:`model.trace`'s."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from model.protocol import ProtocolConfig
+from model.trace import Trace, TraceError, parse_trace, to_text
+
+from .errors import UserError
+
+
+def write_trace(path, config: ProtocolConfig, events, seed: int | None = None, driver: str = "manual",
+                **extra) -> Path:
+    """Write a trace file (atomically: temp file + rename). Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(to_text(config, events, seed, driver, **extra), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load_trace(path) -> Trace:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, not a trace file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return parse_trace(text)
+    except TraceError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise UserError(f"{where}: {exc.problem}") from None
