@@ -32,7 +32,7 @@ from .coordinator import Coordinator
 
 def _restore_writer(system, t: int, attempt: int) -> None:
     ckp = system.last_completed
-    w = system._w(t)
+    w = system.writer_to_change(t)
     if ckp is None:
         w.restore(0, -1, (), attempt)
     else:
@@ -42,7 +42,7 @@ def _restore_writer(system, t: int, attempt: int) -> None:
 
 def _send_bootstrap(system, tasks, global_failover: bool) -> None:
     restored = system.last_completed is not None
-    coord = system._c()
+    coord = system.coordinator_to_change()
     for t in tasks:
         w = system.writers[t]
         for ev in w.bootstrap_events(system.table, restored, global_failover,
@@ -67,12 +67,11 @@ def global_failover(system, recreate_coordinator: bool) -> None:
     system.table.stop_all_heartbeats()
     ckp = system.last_completed
     if recreate_coordinator:
-        system.coordinator = Coordinator(cfg)
-        system._own_c = True
+        system.replace_coordinator(Coordinator(cfg))
         keep = False
     else:
         keep = cfg.reset_keeps_memory
-    coord = system._c()
+    coord = system.coordinator_to_change()
     state = ckp.coordinator_state if ckp is not None else ()
     coord.reset_to_checkpoint(state, keep_memory=keep)
     coord.restore_events(system.table, below=ckp.id if ckp is not None else -(10**9))

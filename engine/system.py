@@ -163,6 +163,16 @@ class System:
         self._writers_hash = None
         return self.writers[t]
 
+    def replace_coordinator(self, coordinator: Coordinator) -> None:
+        """A new coordinator (a coordinator failover), owned by this System."""
+        self.coordinator = coordinator
+        self._own_c = True
+        self._coordinator_hash = None
+
+    #: The parts failover (:mod:`engine.failover`) changes, copied first when shared.
+    coordinator_to_change = _c
+    writer_to_change = _w
+
     def _p(self) -> PendingCheckpoint:
         """The pending checkpoint, to be changed: copied first if shared; the checkpoints' cached hash is
         dropped."""
