@@ -16,7 +16,6 @@ any run that broke an invariant; ``hoodie-lab replay traces/<file>``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ import pandas as pd
 
 from . import config as cfg
 from . import plots
+from .seeds import derive_seed
 
 
 @dataclass
@@ -40,12 +40,6 @@ class Outcome:
     @property
     def paths(self) -> list[Path]:
         return [*self.plots, self.table]
-
-
-def derive_seed(seed: int, *parts) -> int:
-    """A 63-bit seed from the experiment seed and a task's coordinates (stable across processes)."""
-    h = hashlib.sha256(repr((seed, *parts)).encode()).digest()
-    return int.from_bytes(h[:8], "big") >> 1
 
 
 def quick_grid(exp: cfg.Experiment) -> dict[str, list]:

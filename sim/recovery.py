@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .engine import CrashPlan, run_stream
+from .seeds import derive_seed
 
 #: Every protocol step the stream simulation applies (``model.protocol`` event kinds).
 STEPS = ("ingest", "request-instant", "flush", "trigger-checkpoint", "snapshot-task", "complete-checkpoint",
@@ -32,8 +33,6 @@ def plans(exp, quick: bool) -> list[CrashPlan]:
 
 
 def run(exp, seed: int, quick: bool, modes, progress=None, trace_dir: Path | None = None) -> list[dict]:
-    from .experiments import derive_seed
-
     unknown = [s for s in exp.params["recovery"]["steps"] if s != "all" and s not in STEPS]
     if unknown:
         from lakeio.errors import UserError
