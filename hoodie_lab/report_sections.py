@@ -9,7 +9,7 @@ parameters (``make demo``, the tests); ``--full`` the larger ones.
 Builders in report order (:data:`BUILDERS`):
 
 * :func:`slicing_section` -- the demo table (overlapping write + pending compaction) audited under
-  both slicing rules (:func:`hoodie_lab.commands.demo.run_skeleton_demo`);
+  both slicing rules (:func:`hoodie_lab.scenarios.run_skeleton_demo`);
 * :func:`properties_section` -- the Hypothesis suites: examples run and verdicts of each property,
   and the shrunk counterexamples Hypothesis finds for every deliberately broken variant;
 * :func:`simulation_section` -- blocking vs async instant generation (:func:`sim.experiments.run_named`);
@@ -88,7 +88,7 @@ def _copy_plots(paths, ctx: Context, prefix: str) -> list[Path]:
 def slicing_section(ctx: Context) -> Section:
     """File slicing by instant time vs completion time (the demo table)"""
     from lakeio.audit import slice_rows, timeline_rows
-    from hoodie_lab.commands.demo import run_skeleton_demo
+    from hoodie_lab.scenarios import run_skeleton_demo
     from lakeio.plots import timeline_gantt
 
     s = Section("File slicing: instant time vs completion time", "hoodie-lab demo --out DIR")
