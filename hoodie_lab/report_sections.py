@@ -10,8 +10,9 @@ Builders in report order (:data:`BUILDERS`):
 
 * :func:`slicing_section` -- the demo table (overlapping write + pending compaction) audited under
   both slicing rules (:func:`hoodie_lab.scenarios.run_skeleton_demo`);
-* :func:`properties_section` -- the Hypothesis suites: examples run and verdicts of each property,
-  and the shrunk counterexamples Hypothesis finds for every deliberately broken variant;
+* :func:`properties_section` -- the Hypothesis suites, run through :mod:`properties.runner` (no test module
+  is imported here): examples run and verdicts of each property, and the shrunk counterexamples the
+  suites' own searches print for the deliberately broken variants;
 * :func:`simulation_section` -- blocking vs async instant generation (:func:`sim.experiments.run_named`);
 * :func:`exploration_section` -- bounded exhaustive exploration of the protocol (:mod:`hoodie_lab.explore`);
 * :func:`pipeline_section` -- a small PySpark pipeline run and its diff against the model (:mod:`pipeline`);
@@ -225,132 +226,56 @@ def _num(v):
 #: Default examples per property in quick mode (tests with their own ``@settings`` keep theirs).
 QUICK_MAX_EXAMPLES = 15
 
-
-def suite_collector(max_examples: int | None = None):
-    """A pytest plugin that records, per test: outcome, seconds, and Hypothesis' own statistics.
-
-    The statistics come from ``hypothesis.statistics.collector`` (the raw per-run dict Hypothesis
-    publishes), so example counts are counted, not parsed from terminal output. With
-    ``max_examples`` set it also lowers the default example budget of the loaded profile.
-    Returns the plugin; its ``results`` maps node id -> {outcome, seconds, examples, failing, message}.
-    """
-    import pytest
-
-    class SuiteCollector:
-        def __init__(self):
-            self.results: dict[str, dict] = {}
-
-        def pytest_configure(self, config):
-            if max_examples:
-                from hypothesis import settings
-
-                settings.register_profile("report-quick", parent=settings.default, max_examples=max_examples)
-                settings.load_profile("report-quick")
-
-        def _rec(self, nodeid: str) -> dict:
-            return self.results.setdefault(nodeid, {"outcome": "passed", "seconds": 0.0, "examples": 0,
-                                                    "failing": 0, "message": ""})
-
-        @pytest.hookimpl(hookwrapper=True, trylast=True)
-        def pytest_runtest_call(self, item):
-            from hypothesis.statistics import collector
-
-            rec = self._rec(item.nodeid)
-
-            def note(stats):
-                for phase, d in stats.items():
-                    if phase.endswith("-phase") and phase != "shrink-phase":
-                        for case in d.get("test-cases", []):
-                            rec["examples"] += case["status"] == "valid"
-                            rec["failing"] += case["status"] == "interesting"
-
-            with collector.with_value(note):
-                yield
-
-        def pytest_runtest_logreport(self, report):
-            rec = self._rec(report.nodeid)
-            rec["seconds"] += report.duration
-            if report.failed:
-                rec["outcome"] = "failed"
-                rec["message"] = str(report.longrepr)[-1500:]
-            elif report.skipped and rec["outcome"] == "passed":
-                rec["outcome"] = "skipped"
-                rec["message"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
-
-    return SuiteCollector()
-
-
 #: In quick mode the tests that search for counterexamples of broken variants (minutes of shrinking
 #: under load) are deselected; the report shows a few counterexamples itself and --full runs them all.
 QUICK_DESELECT = "not catch and not finds"
 
+#: The counterexample searches the report shows: suite file -> (test name part, heading). Each test
+#: finds and shrinks a counterexample of a broken variant with ``hypothesis.find`` and prints it.
+#: Quick mode shows the first of each suite (run on their own); full mode every one (run with the suites).
+COUNTEREXAMPLE_TESTS = {
+    "test_truetime_props.py": ("finds", "TrueTime, {param}"),
+    "test_slicing_props.py": ("finds", "Slicing, instant-time rule on an overlapping write"),
+}
+#: The timeline state machine against each broken timeline (one test per broken variant; full mode).
+BROKEN_TIMELINE_TEST = ("test_timeline_props.py", "test_machine_catches_broken_variant")
 
-def run_suites(paths: list[str], json_out: str, quick: bool) -> int:
-    """Run pytest over ``paths`` in this process with :class:`SuiteCollector`; write its results as JSON.
 
-    Meant to run in a fresh interpreter (``python -c``) so the suites get a clean pytest session.
+def _param(nodeid: str) -> str:
+    """The parameter id of a test node id (``...::test[param]`` -> ``param``), else ""."""
+    return nodeid.split("[", 1)[1][:-1] if nodeid.endswith("]") and "[" in nodeid else ""
+
+
+def _is(nodeid: str, suite: str, name_part: str) -> bool:
+    file, _, test = nodeid.partition("::")
+    return file.split("/")[-1] == suite and name_part in test
+
+
+def _property_counterexamples(ctx: Context, run) -> tuple[list[str], bool]:
+    """Shrunk counterexamples of the broken variants, as printed by the suites' own counterexample tests.
+
+    ``run`` is the suites' :class:`properties.runner.RunResult`. In quick mode those tests were deselected;
+    the first of each suite of :data:`COUNTEREXAMPLE_TESTS` is run here on its own.
     """
-    import json
-
-    import pytest
-
-    plugin = suite_collector(QUICK_MAX_EXAMPLES if quick else None)
-    args = ["-q", "-p", "no:cacheprovider", "-m", "not slow", "--no-header", *paths]
-    if quick:
-        args += ["-k", QUICK_DESELECT]
-    code = pytest.main(args, plugins=[plugin])
-    machine = sys.modules.get("properties.test_protocol_machine") or sys.modules.get("test_protocol_machine")
-    steps = getattr(machine, "STEPS", {}).get("count") if machine else None
-    Path(json_out).write_text(json.dumps({"exit": int(code), "results": plugin.results, "protocol_steps": steps}))
-    return int(code)
-
-
-def _docline(path: Path) -> str:
-    """The first line of a module's docstring (read with ``ast``, not imported)."""
-    import ast
-
-    try:
-        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    except (OSError, SyntaxError):
-        return ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
-
-
-def _property_counterexamples(ctx: Context) -> tuple[list[str], bool]:
-    """Shrunk counterexamples of the broken variants, found by calling the suites' own search functions."""
-    from hypothesis import HealthCheck, Phase, find, settings
+    from properties.runner import run as run_tests
 
     paras, ok = [], True
-    find_settings = settings(max_examples=3000, database=None, deadline=None, derandomize=True,
-                             phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
-
-    # TrueTime: each weaker generator configuration breaks strictly increasing times (I1).
-    from model.truetime import actual_skew, guarantee_holds
-    from properties import test_truetime_props as tt
-
-    weaker = list(tt.WEAKER.items())
-    for name, (config, latency, skew) in (weaker[:1] if ctx.quick else weaker):
-        shrunk = find(tt.schedules(skew, max_moves=12),
-                      lambda sch: bool(tt.time_violations(tt.run_schedule(sch, config, latency)[0])),
-                      settings=find_settings)
-        gen, end = tt.run_schedule(shrunk, config, latency)
-        bad = tt.time_violations(gen)
-        ok &= bool(bad) and not guarantee_holds(config, actual_skew(shrunk.clocks, 0, end), latency)
-        paras.append(f"<h4>TrueTime, {esc(name)}</h4>")
-        paras.append(pre(f"{shrunk}\n" + "\n".join(f"  {r.process} {r.kind} read@{r.read_at}ms -> {r.time}"
-                                                    for r in gen.history)
-                         + f"\n=> {bad[0] if bad else 'no violation (unexpected)'}"))
-
-    # Slicing: instant-time slicing (tv6) loses a committed write that completion-time slicing keeps.
-    from properties import test_slicing_props as sp
-
-    evs = find(sp.events, sp.tv6_loses_what_tv8_keeps, settings=find_settings)
-    s6, story = sp.run(evs, 6)
-    s8, _ = sp.run(evs, 8)
-    ok &= sp.tv6_loses_what_tv8_keeps(evs)
-    paras.append("<h4>Slicing, instant-time rule on an overlapping write</h4>")
-    paras.append(pre("\n".join(story) + f"\ninstant-time (tv6) reader sees writes {sorted(s6.seen())}"
-                     f"\ncompletion-time (tv8) reader sees writes {sorted(s8.seen())}"))
+    if ctx.quick:
+        picked = []
+        for suite, (part, _) in COUNTEREXAMPLE_TESTS.items():
+            picked += [n for n in run.deselected if _is(n, suite, part)][:1]
+        tests = run_tests([str(REPO / n.split("::")[0]) + "::" + n.split("::", 1)[1] for n in picked],
+                          profile=os.environ.get("HYPOTHESIS_PROFILE", "ci"), markers=None, timeout=900).tests
+        if len(tests) != len(picked):
+            ok = False
+            paras.append(f"<p class='bad'>Expected {len(picked)} counterexample searches, ran {len(tests)}.</p>")
+    else:
+        tests = run.tests
+    for suite, (part, heading) in COUNTEREXAMPLE_TESTS.items():
+        for t in (t for t in tests if _is(t.nodeid, suite, part)):
+            ok &= t.outcome == "passed"
+            paras.append(f"<h4>{esc(heading.format(param=_param(t.nodeid)))}</h4>")
+            paras.append(pre(t.output.strip() if t.outcome == "passed" else f"{t.outcome}: {t.message}"))
 
     if ctx.quick:
         paras.append("<p>Quick mode: the other broken variants (timeline state machine, codec, protocol) are "
@@ -359,23 +284,19 @@ def _property_counterexamples(ctx: Context) -> tuple[list[str], bool]:
                      "section.</p>")
         return paras, ok
 
-    # Timeline: each broken timeline / generator variant is caught by the state machine.
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from properties import test_timeline_props as tp
-
-    catch = getattr(tp, "_CATCH", None) or settings(max_examples=300, stateful_step_count=25, database=None)
+    # Timeline: each broken timeline / generator variant is caught by the state machine; the test prints
+    # "<variant>: caught: <first violated check>" when the check is one it expects.
     rows = []
-    for name, (machine, rules) in sorted(tp.BROKEN.items()):
-        try:
-            run_state_machine_as_test(machine, settings=catch)
-            rows.append([name, "NOT CAUGHT", ""])
+    for t in sorted((t for t in tests if _is(t.nodeid, *BROKEN_TIMELINE_TEST)), key=lambda t: t.nodeid):
+        name = _param(t.nodeid)
+        if t.outcome == "passed":
+            rows.append([name, "caught", t.output.partition(": caught: ")[2].strip().splitlines()[0][:300]
+                         if ": caught: " in t.output else ""])
+        else:
             ok = False
-        except AssertionError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            caught = any(r in str(exc) for r in rules)
-            ok &= caught
-            rows.append([name, "caught" if caught else "caught by an unexpected check", first[:300]])
+            caught = "DID NOT RAISE" not in t.message
+            rows.append([name, "caught by an unexpected check" if caught else "NOT CAUGHT",
+                         t.message.strip().splitlines()[-1][:300] if caught and t.message.strip() else ""])
     paras.append("<h4>Timeline state machine vs broken timelines</h4>")
     paras.append(table(["broken variant", "result", "first invariant violated"], rows))
     return paras, ok
@@ -383,58 +304,46 @@ def _property_counterexamples(ctx: Context) -> tuple[list[str], bool]:
 
 def properties_section(ctx: Context) -> Section:
     """Property suites: examples, verdicts and counterexamples of broken variants"""
-    import json
-    import subprocess
+    from properties.runner import list_suites, run as run_tests
 
     mode = "quick" if ctx.quick else "full"
     s = Section("Property suites (Hypothesis)",
                 "pytest properties -m 'not slow'" + ("" if not ctx.quick else
                                                       f" -k '{QUICK_DESELECT}'  (quick: {QUICK_MAX_EXAMPLES} "
                                                       "examples per property; --full: the ci profile, every test)"))
-    paths = sorted(str(p) for p in (REPO / "properties").glob("test_*.py"))
-    s.paragraphs.append(f"<p>{len(paths)} suites run by pytest in a fresh interpreter ({mode} mode); example "
+    suites = list_suites(REPO / "properties")
+    s.paragraphs.append(f"<p>{len(suites)} suites run by pytest in a fresh interpreter ({mode} mode); example "
                         "counts come from Hypothesis' own statistics. Tests with their own settings (the "
                         "searches for counterexamples of broken variants) keep their budgets.</p>")
-    with tempfile.TemporaryDirectory(prefix="hoodie-lab-report-props-") as tmp:
-        out = Path(tmp) / "suites.json"
-        code = (f"import sys; from hoodie_lab.report_sections import run_suites; "
-                f"sys.exit(run_suites({paths!r}, {str(out)!r}, {ctx.quick!r}))")
-        env = dict(os.environ, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                              timeout=1800)
-        if not out.exists():
-            s.ok = False
-            s.paragraphs.append("<p class='bad'>The suites did not run:</p>" + pre((proc.stdout + proc.stderr)[-3000:]))
-            return s
-        data = json.loads(out.read_text())
-    results = data["results"]
-    by_suite: dict[str, list] = {}
-    for nodeid, r in results.items():
-        by_suite.setdefault(nodeid.split("::")[0].split("/")[-1], []).append((nodeid, r))
-    summary = []
-    for suite, items in sorted(by_suite.items()):
-        n = {k: sum(1 for _, r in items if r["outcome"] == k) for k in ("passed", "failed", "skipped")}
-        summary.append([suite, _docline(REPO / "properties" / suite), len(items), n["passed"], n["failed"], n["skipped"],
-                        sum(r["examples"] for _, r in items), f"{sum(r['seconds'] for _, r in items):.1f}"])
+    run = run_tests([str(x.path) for x in suites], profile=os.environ.get("HYPOTHESIS_PROFILE", "ci"),
+                    max_examples=QUICK_MAX_EXAMPLES if ctx.quick else None,
+                    select=QUICK_DESELECT if ctx.quick else None, timeout=1800)
+    if not run.ran:
+        s.ok = False
+        s.paragraphs.append("<p class='bad'>The suites did not run:</p>" + pre(run.output[-3000:]))
+        return s
+    docs = {x.name: x.doc for x in suites}
     s.paragraphs.append(table(["suite", "what it checks", "tests", "passed", "failed", "skipped", "examples",
-                               "seconds"], summary))
-    if data.get("protocol_steps"):
-        s.paragraphs.append(f"<p>Protocol state machines executed {data['protocol_steps']:,} steps "
+                               "seconds"],
+                              [[r.name, docs.get(r.name, ""), len(r.tests), r.passed, r.failed, r.skipped, r.examples,
+                                f"{r.seconds:.1f}"] for r in run.suites]))
+    if run.steps:
+        s.paragraphs.append(f"<p>Protocol state machines executed {run.steps:,} steps "
                             "(<code>properties/test_protocol_machine.STEPS</code>), each followed by every step "
                             "invariant of <code>model.invariants.protocol</code>.</p>")
     s.paragraphs.append("<details><summary>Every test</summary>" + table(
         ["test", "outcome", "examples", "seconds"],
-        [[nodeid.split("/")[-1], r["outcome"], r["examples"], f"{r['seconds']:.2f}"]
-         for nodeid, r in sorted(results.items())]) + "</details>")
-    failed = {k: r for k, r in results.items() if r["outcome"] == "failed"}
-    if failed or data["exit"] not in (0, 5):
+        [[t.nodeid.split("/")[-1], t.outcome, t.examples, f"{t.seconds:.2f}"]
+         for t in sorted(run.tests, key=lambda t: t.nodeid)]) + "</details>")
+    failed = [t for t in run.tests if t.outcome == "failed"]
+    if failed or not run.ok:
         s.ok = False
         s.paragraphs.append("<p class='bad'>Failing tests:</p>"
-                            + "".join(f"<h4>{esc(k)}</h4>" + pre(r["message"]) for k, r in failed.items()))
+                            + "".join(f"<h4>{esc(t.nodeid)}</h4>" + pre(t.message) for t in failed))
     s.paragraphs.append("<h3>Counterexamples of the broken variants</h3><p>Each deliberately broken variant "
-                        "is searched with the suite's own strategy and check (<code>hypothesis.find</code>, "
-                        "derandomized); the shrunk counterexample is shown.</p>")
-    paras, ok = _property_counterexamples(ctx)
+                        "is searched with the suite's own strategy and check (<code>hypothesis.find</code>); "
+                        "the shrunk counterexample the suite's test prints is shown.</p>")
+    paras, ok = _property_counterexamples(ctx, run)
     s.paragraphs.extend(paras)
     s.ok &= ok
     return s
