@@ -29,7 +29,7 @@ from typing import Callable, Protocol
 
 from model.instant import Action, State
 from model.protocol.values import DEFAULT_EPOCH_MS, WriteStatus, logical_time
-from model.timeline import Timeline
+from engine.timeline import Timeline
 
 
 class TimeSource(Protocol):

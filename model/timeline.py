@@ -11,13 +11,16 @@ Layout 1 (table version 6) and layout 2 (versions 8/9) share the state machine;
 they differ in file naming (see :mod:`model.filenames`), in where the completion
 time lives (layout 1: file modification time, modelled as the same value), and
 in which actions exist (``clustering`` is layout 2 only).
+
+This is the specification: a plain mapping of records, copied in full by :meth:`Timeline.copy`.
+The engine runs :class:`engine.timeline.Timeline`, the same API with copy-on-write records and
+memoised keys; ``tests/test_fastpaths.py`` keeps the two equal.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator
 
 from .errors import TimelineError
 from .instant import (
@@ -29,37 +32,10 @@ from .instant import (
     Instant,
     InstantKey,
     State,
-    as_action,
     is_time,
 )
 
 LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
-
-
-class _Key(NamedTuple):
-    """An instant's identity (:class:`InstantKey`'s fields) as the timeline's index key: a plain
-    tuple hashes and compares in C, and the index is looked up several times per operation."""
-
-    requested_time: str
-    action: Action  # the comparable action
-
-
-def _make_key(requested_time: str, action: Action) -> _Key:
-    """The index key of an instant (``InstantKey.of``)."""
-    key = InstantKey.of(requested_time, action)  # (of() converts it to an Action)
-    return _Key(key.requested_time, key.action)
-
-
-#: :func:`_make_key` memoised: the same few identities are looked up on every step of a run (a
-#: rebuild from storage, where every identity is new, calls :func:`_make_key` itself).
-_key_of = lru_cache(maxsize=65536)(_make_key)
-
-
-@lru_cache(maxsize=65536)
-def _instant(requested_time: str, action: Action, state: State, completion_time: str | None) -> Instant:
-    """``Instant(...)`` memoised: instants are immutable values, and every operation returns one
-    (an exploration builds the same few on every step)."""
-    return Instant(requested_time, action, state, completion_time)
 
 
 def layout_for_version(table_version: int) -> int:
@@ -74,32 +50,31 @@ def layout_for_version(table_version: int) -> int:
 
 @dataclass
 class _Record:
+    """The state files of one instant on storage (and its completion time once completed)."""
+
     requested_time: str
     action: Action  # the action the instant was started with
     states: set[State] = field(default_factory=set)
     completion_time: str | None = None
-    #: the token of the timeline that may change this record in place (see :meth:`Timeline.copy`)
-    owner: object = field(default=None, compare=False, repr=False)
 
     @property
     def state(self) -> State:
+        """The visible state: the highest state file present (``filterHoodieInstantsByLatestState``)."""
         return max(self.states)
 
-    def copy(self, owner: object) -> "_Record":
-        """A copy with its own set of state files, owned by ``owner`` (same class as this record)."""
-        return type(self)(self.requested_time, self.action, set(self.states), self.completion_time, owner)
-
-    def fields(self) -> tuple:
-        """``Instant``'s fields: the visible state, and the completion time once completed."""
-        state = self.state
-        return self.requested_time, self.action, state, self.completion_time if state is State.COMPLETED else None
-
     def view(self) -> Instant:
-        return _instant(*self.fields())
+        """The instant as readers see it: the visible state, and the completion time once completed."""
+        state = self.state
+        return Instant(self.requested_time, self.action, state,
+                       self.completion_time if state is State.COMPLETED else None)
 
 
 class Timeline:
-    """An active timeline of one table.
+    """An active timeline of one table: per instant identity, the state files present.
+
+    ``_records`` maps each identity (:class:`InstantKey`) to its :class:`_Record`; ``_pending`` is
+    the set of identities not completed (kept with every operation; ``pending_times`` reads it and
+    the property suite checks it never goes stale).
 
     >>> tl = Timeline(table_version=8)
     >>> _ = tl.create("20250101000000000", Action.COMMIT)
@@ -112,42 +87,27 @@ class Timeline:
     def __init__(self, table_version: int = 9):
         self.table_version = table_version
         self.layout = layout_for_version(table_version)
-        self._records: dict[_Key, _Record] = {}
-        self._restores: set[_Key] = set()  # restore instants, so the I5 guard needs no scan
-        self._pending: set[_Key] = set()   # instants not completed, so pending queries need no scan
-        self._token = object()  # owner token of the records this timeline may change in place
+        self._records: dict[InstantKey, _Record] = {}
+        self._pending: set[InstantKey] = set()
 
     # ------------------------------------------------------------------ helpers
-    def _key(self, requested_time: str, action: Action) -> _Key:
-        return _key_of(requested_time, action)
-
-    def _lookup(self, requested_time: str, action: Action, rule: str) -> tuple[_Key, _Record]:
-        """The key and record of an instant on the timeline (``TimelineError(rule)`` if absent), to read."""
-        key = self._key(requested_time, action)
-        rec = self._records.get(key)
-        if rec is None:
-            raise TimelineError(rule, f"no instant {requested_time}.{Action(action).value} on the timeline")
-        return key, rec
+    def _key(self, requested_time: str, action: Action) -> InstantKey:
+        """The identity of an instant: (requested time, comparable action)."""
+        return InstantKey.of(requested_time, action)
 
     def _record(self, requested_time: str, action: Action, rule: str) -> _Record:
-        """The record of an instant, for an operation that may change it: a record shared with
-        a copy of this timeline is copied first (copy-on-write, see :meth:`copy`)."""
-        key, rec = self._lookup(requested_time, action, rule)
-        if rec.owner is not self._token:
-            rec = self._records[key] = rec.copy(self._token)
+        """The record of an instant on the timeline (``TimelineError(rule)`` if absent)."""
+        rec = self._records.get(self._key(requested_time, action))
+        if rec is None:
+            raise TimelineError(rule, f"no instant {requested_time}.{Action(action).value} on the timeline")
         return rec
 
     def copy(self) -> "Timeline":
-        """An independent copy. The records are shared copy-on-write: both timelines now hold
-        records owned by neither (this one takes a new token), so whichever changes an instant
-        first copies its record (:meth:`_record`)."""
-        other = Timeline.__new__(Timeline)
-        other.table_version, other.layout = self.table_version, self.layout
-        other._records = dict(self._records)
-        other._restores = set(self._restores)
+        """An independent copy: every record is copied (its own set of state files)."""
+        other = Timeline(self.table_version)
+        for key, rec in self._records.items():
+            other._records[key] = _Record(rec.requested_time, rec.action, set(rec.states), rec.completion_time)
         other._pending = set(self._pending)
-        other._token = object()
-        self._token = object()
         return other
 
     # --------------------------------------------------------------- operations
@@ -164,19 +124,17 @@ class Timeline:
         states = {State(s) for s in states}
         if not states:
             raise TimelineError("I3.visible-state", f"instant {requested_time}.{action.value} has no state file")
-        key = _make_key(requested_time, action)  # a rebuild loads each identity once: no memo
+        key = self._key(requested_time, action)
         if key in self._records:
             raise TimelineError("I3.create-once", f"instant {requested_time}.{action.value} loaded twice")
         if completion_time is not None and State.COMPLETED not in states:
             raise TimelineError("I2.requested-before-completion",
                                 f"pending instant {requested_time}.{action.value} has a completion time")
-        rec = _Record(requested_time, action, states, completion_time, self._token)
+        rec = _Record(requested_time, action, states, completion_time)
         self._records[key] = rec
-        if action is Action.RESTORE:
-            self._restores.add(key)
         if State.COMPLETED not in states:
             self._pending.add(key)
-        return Instant(*rec.fields())
+        return rec.view()
 
     def create(self, requested_time: str, action: Action, *, allow_during_restore: bool = False) -> Instant:
         """``createNewInstant``: write the first state file (requested; inflight for savepoint).
@@ -185,7 +143,7 @@ class Timeline:
         exist (immutable create, so an instant is created once); no new data write
         while a restore is pending (I5, ``BaseHoodieWriteClient.startCommit``).
         """
-        action = as_action(action)
+        action = Action(action)
         if not is_time(requested_time):
             raise TimelineError("I1.time-format", f"requested time {requested_time!r} is not 17 digits")
         if action in LAYOUT2_ONLY and self.layout == 1:
@@ -196,17 +154,15 @@ class Timeline:
             raise TimelineError("I3.create-once",
                                 f"instant {requested_time}.{action.value} already exists ({self._records[key].view()})")
         if action in DATA_WRITE_ACTIONS and not allow_during_restore:
-            pending_restore = sorted(k.requested_time for k in self._restores
-                                     if self._records[k].state is not State.COMPLETED)
+            pending_restore = sorted(r.requested_time for r in self._records.values()
+                                     if r.action is Action.RESTORE and r.state is not State.COMPLETED)
             if pending_restore:
                 raise TimelineError("I5.no-write-during-restore",
                                     f"cannot start {requested_time}.{action.value}: restore "
                                     f"{pending_restore[0]} is pending")
         first = State.INFLIGHT if action in STARTS_INFLIGHT else State.REQUESTED
-        rec = _Record(requested_time, action, {first}, owner=self._token)
+        rec = _Record(requested_time, action, {first})
         self._records[key] = rec
-        if action is Action.RESTORE:
-            self._restores.add(key)
         self._pending.add(key)
         return rec.view()
 
@@ -270,11 +226,11 @@ class Timeline:
         Deleting a completed instant is only allowed when the caller says so
         (``deleteCompletedRollback``, restore, archival).
         """
-        key, rec = self._lookup(requested_time, action, "I3.delete")
+        rec = self._record(requested_time, action, "I3.delete")
         if rec.state is State.COMPLETED and not allow_completed:
             raise TimelineError("I3.delete", f"{rec.view()} is completed; deleting it needs allow_completed")
+        key = self._key(requested_time, action)
         del self._records[key]
-        self._restores.discard(key)
         self._pending.discard(key)
         return rec.view()
 
@@ -302,19 +258,18 @@ class Timeline:
         return frozenset(rec.states) if rec else frozenset()
 
     def pending_times(self, action: Action) -> list[str]:
-        """Requested times of pending instants of one action, ascending (no Instant objects: hot path)."""
-        action = as_action(action)
-        records = self._records
-        return sorted(r.requested_time for r in map(records.__getitem__, self._pending) if r.action is action)
+        """Requested times of pending instants of one action, ascending."""
+        action = Action(action)
+        return sorted(self._records[k].requested_time for k in self._pending if self._records[k].action is action)
 
     def state_of(self, requested_time: str, action: Action) -> State | None:
-        """Visible state of one instant, or None when absent (no Instant object: hot path)."""
-        rec = self._records.get(_key_of(requested_time, action))
-        return None if rec is None else max(rec.states)
+        """Visible state of one instant, or None when absent."""
+        rec = self._records.get(self._key(requested_time, action))
+        return None if rec is None else rec.state
 
     def state_signature(self) -> tuple:
         """A hashable (requested time, visible state) summary, for state hashing in exploration."""
-        return tuple(sorted((r.requested_time, max(r.states)) for r in self._records.values()))
+        return tuple(sorted((r.requested_time, r.state) for r in self._records.values()))
 
     def completed(self, actions: Iterable[Action] | None = None) -> list[Instant]:
         acts = None if actions is None else {Action(a) for a in actions}
