@@ -23,6 +23,11 @@ Phases, each timed (wall and CPU) with the peak RSS of the process after it:
 5. ``slice instant-time``: the same files with the tv6 rule (a cost figure: tv8 log names carry the
    writer's instant, so under the tv6 rule every log starts its own slice).
 
+Phases 2-5 run the implementations the product reads tables with: ``lakeio.ondisk.fastcodec``
+(``parse_data_files``, ``timeline_from_files``) and ``lakeio.ondisk.fastslicing.FileSystemView``,
+the fast equals of the model's spec (``model.filenames``, ``model.slicing``; ``tests/test_fastpaths.py``
+keeps them equal). ``--spec`` runs the model's spec functions instead (a cost figure, no target).
+
 Targets: phases 2-5 *together* take < 10 s, and the process's peak RSS stays < 2 GiB. The time
 target is judged on CPU time (the one-core figure: the machine is shared, so wall time mostly
 measures the other jobs); wall time is printed too, with the verdict each phase would get alone.
@@ -45,16 +50,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from model.filenames import (  # noqa: E402
-    LAYOUT_2,
-    BaseFile,
-    LogFile,
-    parse_data_files,
-    timeline_file_name,
-    timeline_from_files,
-)
+from lakeio.ondisk import fastcodec, fastslicing  # noqa: E402
+from model import filenames as spec_codec  # noqa: E402
+from model import slicing as spec_slicing  # noqa: E402
+from model.filenames import LAYOUT_2, BaseFile, LogFile, timeline_file_name  # noqa: E402
 from model.instant import Action, State  # noqa: E402
-from model.slicing import COMPLETION_TIME, INSTANT_TIME, FileSystemView  # noqa: E402
+from model.slicing import COMPLETION_TIME, INSTANT_TIME  # noqa: E402
 from model.truetime import SkewAdjustingTimeGenerator, TimeGeneratorConfig  # noqa: E402
 
 TARGET_SECONDS = 10.0
@@ -159,10 +160,16 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", "--quick", action="store_true", help="10,000 instants and 100,000 files")
     ap.add_argument("--seed", type=int, default=20250101)
+    ap.add_argument("--spec", action="store_true",
+                    help="run the model's spec parser and slicer (model.filenames, model.slicing), not the fast ones")
     args = ap.parse_args(argv)
+    codec, slicing = (spec_codec, spec_slicing) if args.spec else (fastcodec, fastslicing)
+    parse_data_files, timeline_from_files = codec.parse_data_files, codec.timeline_from_files
+    FileSystemView = slicing.FileSystemView  # noqa: N806
     size = SMALL if args.small else FULL
     print(f"bench_model: {size['instants']:,} instants, {size['groups']:,} file groups in {size['partitions']} "
-          f"partitions, seed {args.seed} (replay: --seed {args.seed}{' --small' if args.small else ''})")
+          f"partitions, seed {args.seed} (replay: --seed {args.seed}{' --small' if args.small else ''}"
+          f"{' --spec' if args.spec else ''}); parser and slicer: {codec.__name__}, {slicing.__name__}")
     ph = Phases()
     table = ph.run("generate (set-up)", lambda: synthesize(seed=args.seed, **size))
     names, data = table["timeline"], table["data"]

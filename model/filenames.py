@@ -41,11 +41,10 @@ when not partitioned, and an optional ``size`` that is not part of equality):
   e.g. ``.hoodie_partition_metadata``); :func:`parse_data_files` ``(entries)`` --
   the same over ``(name, partition[, size])`` tuples, returning ``(bases, logs)``.
 
-Speed: regexes are compiled once; the parsers build the frozen values through
-generated slot setters; the bulk entry points (:func:`timeline_from_files`,
-:func:`parse_data_files`, ``model.slicing.build_file_groups``) pause the cyclic
-GC (:func:`gc_paused`), which otherwise dominates at 10^6 objects. Use them for
-large listings.
+This is the specification: each name is parsed by plain code, one rule after the
+other. ``lakeio.ondisk.fastcodec`` has the same functions made fast for large
+listings (a well-formed-name fast path, values built through slot setters, the
+cyclic GC paused in bulk); ``tests/test_fastpaths.py`` keeps the two equal.
 
 Times are kept exactly as written (14-digit legacy and longer-than-17 metadata
 table times are accepted, :func:`model.instant.normalize_time`); comparisons are
@@ -54,9 +53,7 @@ plain string comparisons, as in Hudi (``InstantComparison``).
 
 from __future__ import annotations
 
-import gc
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -74,39 +71,6 @@ from .instant import (
 from .timeline import Timeline, layout_for_version
 
 
-@contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector while building many small acyclic objects.
-
-    Bulk parsing allocates millions of objects and no cycles; CPython's generational
-    collector would rescan them over and over (most of the run time at 10^6 files).
-    The previous state is restored on exit.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def _fast_maker(cls):
-    """A positional constructor for a frozen slots dataclass that skips its ``__init__``.
-
-    Frozen ``__init__`` assigns through ``object.__setattr__`` by name; the parsers
-    build values they have already validated, so they set the slots through the
-    pre-bound member descriptors instead (2-3x faster). The result is the same
-    frozen instance. The function is generated, as ``dataclasses`` generates ``__init__``.
-    """
-    fields = list(cls.__dataclass_fields__)
-    ns = {"_new": object.__new__, "_cls": cls}
-    ns.update({f"_set_{f}": cls.__dict__[f].__set__ for f in fields})
-    body = "".join(f"    _set_{f}(o, {f})\n" for f in fields)
-    exec(f"def make({', '.join(fields)}):\n    o = _new(_cls)\n{body}    return o\n", ns)  # noqa: S102
-    return ns["make"]
-
-
 LAYOUT_1 = 1
 LAYOUT_2 = 2
 _LAYOUTS = (LAYOUT_1, LAYOUT_2)
@@ -116,7 +80,6 @@ _ACTION_OF = {a.value: a for a in Action}
 #: ``.clustering`` completed extension exists: ``ActiveTimelineV2.VALID_EXTENSIONS_IN_ACTIVE_TIMELINE``).
 _NOT_COMPLETED_NAMES = frozenset(COMPLETED_ACTION)
 _STATE_SUFFIX = {"requested": State.REQUESTED, "inflight": State.INFLIGHT}
-_COMPARABLE = {a: comparable_action(a) for a in Action}
 
 # InstantFileNameParserV2 uses ^(\d+(_\d+)?)(\.\w+)(\.\D+)?$ ; we are stricter on the pieces and
 # report which piece is wrong.
@@ -160,9 +123,6 @@ class TimelineFile:
         return timeline_file_name(self.requested_time, self.action, self.state, self.completion_time, layout)
 
 
-_make_timeline_file = _fast_maker(TimelineFile)
-
-
 def is_timeline_file(name: str) -> bool:
     """True when ``name`` claims to be an instant file of the active timeline.
 
@@ -174,27 +134,6 @@ def is_timeline_file(name: str) -> bool:
     ``manifest_N`` / ``_version_`` files are not active-timeline files either.
     """
     return bool(name) and name[0].isdigit() and _LSM_HISTORY_RE.match(name) is None
-
-
-def _valid_kinds(layout: int) -> dict[tuple[str, str | None], tuple[Action, State]]:
-    """(action text, state suffix) -> (action, state) for every well-formed name of ``layout``."""
-    out: dict[tuple[str, str | None], tuple[Action, State]] = {}
-    for a in Action:
-        if a in LAYOUT2_ONLY and layout == LAYOUT_1:
-            continue
-        if a not in STARTS_INFLIGHT:
-            out[(a.value, "requested")] = (a, State.REQUESTED)
-        if a is Action.COMMIT:
-            out[("inflight", None)] = (a, State.INFLIGHT)
-        else:
-            out[(a.value, "inflight")] = (a, State.INFLIGHT)
-        if a not in _NOT_COMPLETED_NAMES:
-            out[(a.value, None)] = (a, State.COMPLETED)
-    return out
-
-
-_KINDS = {layout: _valid_kinds(layout) for layout in _LAYOUTS}
-_COMPLETED = State.COMPLETED
 
 
 def parse_timeline_file(name: str, layout: int, *, mtime: str | None = None) -> TimelineFile:
@@ -211,28 +150,6 @@ def parse_timeline_file(name: str, layout: int, *, mtime: str | None = None) -> 
     * ``mtime`` (a 17-digit time) is used as completion time of a completed file
       whose name has none; otherwise such a file gets ``None``.
     """
-    # Fast path: a well-formed name (the common case; the checks below explain any failure).
-    m = _TIMELINE_RE.match(name)
-    if m is not None:
-        req, comp, act, suffix = m.groups()
-        kinds = _KINDS.get(layout)
-        kind = kinds.get((act, suffix)) if kinds is not None else None
-        n = len(req)
-        if kind is not None and (n >= 17 or n == 14):
-            action, state = kind
-            if state is _COMPLETED:
-                if comp is None:
-                    return _make_timeline_file(req, action, state, mtime)
-                n = len(comp)
-                if layout == LAYOUT_2 and (n >= 17 or n == 14):
-                    return _make_timeline_file(req, action, state, comp)
-            elif comp is None:
-                return _make_timeline_file(req, action, state, None)
-    return _parse_timeline_file_checked(name, layout, mtime)
-
-
-def _parse_timeline_file_checked(name: str, layout: int, mtime: str | None) -> TimelineFile:
-    """The slow path of :func:`parse_timeline_file`: every rule, with a precise error."""
     if layout not in _LAYOUTS:
         raise ValueError(f"unknown timeline layout {layout!r}; expected 1 or 2")
     m = _TIMELINE_RE.match(name)
@@ -363,33 +280,24 @@ def timeline_from_files(names: Iterable[str], table_version: int, *,
     of the same state of one instant (e.g. two completed files with different
     completion times, or ``t.compaction.requested`` next to ``t.commit.requested``).
     """
-    with gc_paused():
-        return _timeline_from_files(names, table_version, mtimes)
-
-
-def _timeline_from_files(names: Iterable[str], table_version: int, mtimes: Mapping[str, str] | None) -> Timeline:
     layout = layout_for_version(table_version)
-    mt = mtimes or {}
-    groups: dict[tuple[str, Action], dict[State, tuple[str, TimelineFile]]] = {}
+    mtimes = mtimes or {}
+    # identity -> state -> (file name, parsed file), in listing order of the identities
+    groups: dict[InstantKey, dict[State, tuple[str, TimelineFile]]] = {}
     for name in names:
-        if not (name and name[0].isdigit()) or not is_timeline_file(name):
+        if not is_timeline_file(name):
             continue
-        tf = parse_timeline_file(name, layout, mtime=mt.get(name) if mt else None)
-        key = (tf.requested_time, _COMPARABLE[tf.action])
-        g = groups.get(key)
-        if g is None:
-            groups[key] = {tf.state: (name, tf)}
-            continue
-        prev = g.get(tf.state)
-        if prev is not None:
-            raise CodecError(name, f"instant {tf.requested_time}.{key[1].value} already has a "
-                                   f"{tf.state.label} file {prev[0]}")
-        g[tf.state] = (name, tf)
+        tf = parse_timeline_file(name, layout, mtime=mtimes.get(name))
+        files = groups.setdefault(tf.key, {})
+        if tf.state in files:
+            raise CodecError(name, f"instant {tf.requested_time}.{tf.key.action.value} already has a "
+                                   f"{tf.state.label} file {files[tf.state][0]}")
+        files[tf.state] = (name, tf)
     tl = Timeline(table_version)
-    for (req, _cmp_action), g in groups.items():
-        lowest = g[min(g)][1]
-        done = g.get(_COMPLETED)
-        tl.load(req, lowest.action, g, done[1].completion_time if done else None)
+    for key, files in groups.items():
+        lowest = files[min(files)][1]
+        completed = files.get(State.COMPLETED)
+        tl.load(key.requested_time, lowest.action, files, completed[1].completion_time if completed else None)
     return tl
 
 
@@ -433,9 +341,7 @@ class BaseFile:
         if m is None:
             raise CodecError(name, "malformed base file name; expected <fileId>_<a-b-c>_<instantTime>.<ext>")
         fid, tok, t, ext = m.groups()
-        n = len(t)
-        if n < 17 and n != 14:
-            _check_time(name, t, "instant time")
+        _check_time(name, t, "instant time")
         return BaseFile(fid, tok, t, ext, partition, size)
 
 
@@ -492,16 +398,8 @@ class LogFile:
         if m is None:
             raise CodecError(name, "malformed log file name; expected .<fileId>_<instant>.log.<version>_<a-b-c>[.cdc]")
         fid, t, ver, tok, cdc = m.groups()
-        n = len(t)
-        if n < 17 and n != 14:
-            _check_time(name, t, "instant time")
+        _check_time(name, t, "instant time")
         return LogFile(fid, t, int(ver), tok, cdc is not None, partition, size)
-
-
-_make_base = _fast_maker(BaseFile)
-_make_log = _fast_maker(LogFile)
-_match_log = _LOG_RE.match
-_match_base = _BASE_RE.match
 
 
 def log_order_key(log: LogFile) -> tuple:
@@ -530,53 +428,34 @@ def parse_data_file(name: str, partition: str = "", size: int | None = None) -> 
     folders, ``_SUCCESS``). Raises :class:`CodecError` when the name claims to be a
     data file (:func:`is_log_file` / :func:`is_base_file`) but does not parse.
     """
-    if name[:1] == ".":
-        if ".log." not in name:
-            return None
-        m = _match_log(name)
-        if m is None:
-            if name.endswith(".crc"):
-                return None
-            return LogFile.parse(name, partition, size)  # raises the precise error
-        fid, t, ver, tok, cdc = m.groups()
-        n = len(t)
-        if n < 17 and n != 14:
-            _check_time(name, t, "instant time")
-        return _make_log(fid, t, int(ver), tok, cdc is not None, partition, size)
-    m = _match_base(name)
-    if m is not None:
-        fid, tok, t, ext = m.groups()
-        n = len(t)
-        if ext in BASE_EXTENSIONS and (n >= 17 or n == 14):
-            return _make_base(fid, tok, t, ext, partition, size)
+    if is_log_file(name):
+        if _LOG_RE.match(name) is None and name.endswith(".crc"):
+            return None  # the checksum of a log file
+        return LogFile.parse(name, partition, size)
     if is_base_file(name):
-        return BaseFile.parse(name, partition, size)  # validates, or raises the precise error
+        return BaseFile.parse(name, partition, size)
     return None
 
 
 def parse_data_files(entries: Iterable[tuple]) -> tuple[list[BaseFile], list[LogFile]]:
-    """Bulk :func:`parse_data_file` over ``(name, partition[, size])`` tuples, the cyclic GC paused.
+    """:func:`parse_data_file` over ``(name, partition[, size])`` tuples.
 
     Returns (base files, log files); names that are not data files are skipped;
     a malformed data-file name raises :class:`CodecError`.
     """
     bases: list[BaseFile] = []
     logs: list[LogFile] = []
-    add_base, add_log = bases.append, logs.append
-    with gc_paused():
-        for e in entries:
-            f = parse_data_file(*e)
-            if f is None:
-                continue
-            if type(f) is LogFile:
-                add_log(f)
-            else:
-                add_base(f)
+    for entry in entries:
+        f = parse_data_file(*entry)
+        if isinstance(f, LogFile):
+            logs.append(f)
+        elif isinstance(f, BaseFile):
+            bases.append(f)
     return bases, logs
 
 
 __all__ = [
     "LAYOUT_1", "LAYOUT_2", "TimelineFile", "is_timeline_file", "parse_timeline_file", "timeline_file_name",
     "timeline_files", "completion_mtimes", "timeline_from_files", "BaseFile", "LogFile", "BASE_EXTENSIONS",
-    "log_order_key", "is_log_file", "is_base_file", "parse_data_file", "parse_data_files", "gc_paused",
+    "log_order_key", "is_log_file", "is_base_file", "parse_data_file", "parse_data_files",
 ]

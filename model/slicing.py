@@ -32,15 +32,20 @@ Table version vs rule: the *slicing rule* (which slice a log joins) is ``rule``
 time). The *reader filters* follow the table version, as Hudi's
 ``AbstractTableFileSystemView.tableVersion8AndAbove()`` does: tv8+
 ``filterUncommittedFiles``, tv6 ``filterBaseFileAfterPendingCompaction``.
+
+This is the specification: the rules are called as written, one log at a time.
+``lakeio.ondisk.fastslicing`` builds the same file groups fast for large tables
+(the two built-in rules inlined, the cyclic GC paused); ``tests/test_fastpaths.py``
+keeps the two equal.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from .filenames import BaseFile, LogFile, _fast_maker, gc_paused
+from .filenames import BaseFile, LogFile, log_order_key
 from .instant import Action, Instant, State
 from .timeline import Timeline
 
@@ -121,10 +126,6 @@ class FileGroup:
         return None
 
 
-_make_slice = _fast_maker(FileSlice)
-_make_group = _fast_maker(FileGroup)
-
-
 # ------------------------------------------------------------------------------ completion times
 
 class CompletionTimes:
@@ -141,14 +142,14 @@ class CompletionTimes:
     * otherwise pending or unknown -> ``None``.
     """
 
-    __slots__ = ("_completion", "_cursor")
-
     def __init__(self, timeline: Timeline, writes: Sequence[Instant] | None = None):
         """``writes``: ``timeline.write_timeline()`` when the caller already has it."""
         if writes is None:
             writes = timeline.write_timeline()
+        #: requested time -> completion time of each completed write instant
         self._completion = {i.requested_time: (i.completion_time or i.requested_time)
                             for i in writes if i.state is State.COMPLETED}
+        #: the first instant of the active write timeline: every earlier instant is archived
         self._cursor = min((i.requested_time for i in writes), default=None)
 
     def completion_time(self, instant: str) -> str | None:
@@ -170,11 +171,8 @@ class CompletionTimes:
         return self._cursor is not None and instant < self._cursor
 
     def completed_predicate(self) -> Callable[[str], bool]:
-        """A fast ``is_completed`` for hot loops (same answers)."""
-        done, cur = self._completion, self._cursor
-        if cur is None:
-            return done.__contains__
-        return lambda t: t in done or t < cur
+        """``is_completed`` as a function of the instant."""
+        return self.is_completed
 
 
 # ------------------------------------------------------------------------------------- the rules
@@ -235,84 +233,29 @@ def build_file_groups(base_files: Iterable[BaseFile], log_files: Iterable[LogFil
     (2) the empty slice of a pending compaction, *before* logs, so the rule can
     place logs in it (``addNewFileSliceAtInstant``); (3) log files in
     ``LogFileComparator`` order, each placed by ``rule``. Returned in
-    (partition, file id) order. O(n log n); the cyclic GC is paused meanwhile.
+    (partition, file id) order.
     """
-    with gc_paused():
-        return _build_file_groups(base_files, log_files, pending_compactions, times, rule)
-
-
-def _log_key(lg: LogFile) -> tuple:
-    """``LogFile.order_key`` inlined (one call per log when sorting)."""
-    tok = lg.write_token
-    return (lg.instant_time, lg.version, tok is not None, tok or "", lg.cdc)
-
-
-_tuple_new = tuple.__new__
-
-
-def _build_file_groups(base_files, log_files, pending_compactions, times, rule) -> dict[FileGroupId, FileGroup]:
-    groups: dict[tuple, tuple[list, list]] = {}
-    get = groups.get
+    bases_of: dict[FileGroupId, list[BaseFile]] = {}
+    logs_of: dict[FileGroupId, list[LogFile]] = {}
     for b in base_files:
-        k = (b.partition, b.file_id)
-        g = get(k)
-        if g is None:
-            groups[k] = g = ([], [])
-        g[0].append(b)
+        bases_of.setdefault(FileGroupId(b.partition, b.file_id), []).append(b)
     for lg in log_files:
-        k = (lg.partition, lg.file_id)
-        g = get(k)
-        if g is None:
-            groups[k] = g = ([], [])
-        g[1].append(lg)
-    # The two built-in rules are inlined below (same answers as calling them: see
-    # slice_key_instant_time / slice_key_completion_time; properties/test_slicing_props.py checks it).
-    by_name = rule is slice_key_instant_time
-    by_completion = rule is slice_key_completion_time
-    done, cur = times._completion, times._cursor  # noqa: SLF001 - CompletionTimes.completion_time inlined
+        logs_of.setdefault(FileGroupId(lg.partition, lg.file_id), []).append(lg)
     out: dict[FileGroupId, FileGroup] = {}
-    for k in sorted(groups):
-        gbases, glogs = groups[k]
-        gid = _tuple_new(FileGroupId, k)
-        slices: dict[str, list] = {}
-        for b in gbases:
-            s = slices.get(b.instant_time)
-            if s is None:
-                slices[b.instant_time] = [b, []]
-            elif s[0] is None or b.name > s[0].name:
+    for gid in sorted(bases_of.keys() | logs_of.keys()):
+        slices: dict[str, list] = {}  # base instant -> [base file or None, log files]
+        for b in bases_of.get(gid, []):
+            s = slices.setdefault(b.instant_time, [None, []])
+            if s[0] is None or b.name > s[0].name:
                 s[0] = b
-        pc = pending_compactions.get(k)
-        if pc is not None and pc not in slices:
-            slices[pc] = [None, []]
-        if glogs:
-            if len(glogs) > 1:
-                glogs.sort(key=_log_key)
-            keys = sorted(slices)
-            for lg in glogs:
-                t = lg.instant_time
-                if by_name:
-                    key = t
-                elif by_completion:
-                    if not keys:
-                        key = t
-                    else:
-                        c = done.get(t)
-                        if c is None and cur is not None and t < cur:
-                            c = t
-                        if c is None:
-                            key = keys[-1]
-                        else:
-                            i = bisect_right(keys, c)
-                            key = keys[i - 1] if i else t
-                else:
-                    key = rule(lg, keys, times)
-                s = slices.get(key)
-                if s is None:
-                    slices[key] = s = [None, []]
-                    insort(keys, key)
-                s[1].append(lg)
-        out[gid] = _make_group(gid, tuple([_make_slice(gid, t, slices[t][0], tuple(slices[t][1]))
-                                           for t in sorted(slices, reverse=True)]))
+        pc = pending_compactions.get(gid)
+        if pc is not None:
+            slices.setdefault(pc, [None, []])
+        for lg in sorted(logs_of.get(gid, []), key=log_order_key):
+            key = rule(lg, sorted(slices), times)
+            slices.setdefault(key, [None, []])[1].append(lg)
+        out[gid] = FileGroup(gid, tuple(FileSlice(gid, t, slices[t][0], tuple(slices[t][1]))
+                                        for t in sorted(slices, reverse=True)))
     return out
 
 
@@ -363,6 +306,10 @@ class FileSystemView:
     (used by tests to show a broken rule is caught).
     """
 
+    #: The function that builds the file groups (:func:`build_file_groups`); a faster equal one may
+    #: be substituted (``lakeio.ondisk.fastslicing.FileSystemView``).
+    build_groups = staticmethod(build_file_groups)
+
     def __init__(self, timeline: Timeline, base_files: Iterable[BaseFile], log_files: Iterable[LogFile], *,
                  rule: str | SliceRule | None = None,
                  pending_compactions: Mapping[tuple, str] | None = None,
@@ -383,7 +330,6 @@ class FileSystemView:
         self.pending_clustering = {FileGroupId(*k): v for k, v in (pending_clustering or {}).items()}
         writes = timeline.write_timeline()
         self.times = CompletionTimes(timeline, writes)
-        self._is_done = self.times.completed_predicate()
         self._completed = {i.requested_time: i for i in writes if i.is_completed}
         pend = [i for i in writes if i.is_pending]
         self._pending_compaction_instants = frozenset(i.requested_time for i in pend if i.action in _COMPACTIONS)
@@ -391,7 +337,7 @@ class FileSystemView:
         self._pending_clustering_instants = frozenset(i.requested_time for i in pend if i.action in _CLUSTERING)
         self._pending_clustering_instants |= frozenset(self.pending_clustering.values())
         self._last_write = max((i.requested_time for i in writes), default=None)
-        self._groups = build_file_groups(base_files, log_files, self.pending_compactions, self.times, self._rule)
+        self._groups = self.build_groups(base_files, log_files, self.pending_compactions, self.times, self._rule)
 
     @property
     def v8(self) -> bool:
@@ -428,20 +374,12 @@ class FileSystemView:
     def _filter_uncommitted(self, s: FileSlice) -> FileSlice:
         """tv8 ``filterUncommittedFiles``: keep the base file iff its instant completed, logs iff their
         deltacommit completed (``CompletionTimeQueryView.isCompleted``)."""
-        base = s.base_file if s.base_file is not None and self._is_done(s.base_instant) else None
-        logs = self._completed_logs(s.log_files)
-        if base is s.base_file and len(logs) == len(s.log_files):
-            return s
-        return _make_slice(s.group, s.base_instant, base, logs)
+        base = s.base_file if s.base_file is not None and self.times.is_completed(s.base_instant) else None
+        return FileSlice(s.group, s.base_instant, base, self._completed_logs(s.log_files))
 
     def _completed_logs(self, logs: tuple) -> tuple:
-        """The logs whose deltacommit completed (``isCompleted(log.getDeltaCommitTime())``), inlined."""
-        done, cur = self.times._completion, self.times._cursor  # noqa: SLF001
-        if cur is None:
-            kept = [lg for lg in logs if lg.instant_time in done]
-        else:
-            kept = [lg for lg in logs if lg.instant_time in done or lg.instant_time < cur]
-        return logs if len(kept) == len(logs) else tuple(kept)
+        """The logs whose deltacommit completed (``isCompleted(log.getDeltaCommitTime())``)."""
+        return tuple(lg for lg in logs if self.times.is_completed(lg.delta_commit_time))
 
     def _filter_base_after_pending_compaction(self, s: FileSlice) -> FileSlice:
         """tv6 ``filterBaseFileAfterPendingCompaction``: drop the base file of the slice at a pending
@@ -553,8 +491,7 @@ class FileSystemView:
         """tv8 ``filterUncommittedLogs``; tv6 keeps every log."""
         if not self.v8:
             return s
-        logs = self._completed_logs(s.log_files)
-        return s if logs is s.log_files else _make_slice(s.group, s.base_instant, s.base_file, logs)
+        return FileSlice(s.group, s.base_instant, s.base_file, self._completed_logs(s.log_files))
 
     # ----------------------------------------------------------------------------------- reads
     def _visible_instants(self, t: str | None, by: str) -> frozenset[str]:

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from lakeio.errors import UserError
-from model import filenames as fn
+from lakeio.ondisk import fastcodec as fn
 from model.errors import CodecError
 from model.instant import Action, State
 from model.timeline import LAYOUT_OF_VERSION, Timeline
@@ -138,7 +138,7 @@ class Table:
 
     def view(self, rule: str | None = None):
         """The model file-system view of this table under ``rule`` (default: by table version)."""
-        from model.slicing import FileSystemView
+        from lakeio.ondisk.fastslicing import FileSystemView
 
         return FileSystemView(self.timeline, self.base_files, self.log_files, rule=rule,
                               pending_compactions=self.pending_compactions, replaced=self.replaced,

@@ -45,7 +45,7 @@ from typing import Iterable
 
 from model import filenames as fn
 from model.instant import Action, State, to_millis
-from model.slicing import FileSystemView
+from lakeio.ondisk.fastslicing import FileSystemView
 from model.timeline import Timeline
 
 from . import metadata as md
