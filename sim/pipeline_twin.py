@@ -3,8 +3,8 @@
 The pipeline (:mod:`pipeline.job`, :mod:`pipeline.coordinator`) runs a Structured Streaming query with trigger
 ``availableNow`` over a backlogged file source: micro-batches run back to back, one writer (the driver,
 ``parallelism=1``), and a new batch starts as soon as the previous ``foreachBatch`` returned. The twin drives one
-:class:`model.protocol.System` with the same event mapping the pipeline uses (``pipeline/coordinator.py``,
-module docstring), so the model decides *what* happens (which instants start, which acks commit what, whether a
+:class:`engine.System` with the same configuration and event mapping the pipeline uses (both from
+:mod:`engine.pipeline_script`), so the model decides *what* happens (which instants start, which acks commit what, whether a
 clean rolls anything back) and the twin only decides *when*:
 
 =========================  =========================================  ========================================
@@ -41,11 +41,12 @@ from dataclasses import dataclass, field
 import simpy
 
 from model.errors import RuleViolation
+from engine import pipeline_script as script
 from engine.invariants import check_drained, check_step
-from model.protocol import (Clean, CompleteCheckpoint, DeliverAck, Ingest, ProtocolConfig, RequestInstant, SnapshotTask, TriggerCheckpoint)
+from model.protocol import ProtocolConfig
 from engine import System
 
-TASK = 0
+TASK = script.TASK
 MODES = ("blocking", "async")
 #: Largest relative gap between the predicted and measured async/blocking ratio the issue accepts.
 TOLERANCE = 0.20
@@ -63,13 +64,9 @@ class TwinRun:
 
 
 def _protocol_config(mode: str, batches: int) -> ProtocolConfig:
-    """The pipeline's model configuration (``pipeline.coordinator.protocol_config``) for one model record per
-    batch, without faults: blocking mode uses the EAGER failed-writes policy, async LAZY."""
-    blocking = mode == "blocking"
-    return ProtocolConfig(mode="blocking" if blocking else "async", table_version=8, table_type="mor",
-                          failed_writes="eager" if blocking else "lazy", parallelism=1,
-                          max_checkpoints=batches + 16, records=batches, buffer_size=batches,
-                          faults=frozenset(), max_crashes=0)
+    """The pipeline's model configuration (:func:`engine.pipeline_script.protocol_config`) for one model record
+    per batch, without faults: blocking mode uses the EAGER failed-writes policy, async LAZY."""
+    return script.protocol_config(mode, batches, crashes=False, max_checkpoints=batches + 16)
 
 
 class PipelineTwin:
@@ -106,13 +103,11 @@ class PipelineTwin:
 
     # ------------------------------------------------------------------ the batch thread
     def deliver_acks(self):
-        """``deliver_spark_acks``: the previous batch's checkpoint completes, its ack commits; then a clean."""
-        p = self.system.pending_checkpoint
-        if p is not None and p.all_tasks_done():
-            self.apply(CompleteCheckpoint())
+        """``deliver_spark_acks`` (:func:`engine.pipeline_script.batch_start`): the previous batch's checkpoint
+        completes, its ack commits; then a clean. The model steps take no simulated time; their costs follow:
+        ``L`` per instant committed (a clean commits nothing), then ``L`` for the clean."""
         before = self._commits()
-        while self.system.acks_in_flight:
-            self.apply(DeliverAck(self.system.acks_in_flight[0]))
+        evs = script.batch_start(self.system, self.apply)
         n = self._commits() - before
         self.run_.commits += n
         if n:
@@ -121,8 +116,7 @@ class PipelineTwin:
             else:
                 for _ in range(n):
                     yield self.commit_queue.put(self.L)
-        if self.system.is_enabled(Clean()) is None:
-            self.apply(Clean())
+        if any(ev.kind == "clean" for ev in evs):
             yield self.env.timeout(self.L)
 
     def batches_proc(self):
@@ -130,14 +124,13 @@ class PipelineTwin:
         for _ in range(self.batches):
             started = env.now
             yield from self.deliver_acks()
-            self.apply(Ingest(TASK))
-            self.apply(TriggerCheckpoint())
-            pending = set(self.system.table.pending_instants())
-            self.apply(RequestInstant(TASK))
+            pending: set = set()
+            script.batch_records(self.system, self.apply, 1,  # one model record = one batch
+                                 on_checkpoint=lambda _c: pending.update(self.system.table.pending_instants()))
             started_n = len(set(self.system.table.pending_instants()) - pending)
             self.run_.starts += started_n
             yield env.timeout(started_n * self.L + self.W)
-            self.apply(SnapshotTask(TASK))
+            script.after_write(self.system, self.apply, self.mode)
             self.run_.batch_seconds.append(env.now - started)
             self.check()
         yield from self.deliver_acks()  # job.py: the last batch's commit after its foreachBatch returned
