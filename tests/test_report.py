@@ -81,3 +81,16 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
     assert len(err) == 1 and "--section" in err[0]
     assert main(["report", "--seed", "-1", "--out", str(tmp_path / "r")]) == 2
     assert "--seed" in capsys.readouterr().err
+
+
+def test_property_section_comes_from_the_runner(report):
+    """The suites' table and the counterexamples come from ``properties.runner`` runs, not imported test modules."""
+    _out, _path, sections, _lines = report
+    [s] = [s for s in sections if s.title.startswith("Property suites")]
+    text = "\n".join(s.paragraphs)
+    from properties.runner import list_suites
+
+    for suite in list_suites():
+        assert suite.name in text, suite.name
+    assert "TrueTime, lock, wait below the skew" in text and "VIOLATED" in text
+    assert "Slicing, instant-time rule on an overlapping write" in text and "tv6 sees" in text
