@@ -25,6 +25,9 @@ from .coordinator import Coordinator, EventBuffer
 from .system import DRAIN_LIMIT, Observation, System
 from .table import LogicalClock, Table, TimeSource, TrueTimeSource
 from .writer import WriterTask
+from .machine import ENGINE
+from .refinement import abstract
 
 __all__ = ["PendingCheckpoint", "Coordinator", "EventBuffer", "DRAIN_LIMIT", "Observation", "System",
            "LogicalClock", "Table", "TimeSource", "TrueTimeSource", "WriterTask"]
+__all__ += ["ENGINE", "abstract"]

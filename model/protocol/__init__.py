@@ -1,14 +1,26 @@
 """The Flink-style writer <-> coordinator protocol of Hudi, as an executable specification.
 
-Read this package like a TLA+ spec (``hudi-semantics.md`` section 4, invariants I10-I14): the
-state is a :class:`System` (writer tasks, the coordinator, checkpoints, acks in flight, the
-table); every transition is one named *action* (an :class:`Event`) with a guard ("enabled when")
-and an effect; properties live in :mod:`model.invariants.protocol`. Everything is pure and
-deterministic: no threads, no wall clock, no I/O; the only source of time is a monotone
-:class:`TimeSource` (a logical clock by default, or an adapter over :mod:`model.truetime`).
+Read this package like a TLA+ spec (``hudi-semantics.md`` section 4, invariants I10-I14); it is the
+readable protocol, one module per concern:
 
-Stable API (used by ``hoodie-lab explore``, the SimPy simulation and the PySpark pipeline)
----------------------------------------------------------------------------------------
+* :mod:`~model.protocol.state` -- the variables: an immutable :class:`State` (writer tasks, coordinator,
+  table, pending and last completed checkpoints, acks in flight, crashes, faults stopped) plus the history
+  variables (:class:`History`) the invariants read; :func:`init`;
+* :mod:`~model.protocol.actions` -- one named action per event kind: a guard (None, or a sentence saying why
+  not) and an effect returning the next state, each citing the Hudi/Flink method it stands for; the rules
+  they use live in :mod:`~model.protocol.writer`, :mod:`~model.protocol.coordinator`,
+  :mod:`~model.protocol.table` and :mod:`~model.protocol.failover`;
+* :mod:`~model.protocol.spec` -- Next: :func:`enabled` (derived from the guards), :func:`step`,
+  :func:`drain`, :func:`view`, and :data:`SPEC`, the spec as a :class:`~model.protocol.machine.Machine`;
+* :mod:`model.invariants.protocol` -- the properties, pure predicates over state and history.
+
+Everything is pure and deterministic: no threads, no wall clock, no I/O, no caches; the only time is the
+logical clock (:func:`logical_time`). The fast executor of the same rules -- mutable, copy-on-write, cached
+hashes, what the explorer and the simulation run, optionally on another time source -- is :mod:`engine`
+(``engine.System``, ``engine.ENGINE``); ``properties/test_refinement.py`` keeps the two equal.
+
+Stable API
+----------
 
 Configuration -- :mod:`model.protocol.config`, :mod:`model.protocol.variants`::
 
@@ -22,44 +34,21 @@ Configuration -- :mod:`model.protocol.config`, :mod:`model.protocol.variants`::
     cfg.to_dict() / ProtocolConfig.from_dict(d)     # JSON-able (trace headers)
     FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart")
 
-The system -- :mod:`model.protocol.system`::
+The spec -- :mod:`model.protocol.spec`::
 
-    s = System(cfg)                     # or System(cfg, time_source=TrueTimeSource(gen, now_fn))
-    s.enabled_events() -> list[Event]   # every event possible now (faults included while enabled
-                                        # by cfg.faults, the crash budget and not stopped), bounded
-                                        # by cfg (checkpoints, records); deterministic order
-    s.is_enabled(ev) -> str | None      # None when enabled, else the reason
-    s.apply(ev) -> None                 # raises model.errors.RuleViolation("<kind>.not-enabled");
-                                        # s.apply(ev, check=False) skips the guard (explorers, for
-                                        # events just taken from enabled_events())
-    s.clone() -> System                 # cheap (copy-on-write of every part: timeline, coordinator,
-                                        # event buffers, writer tasks, pending checkpoint)
-    s.fingerprint() -> tuple            # hashable canonical state (requested times canonical by construction)
-    s.fingerprint_hash() -> int         # its hash, re-hashing only the parts an event changed
-    s.drain(max_checkpoints=5) -> list[Event]      # stop faults, run checkpoints + acks to quiescence
-    s.step_count                        # events applied so far
+    s = init(cfg, seed=0)                # State (frozen); init(cfg, time_source=...) raises: logical clock only
+    enabled(s) -> list[Event]            # every event whose guard holds (faults while enabled, the crash
+                                         # budget left and not stopped); deterministic order
+    guard(s, ev) -> str | None           # None when enabled, else the reason
+    s2 = step(s, ev)                     # a new State; RuleViolation("<kind>.not-enabled") when refused
+    s3, events = drain(s2)               # stop faults, run checkpoints + acks to quiescence
+    view(s) -> View                      # the abstract state (no history): comparable with
+                                         # engine.refinement.abstract(system)
+    SPEC                                 # the same as a model.protocol.machine.Machine
 
-Read access (all plain values; never mutate them)::
-
-    s.config, s.table.timeline (model.timeline.Timeline), s.table.metadata {instant: statuses}
-    s.committed_records() -> collections.Counter[Record]      # what a reader sees (multiset)
-    s.table_view() -> dict[key, value]                          # latest value per record key
-    s.emitted_records(upto="checkpoint"|"read") -> list[Record]
-    s.pending_instants() -> list[str]          # pending data instants on the timeline
-    s.coordinator.buffers -> {checkpoint_key: EventBuffer(instant, slots: list[event|None])}
-                                               # (changed in place by its coordinator: read, never write;
-                                               # checkpoint state holds frozen BufferEntry(instant, slots))
-    s.coordinator.instant                      # newest instant the coordinator started ("" none)
-    s.writers[t] -> WriterTask (offset, flushed, checkpoint_id, instant, interval, state, attempt)
-    s.writer_status(t) -> "running" | "needs-instant" | "blocked" | "idle"
-        # "blocked": the task must flush (buffer full or barrier) and the coordinator refuses a new
-        # instant (blocking mode: the previous one is not committed) -- charge stall time here
-    s.pending_checkpoint -> PendingCheckpoint | None   # id, coordinator_state, tasks: [TaskSnapshot|None],
-                                               # acknowledged; all_tasks_done() (changed in place by
-                                               # the System that owns it: read, never write)
-    s.last_completed -> CompletedCheckpoint | None
-    s.acks_in_flight -> tuple[int]             # completed checkpoints whose notification is pending
-    s.observations -> tuple[Observation]       # rule breaks the model witnessed (for invariants)
+Read helpers (:mod:`model.protocol.state`): ``committed_offsets(s)``, ``committed_records(s)``,
+``table_view(s)``, ``emitted_offsets(s, upto)``, ``emitted_records(s, upto)``, ``pending_instants(s)``,
+``is_quiescent(s)``, ``writer_status(s, t)``, ``describe(s)``; :func:`model.protocol.spec.task_step`.
 
 Events -- :mod:`model.protocol.events` (frozen dataclasses with a ``kind`` string;
 ``ev.to_dict()`` / ``event_from_dict(d)`` round-trip through JSON)::
@@ -71,24 +60,16 @@ Events -- :mod:`model.protocol.events` (frozen dataclasses with a ``kind`` strin
              AbortCheckpoint() ["abort"]; CrashTask(task) ["task-crash"];
              CrashCoordinator() ["coordinator-crash"]; RestartJob() ["full-restart"]
 
-Using the pieces on their own (the pipeline's driver-side coordinator): :class:`Coordinator`
-(``handle_instant_request(table, key)``, ``handle_write_metadata(table, ev)``,
-``checkpoint(n)``, ``notify_checkpoint_complete(table, n)``, ``reset_to_checkpoint(...)``,
-``handle_bootstrap_event(table, ev)``), :class:`WriterTask` and :class:`Table` (timeline, commit
-metadata, heartbeats, rollback) take explicit arguments and hold no hidden references.
-
-Invariants -- :mod:`model.invariants.protocol`: ``check_step(system) -> list[Verdict]`` after every
-event, ``check_drained(system) -> list[Verdict]`` after :meth:`System.drain`.
+Invariants -- :mod:`model.invariants.protocol`: ``check_step(state) -> list[Verdict]`` after every
+event, ``check_drained(state) -> list[Verdict]`` after :func:`drain`.
 
 Traces -- :mod:`model.trace`: ``header(config, seed, driver, **extra)``, ``event_record(step, ev)``,
 ``to_lines(config, events, seed, driver)``, ``to_text(...)``, ``parse_trace(text) -> Trace``
 (``TraceError(line, problem)``); files: ``lakeio.traces.write_trace(path, config, events,
 seed, driver)`` / ``load_trace(path)``; ``hoodie-lab replay TRACE`` replays one.
 
-Times: the default :class:`LogicalClock` gives the k-th instant of every run the same requested
-time (epoch 2025-01-01 + k seconds; completion times fill in between), so fingerprints need no
-renaming. ``TrueTimeSource(gen, now_fn, process="coordinator")`` takes times from a
-:mod:`model.truetime` generator (``gen.generate(process, now_fn())``) for simulations.
+Times: the logical clock gives the k-th instant of every run the same requested time (epoch 2025-01-01 +
+k seconds; completion times fill in between), so states reached along different paths compare equal.
 
 Checkpoint keys: writers start with checkpoint id -1; data written between checkpoints n-1 and
 n is keyed n-1; checkpoint ids start at 1; the ack of n commits every buffered key < n.
@@ -126,6 +107,8 @@ from .source import Record, Source
 from .values import (BOOTSTRAP_INSTANT, DEFAULT_EPOCH_MS, BufferEntry, CompletedCheckpoint, TaskSnapshot,
                      WriteMetadataEvent, WriteStatus, empty_bootstrap, logical_time)
 from .variants import VARIANTS, Variant, variant
+from .state import History, State, View
+from .spec import SPEC, DRAIN_LIMIT, drain, enabled, guard, init, step, task_step, view
 
 __all__ = [
     "ALL_FAULTS", "FAULTS", "ProtocolConfig", "EVENT_TYPES", "Event", "event_from_dict",
@@ -134,4 +117,6 @@ __all__ = [
     "StopFaults", "TriggerCheckpoint", "Record", "Source", "BOOTSTRAP_INSTANT", "DEFAULT_EPOCH_MS", "BufferEntry",
     "CompletedCheckpoint", "TaskSnapshot", "WriteMetadataEvent", "WriteStatus", "empty_bootstrap", "logical_time",
     "VARIANTS", "Variant", "variant",
+    "SPEC", "DRAIN_LIMIT", "History", "State", "View", "drain", "enabled", "guard", "init", "step", "task_step",
+    "view",
 ]

@@ -1,0 +1,322 @@
+"""The actions of the protocol: one guard and one effect per event kind.
+
+A guard ``may_<kind>(state, event) -> str | None`` returns None when the action is enabled, else a sentence
+saying why not. An effect ``do_<kind>(state, event) -> State`` returns the next state (the state given is a
+value: it is never changed). :data:`ACTIONS` maps each event kind to its pair; :func:`guard` adds the
+preconditions every action shares (the task exists; a fault event needs its fault enabled and faults not
+stopped).
+
+=====================  ==================================================  =======================
+action                 enabled when                                        effect
+=====================  ==================================================  =======================
+ingest(t)              split not exhausted, buffer not full                read one record
+request-instant(t)     no grant, buffer full or barrier waiting, and the   grant := coordinator's
+                       coordinator would not block (blocking mode)         instant for t's key
+flush(t)               grant held and buffer full                          eager flush, event sent
+trigger-checkpoint     none pending, id <= max_checkpoints (or draining)   pending := n; coordinator
+                                                                           snapshot if coord-first
+snapshot-task(t)       barrier waiting at t and grant held                 flush rest (lastBatch),
+                                                                           state replaced, id := n
+complete-checkpoint    every task snapshotted                              tasks-first: coordinator
+                                                                           snapshot; ack n in flight
+deliver-ack(n)         n in flight and the oldest (any with late-ack)      commit keys < n
+clean                  LAZY and a pending instant's heartbeat expired      roll those back
+instant-timeout(t)     blocking, t blocked, no ack in flight               global failover
+stop-faults            faults not stopped yet                              no more faults
+lose-ack(n)            [lost-ack] n in flight                              drop it
+abort-checkpoint       [abort] one pending (and no task snapshotted yet,   drop it
+                       unless partial_aborts)
+crash-task(t)          [task-crash] crash budget left                      task failover
+crash-coordinator      [coordinator-crash] crash budget left               coordinator failover
+restart-job            [full-restart] crash budget left                    global failover
+=====================  ==================================================  =======================
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, NamedTuple
+
+from . import coordinator, events as E, failover, table, writer
+from .state import (CheckpointCoverage, Pending, State, barrier_waiting, buffer_full, failed_writes, has_statuses,
+                    needs_instant, would_block, writer_status)
+from .values import CompletedCheckpoint, TaskSnapshot
+
+
+def faults_on(s: State, fault: str) -> bool:
+    """``fault`` may happen now: the configuration enables it and faults have not stopped."""
+    return not s.faults_stopped and fault in s.config.faults
+
+
+def crash_budget_left(s: State) -> bool:
+    return s.crashes < s.config.max_crashes
+
+
+def _set_writer(s: State, w) -> State:
+    return replace(s, writers=s.writers[:w.task] + (w,) + s.writers[w.task + 1:])
+
+
+# --------------------------------------------------------------------------------------- ingest(t)
+def may_ingest(s: State, ev: E.Ingest) -> str | None:
+    """The source subtask emits the next record of its split to the chained write task."""
+    w, cfg = s.writers[ev.task], s.config
+    if w.offset >= cfg.records:
+        return f"split {ev.task} is exhausted ({cfg.records} records)"
+    if buffer_full(s, ev.task):
+        return f"task {ev.task}'s buffer is full; it must flush first"
+    return None
+
+
+def do_ingest(s: State, ev: E.Ingest) -> State:
+    return _set_writer(s, writer.ingest(s.writers[ev.task]))
+
+
+# ------------------------------------------------------------------------------- request-instant(t)
+def may_request_instant(s: State, ev: E.RequestInstant) -> str | None:
+    """``StreamWriteFunction.instantToWrite`` -> ``Correspondent.requestInstantTime(checkpointId)``: a flush or
+    the barrier needs an instant; blocking mode waits (``CommitGuard``) while the previous one is buffered."""
+    t = ev.task
+    w = s.writers[t]
+    if w.instant is not None:
+        return f"task {t} already holds instant {w.instant}"
+    if not needs_instant(s, t):
+        return f"task {t} has nothing to flush (buffer not full, no barrier)"
+    if would_block(s, w.checkpoint_id):
+        return f"blocking mode: task {t} waits until the buffered instant is committed"
+    return None
+
+
+def do_request_instant(s: State, ev: E.RequestInstant) -> State:
+    """``StreamWriteOperatorCoordinator.handleInstantRequest``: the key's instant or a new one."""
+    w = s.writers[ev.task]
+    s, instant = coordinator.handle_instant_request(s, w.checkpoint_id)
+    return _set_writer(s, writer.grant(s.writers[ev.task], instant))
+
+
+# ---------------------------------------------------------------------------------------- flush(t)
+def may_flush(s: State, ev: E.Flush) -> str | None:
+    """``StreamWriteFunction.flushBucket`` when the buffer is full (``write.batch.size``)."""
+    w = s.writers[ev.task]
+    if w.instant is None:
+        return f"task {ev.task} holds no instant"
+    if not buffer_full(s, ev.task):
+        return f"task {ev.task}'s buffer is not full"
+    return None
+
+
+def do_flush(s: State, ev: E.Flush) -> State:
+    """Eager flush (``lastBatch=false``), the ``WriteMetadataEvent`` handled by the coordinator
+    (``handleWriteMetaEvent``)."""
+    w, sent = writer.flush(s.writers[ev.task], last_batch=False)
+    return coordinator.handle_write_metadata(_set_writer(s, w), sent)
+
+
+# ------------------------------------------------------------------------------ trigger-checkpoint
+def may_trigger_checkpoint(s: State, ev: E.TriggerCheckpoint) -> str | None:
+    """Flink's ``CheckpointCoordinator.triggerCheckpoint`` (max-concurrent-checkpoints = 1); the bound
+    ``max_checkpoints`` no longer applies once faults stopped (the drain runs checkpoints to quiescence)."""
+    if s.pending is not None:
+        return f"checkpoint {s.pending.id} is pending"
+    if s.next_checkpoint > s.config.max_checkpoints and not s.faults_stopped:
+        return f"bound: max_checkpoints={s.config.max_checkpoints}"
+    return None
+
+
+def do_trigger_checkpoint(s: State, ev: E.TriggerCheckpoint) -> State:
+    """Checkpoint n starts; coordinator-first (Flink): ``checkpointCoordinator(n)`` runs before any barrier."""
+    n = s.next_checkpoint
+    cs = coordinator.checkpoint(s) if s.config.snapshot_order == "coordinator-first" else None
+    return replace(s, next_checkpoint=n + 1, pending=Pending(n, cs, (None,) * s.config.parallelism))
+
+
+# ---------------------------------------------------------------------------------- snapshot-task(t)
+def may_snapshot_task(s: State, ev: E.SnapshotTask) -> str | None:
+    """The barrier reached task t: ``snapshotState`` flushes the rest, which needs an instant first."""
+    if not barrier_waiting(s, ev.task):
+        return f"no barrier waiting at task {ev.task}"
+    if s.writers[ev.task].instant is None:
+        return f"task {ev.task} must get an instant before flushing at the barrier"
+    return None
+
+
+def do_snapshot_task(s: State, ev: E.SnapshotTask) -> State:
+    """``StreamWriteFunction.snapshotState(n)``: the rest flushed (``lastBatch=true``) and sent, the state
+    replaced, ``checkpointId := n``; Flink records the task's acknowledgement (``acknowledgeTask``)."""
+    p = s.pending
+    w, sent = writer.snapshot_state(s.writers[ev.task], p.id, append=s.config.task_state == "append")
+    s = coordinator.handle_write_metadata(_set_writer(s, w), sent)
+    tasks = p.tasks[:ev.task] + (TaskSnapshot(w.offset, p.id, w.state),) + p.tasks[ev.task + 1:]
+    return replace(s, pending=replace(p, tasks=tasks))
+
+
+# ------------------------------------------------------------------------------- complete-checkpoint
+def may_complete_checkpoint(s: State, ev: E.CompleteCheckpoint) -> str | None:
+    """``PendingCheckpoint.isFullyAcknowledged``."""
+    if s.pending is None:
+        return "no checkpoint pending"
+    if not s.pending.all_tasks_done():
+        return f"checkpoint {s.pending.id}: not every task snapshotted"
+    return None
+
+
+def do_complete_checkpoint(s: State, ev: E.CompleteCheckpoint) -> State:
+    """``CheckpointCoordinator.completePendingCheckpoint``: the checkpoint is complete (tasks-first: the
+    coordinator snapshot is taken now) and its notification is in flight. History: its coverage."""
+    p = s.pending
+    cs = p.coordinator_state if p.coordinator_state is not None else coordinator.checkpoint(s)
+    done = CompletedCheckpoint(p.id, cs, p.tasks)
+    coverage = CheckpointCoverage(
+        s.history.steps, p.id,
+        needed=frozenset(k for k, e in s.coordinator.buffers if k < p.id and has_statuses(e)),
+        coordinator_keys=frozenset(k for k, _ in cs),
+        task_keys=frozenset(e.checkpoint_id for snap in p.tasks for e in snap.state),
+        after_stop=s.faults_stopped)
+    return replace(s, last_completed=done, pending=None, acks_in_flight=s.acks_in_flight + (p.id,),
+                   history=replace(s.history, checkpoints=s.history.checkpoints + (coverage,)))
+
+
+# ------------------------------------------------------------------------------------ deliver-ack(n)
+def may_deliver_ack(s: State, ev: E.DeliverAck) -> str | None:
+    """The notification is best effort; it overtakes an older one only with the late-ack fault."""
+    n = ev.checkpoint
+    if n not in s.acks_in_flight:
+        return f"no ack of checkpoint {n} in flight"
+    if n != s.acks_in_flight[0] and not faults_on(s, "late-ack"):
+        return f"ack {n} would overtake ack {s.acks_in_flight[0]} (late-ack fault not enabled)"
+    return None
+
+
+def do_deliver_ack(s: State, ev: E.DeliverAck) -> State:
+    """``StreamWriteOperatorCoordinator.notifyCheckpointComplete(n)`` -> ``commitInstants(n)``."""
+    s = replace(s, acks_in_flight=tuple(n for n in s.acks_in_flight if n != ev.checkpoint))
+    return coordinator.notify_checkpoint_complete(s, ev.checkpoint)
+
+
+# --------------------------------------------------------------------------------------- lose-ack(n)
+def may_lose_ack(s: State, ev: E.LoseAck) -> str | None:
+    return None if ev.checkpoint in s.acks_in_flight else f"no ack of checkpoint {ev.checkpoint} in flight"
+
+
+def do_lose_ack(s: State, ev: E.LoseAck) -> State:
+    """The notification never arrives (Flink does not retry ``notifyCheckpointComplete``)."""
+    return replace(s, acks_in_flight=tuple(n for n in s.acks_in_flight if n != ev.checkpoint))
+
+
+# -------------------------------------------------------------------------------------------- clean
+def may_clean(s: State, ev: E.Clean) -> str | None:
+    """``hoodie.cleaner.policy.failed.writes=LAZY``: a clean rolls back failed writes."""
+    if s.config.eager:
+        return "EAGER policy: failed writes are rolled back by startCommit, not by clean"
+    if not failed_writes(s):
+        return "no pending instant with an expired heartbeat"
+    return None
+
+
+def do_clean(s: State, ev: E.Clean) -> State:
+    """``CleanerUtils.rollbackFailedWrites``: roll back every pending instant whose heartbeat expired."""
+    return table.clean(s)
+
+
+# -------------------------------------------------------------------------------- instant-timeout(t)
+def may_instant_timeout(s: State, ev: E.InstantTimeout) -> str | None:
+    """Blocking mode: the instant request of a blocked task times out (``write.commit.ack.timeout``) unless
+    an ack in flight may still unblock it."""
+    if not s.config.blocking:
+        return "only blocking mode waits for instants"
+    if writer_status(s, ev.task) != "blocked":
+        return f"task {ev.task} is not blocked"
+    if s.acks_in_flight:
+        return "an ack in flight may still unblock the task"
+    return None
+
+
+def do_instant_timeout(s: State, ev: E.InstantTimeout) -> State:
+    """The task fails the job: a same-graph global failover."""
+    return failover.global_failover(s, recreate_coordinator=False)
+
+
+# -------------------------------------------------------------------------------------- stop-faults
+def may_stop_faults(s: State, ev: E.StopFaults) -> str | None:
+    """A driver control (never listed by :func:`model.protocol.spec.enabled`): from here on no fault."""
+    return "faults already stopped" if s.faults_stopped else None
+
+
+def do_stop_faults(s: State, ev: E.StopFaults) -> State:
+    return replace(s, faults_stopped=True)
+
+
+# --------------------------------------------------------------------------------- abort-checkpoint
+def may_abort_checkpoint(s: State, ev: E.AbortCheckpoint) -> str | None:
+    """A pending checkpoint is declined or times out (before any task snapshotted it unless partial aborts
+    are modelled)."""
+    p = s.pending
+    if p is None:
+        return "no checkpoint pending"
+    if not s.config.partial_aborts and p.acknowledged:
+        return "a task already snapshotted (partial aborts not enabled)"
+    return None
+
+
+def do_abort_checkpoint(s: State, ev: E.AbortCheckpoint) -> State:
+    return replace(s, pending=None)
+
+
+# --------------------------------------------------------------------------- crash-task / coordinator / job
+def may_crash(s: State, ev: E.Event) -> str | None:
+    return None if crash_budget_left(s) else f"crash budget spent (max_crashes={s.config.max_crashes})"
+
+
+def do_crash_task(s: State, ev: E.CrashTask) -> State:
+    return failover.task_failover(replace(s, crashes=s.crashes + 1), ev.task)
+
+
+def do_crash_coordinator(s: State, ev: E.CrashCoordinator) -> State:
+    return failover.global_failover(replace(s, crashes=s.crashes + 1), recreate_coordinator=True)
+
+
+def do_restart_job(s: State, ev: E.RestartJob) -> State:
+    return failover.global_failover(replace(s, crashes=s.crashes + 1), recreate_coordinator=False)
+
+
+# ---------------------------------------------------------------------------------------- the table
+class Action(NamedTuple):
+    guard: Callable[[State, E.Event], str | None]
+    effect: Callable[[State, E.Event], State]
+
+
+#: Every action's guard and effect, by event kind (the table of the module docstring).
+ACTIONS: dict[str, Action] = {
+    "ingest": Action(may_ingest, do_ingest),
+    "request-instant": Action(may_request_instant, do_request_instant),
+    "flush": Action(may_flush, do_flush),
+    "trigger-checkpoint": Action(may_trigger_checkpoint, do_trigger_checkpoint),
+    "snapshot-task": Action(may_snapshot_task, do_snapshot_task),
+    "complete-checkpoint": Action(may_complete_checkpoint, do_complete_checkpoint),
+    "deliver-ack": Action(may_deliver_ack, do_deliver_ack),
+    "lose-ack": Action(may_lose_ack, do_lose_ack),
+    "clean": Action(may_clean, do_clean),
+    "instant-timeout": Action(may_instant_timeout, do_instant_timeout),
+    "stop-faults": Action(may_stop_faults, do_stop_faults),
+    "abort-checkpoint": Action(may_abort_checkpoint, do_abort_checkpoint),
+    "crash-task": Action(may_crash, do_crash_task),
+    "crash-coordinator": Action(may_crash, do_crash_coordinator),
+    "restart-job": Action(may_crash, do_restart_job),
+}
+assert set(ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
+
+
+def guard(s: State, ev: E.Event) -> str | None:
+    """None when ``ev`` is enabled in ``s``, else why not: the task exists, the fault is on (fault events),
+    then the action's own guard."""
+    task = getattr(ev, "task", None)
+    if task is not None and not 0 <= task < s.config.parallelism:
+        return f"task {task} does not exist (parallelism {s.config.parallelism})"
+    if ev.fault is not None and not faults_on(s, ev.fault):
+        return f"fault {ev.fault} is not enabled" + (" (faults stopped)" if s.faults_stopped else "")
+    action = ACTIONS.get(ev.kind)
+    return f"unknown event kind {ev.kind!r}" if action is None else action.guard(s, ev)
+
+
+def effect(s: State, ev: E.Event) -> State:
+    """The effect of an enabled ``ev`` (the caller checked :func:`guard`)."""
+    return ACTIONS[ev.kind].effect(s, ev)

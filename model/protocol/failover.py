@@ -1,0 +1,76 @@
+"""Failover: restore from the last completed checkpoint (``hudi-semantics.md`` 4.4, I12).
+
+Each kind is one atomic step of the spec (restore, bootstrap events and recommits happen before any other
+event, as Flink starts the coordinator and restores every task before records flow again):
+
+* :func:`task_failover` (``crash-task``): the write tasks restart from the last completed checkpoint with
+  attempt + 1 -- buffers lost, splits rewound -- and each sends the empty "cleanup" bootstrap event so the
+  coordinator drops their partial data for keys >= the restored id (``cleanLegacyEvents``). The coordinator
+  keeps its buffers (``subtaskReset``). Hudi's pipeline shuffles records into the write tasks (one failover
+  region): every write task restarts; ``task_failover="single"`` restarts only the failed one.
+* :func:`global_failover` with ``recreate_coordinator`` (``crash-coordinator``): the job is redeployed from the
+  last completed checkpoint -- a new coordinator, ``resetToCheckpoint`` + ``restoreEvents`` recommit the
+  serialized entries, tasks at attempt 0 re-send their pending state events.
+* :func:`global_failover` without (``restart-job``, a blocking-mode instant timeout): the same execution graph
+  restarts -- ``resetToCheckpoint`` (keeping in-memory buffers only with ``reset_keeps_memory``, 1.1.1) +
+  ``restoreEvents``; tasks restart with attempt + 1, send the cleanup event and (#19215 fix) their pending
+  state events.
+
+Every kind aborts the pending checkpoint. Global kinds also drop the acks in flight (the old coordinator
+never sees them) and stop every heartbeat (the writers died); recommits restart the heartbeats they need
+(LAZY). Instants no state covers stay pending without a heartbeat: EAGER rolls them back at the next
+``startCommit``, LAZY at the next clean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import coordinator, table, writer
+from .state import State
+
+
+def _restore_writer(s: State, t: int, attempt: int) -> State:
+    ckp = s.last_completed
+    w = s.writers[t]
+    if ckp is None:
+        w = writer.restore(w, 0, -1, (), attempt)
+    else:
+        snap = ckp.tasks[t]
+        w = writer.restore(w, snap.offset, snap.checkpoint_id, snap.state, attempt)
+    return replace(s, writers=s.writers[:t] + (w,) + s.writers[t + 1:])
+
+
+def _send_bootstrap(s: State, tasks, global_failover: bool) -> State:
+    """Each restarted task, in task order, sends its bootstrap events (``sendBootstrapEvent``); the
+    coordinator handles each before the next task asks what is still pending."""
+    restored = s.last_completed is not None
+    for t in tasks:
+        for ev in writer.bootstrap_events(s.writers[t], s.table, restored, global_failover,
+                                          s.config.resend_on_global_failover):
+            s = coordinator.handle_bootstrap_event(s, ev)
+    return s
+
+
+def task_failover(s: State, failed: int) -> State:
+    """Region (or single-task) failover of the write tasks."""
+    s = replace(s, pending=None)
+    tasks = [failed] if s.config.task_failover == "single" else list(range(s.config.parallelism))
+    for t in tasks:
+        s = _restore_writer(s, t, s.writers[t].attempt + 1)
+    return _send_bootstrap(s, tasks, global_failover=False)
+
+
+def global_failover(s: State, recreate_coordinator: bool) -> State:
+    """Coordinator failover (``recreate_coordinator``: a new coordinator, tasks at attempt 0) or same-graph
+    global failover (the coordinator object survives, tasks at attempt + 1)."""
+    cfg = s.config
+    s = table.stop_all_heartbeats(replace(s, pending=None, acks_in_flight=()))
+    ckp = s.last_completed
+    keep = False if recreate_coordinator else cfg.reset_keeps_memory
+    s = coordinator.reset_to_checkpoint(s, ckp.coordinator_state if ckp is not None else (), keep_memory=keep)
+    s = coordinator.restore_events(s, below=ckp.id if ckp is not None else -(10**9))
+    tasks = list(range(cfg.parallelism))
+    for t in tasks:
+        s = _restore_writer(s, t, 0 if recreate_coordinator else s.writers[t].attempt + 1)
+    return _send_bootstrap(s, tasks, global_failover=not recreate_coordinator)

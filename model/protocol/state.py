@@ -1,0 +1,363 @@
+"""The protocol's state, as immutable values (the VARIABLES of the spec), its initial value and read helpers.
+
+A :class:`State` is the whole system at one moment of a run: the writer tasks, the coordinator, the table,
+the pending and last completed checkpoints, the acks in flight, the crash budget spent and whether faults
+have stopped. Beside it, :class:`History` holds the *auxiliary history variables* (TLA+ style): what
+happened so far -- every instant assigned to a checkpoint key, every ack processed, every commit attempt and
+its outcome, every rollback, the coverage of every completed checkpoint. No rule reads the history; the
+invariants (:mod:`model.invariants.protocol`) are predicates over state and history.
+
+Every value here is frozen; an action builds a new state with :func:`dataclasses.replace`.
+
+Time: the only time source is the logical clock (:func:`model.protocol.values.logical_time`): the table
+keeps two counters, ``created`` (requested times so far) and ``since`` (completions since the last one).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..instant import State as InstantState
+from .config import ProtocolConfig
+from .source import Record, Source
+from .values import BufferEntry, CompletedCheckpoint, TaskSnapshot  # noqa: F401 - part of the state's vocabulary
+
+# ------------------------------------------------------------------------------------------- variables
+
+
+@dataclass(frozen=True)
+class Writer:
+    """One write subtask (``StreamWriteFunction``): its split offset, the buffer ``[flushed, offset)``, its
+    last-known checkpoint id (``checkpointId``, -1 on a fresh start), the instant granted for the next flush
+    (None: none), the instant of the interval's last flush (``currentInstant``), the statuses flushed since
+    the last snapshot, its ``write-metadata-state`` and its attempt number."""
+
+    task: int
+    offset: int = 0
+    flushed: int = 0
+    checkpoint_id: int = -1
+    instant: str | None = None
+    current_instant: str = ""
+    interval: tuple = ()   # tuple[WriteStatus]
+    state: tuple = ()      # tuple[WriteMetadataEvent]
+    attempt: int = 0
+
+    @property
+    def buffered(self) -> int:
+        return self.offset - self.flushed
+
+
+@dataclass(frozen=True)
+class CoordinatorState:
+    """``StreamWriteOperatorCoordinator``: its ``EventBuffers`` (checkpoint-id key -> :class:`BufferEntry`,
+    as ``(key, entry)`` pairs in ascending key order) and the newest instant it started (``this.instant``)."""
+
+    buffers: tuple = ()
+    instant: str = ""
+
+    def entry(self, key: int) -> BufferEntry | None:
+        for k, e in self.buffers:
+            if k == key:
+                return e
+        return None
+
+    def keys(self) -> tuple:
+        return tuple(k for k, _ in self.buffers)
+
+
+@dataclass(frozen=True)
+class TableState:
+    """The data table: its timeline (the visible :class:`~model.instant.Instant` of every instant, ordered by
+    requested time), the commit metadata of completed instants (``(instant, statuses)`` pairs, ascending
+    instant), the instants whose heartbeat is alive, and the logical clock's counters."""
+
+    timeline: tuple = ()
+    metadata: tuple = ()
+    heartbeats: frozenset = frozenset()
+    created: int = 0
+    since: int = 0
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Flink's ``PendingCheckpoint``: checkpoint ``id``, the coordinator's snapshot (None until taken) and
+    per task its :class:`TaskSnapshot` (None until the barrier reached it)."""
+
+    id: int
+    coordinator_state: tuple | None
+    tasks: tuple
+
+    @property
+    def acknowledged(self) -> int:
+        return sum(1 for s in self.tasks if s is not None)
+
+    def all_tasks_done(self) -> bool:
+        return all(s is not None for s in self.tasks)
+
+
+# ------------------------------------------------------------------------------ history variables
+
+
+class Assignment(NamedTuple):
+    """At ``step``, in coordinator ``epoch`` (resets so far), checkpoint ``key`` was given ``instant``
+    (a new instant, a new entry made for an event, or an entry restored from checkpoint state)."""
+
+    step: int
+    epoch: int
+    key: int
+    instant: str
+
+
+class AckProcessed(NamedTuple):
+    """At ``step``, in coordinator ``epoch``, ``notifyCheckpointComplete(checkpoint)`` was processed."""
+
+    step: int
+    epoch: int
+    checkpoint: int
+
+
+class CommitAttempt(NamedTuple):
+    """At ``step``, ``commitInstant`` of ``key`` (``how``: "commit" on an ack, "recommit" on a restore or
+    bootstrap) ended with ``outcome``: "committed", "already-completed" (a second completion),
+    "rolled-back" (the instant was gone), "empty" (nothing to commit) or "skipped" (idempotent recommit)."""
+
+    step: int
+    key: int
+    instant: str
+    how: str
+    outcome: str
+
+
+class CheckpointCoverage(NamedTuple):
+    """Checkpoint ``checkpoint`` completed at ``step``: the keys with flushed, uncommitted data below it
+    (``needed``), the keys of its coordinator state and of its task states, and whether faults had stopped."""
+
+    step: int
+    checkpoint: int
+    needed: frozenset
+    coordinator_keys: frozenset
+    task_keys: frozenset
+    after_stop: bool
+
+
+@dataclass(frozen=True)
+class History:
+    """The auxiliary history variables: read by invariants only, never by a guard or an effect's outcome."""
+
+    steps: int = 0                 # events applied
+    epoch: int = 0                 # coordinator resets (resetToCheckpoint) so far
+    assignments: tuple = ()        # tuple[Assignment]
+    acks: tuple = ()               # tuple[AckProcessed]
+    commits: tuple = ()            # tuple[CommitAttempt]
+    rollbacks: tuple = ()          # instants rolled back, in order
+    checkpoints: tuple = ()        # tuple[CheckpointCoverage]
+
+
+@dataclass(frozen=True)
+class View:
+    """The abstract state: a :class:`State` without its constants (config, seed) and its history. What
+    :func:`model.protocol.spec.view` returns and :func:`engine.refinement.abstract` builds from an engine."""
+
+    writers: tuple
+    coordinator: CoordinatorState
+    table: TableState
+    pending: Pending | None
+    last_completed: CompletedCheckpoint | None
+    next_checkpoint: int
+    acks_in_flight: tuple
+    crashes: int
+    faults_stopped: bool
+
+
+@dataclass(frozen=True)
+class State:
+    """The whole protocol state (see the module docstring)."""
+
+    config: ProtocolConfig
+    seed: int
+    writers: tuple            # tuple[Writer], one per task
+    coordinator: CoordinatorState
+    table: TableState
+    pending: Pending | None
+    last_completed: CompletedCheckpoint | None
+    next_checkpoint: int
+    acks_in_flight: tuple     # checkpoint ids whose notification is in flight, oldest first
+    crashes: int
+    faults_stopped: bool
+    history: History
+
+    def view(self) -> View:
+        return View(self.writers, self.coordinator, self.table, self.pending, self.last_completed,
+                    self.next_checkpoint, self.acks_in_flight, self.crashes, self.faults_stopped)
+
+
+def initial_state(config: ProtocolConfig | None = None, seed: int = 0) -> State:
+    """Init: every task at offset 0 with checkpoint id -1, an empty coordinator, an empty timeline, no
+    checkpoint, next checkpoint id 1, no ack in flight, no crash, faults on."""
+    cfg = config if config is not None else ProtocolConfig()
+    return State(cfg, seed, tuple(Writer(t) for t in range(cfg.parallelism)), CoordinatorState(), TableState(),
+                 None, None, 1, (), 0, False, History())
+
+
+# ------------------------------------------------------------------------------------ read helpers
+
+
+def has_statuses(entry: BufferEntry) -> bool:
+    """Some slot of the entry holds flushed data."""
+    return any(s is not None and s.statuses for s in entry.slots)
+
+
+def entry_statuses(entry: BufferEntry) -> tuple:
+    """Every slot's write statuses, in task order (what a commit of the entry writes)."""
+    return tuple(st for s in entry.slots if s is not None for st in s.statuses)
+
+
+def instant_state(table: TableState, instant: str) -> InstantState | None:
+    """The visible state of a data instant, None when it is not on the timeline (rolled back / never made)."""
+    for i in table.timeline:
+        if i.requested_time == instant:
+            return i.state
+    return None
+
+
+def is_completed(table: TableState, instant: str) -> bool:
+    return instant_state(table, instant) is InstantState.COMPLETED
+
+
+def is_pending(table: TableState, instant: str) -> bool:
+    """``filterPendingExcludingCompaction().containsInstant``."""
+    st = instant_state(table, instant)
+    return st is not None and st is not InstantState.COMPLETED
+
+
+def pending_instants(s: State) -> list[str]:
+    """Pending data instants, ascending."""
+    return sorted(i.requested_time for i in s.table.timeline if i.state is not InstantState.COMPLETED)
+
+
+def failed_writes(s: State) -> list[str]:
+    """Pending data instants whose heartbeat expired (what a LAZY clean rolls back)."""
+    return [t for t in pending_instants(s) if t not in s.table.heartbeats]
+
+
+def barrier_waiting(s: State, t: int) -> bool:
+    """A checkpoint is pending and its barrier has not been processed by task ``t`` yet."""
+    return s.pending is not None and s.pending.tasks[t] is None
+
+
+def buffer_full(s: State, t: int) -> bool:
+    return s.writers[t].buffered >= s.config.buffer_size
+
+
+def needs_instant(s: State, t: int) -> bool:
+    """Task ``t`` holds no grant and must flush: its buffer is full or a barrier is waiting."""
+    return s.writers[t].instant is None and (buffer_full(s, t) or barrier_waiting(s, t))
+
+
+def would_block(s: State, key: int) -> bool:
+    """Blocking mode (``CommitGuard``): a request that needs a new instant waits while any buffer entry holds
+    an event (the previous instant is not committed yet)."""
+    cfg = s.config
+    if not (cfg.blocking and cfg.commit_guard):
+        return False
+    if cfg.share_instant_per_key and s.coordinator.entry(key) is not None:
+        return False
+    return any(any(e.slots) for _, e in s.coordinator.buffers)
+
+
+def writer_status(s: State, t: int) -> str:
+    """``"blocked"`` (must flush, the coordinator refuses a new instant), ``"needs-instant"``, ``"idle"``
+    (split exhausted, nothing buffered) or ``"running"``."""
+    w = s.writers[t]
+    if needs_instant(s, t):
+        return "blocked" if would_block(s, w.checkpoint_id) else "needs-instant"
+    if w.offset >= s.config.records and w.offset == w.flushed and not barrier_waiting(s, t):
+        return "idle"
+    return "running"
+
+
+def is_quiescent(s: State) -> bool:
+    """Nothing in flight: no checkpoint pending, no ack in flight, no buffered or unsnapshotted data in any
+    task, no write statuses waiting in the coordinator."""
+    if s.pending is not None or s.acks_in_flight:
+        return False
+    if any(w.offset != w.flushed or w.interval for w in s.writers):
+        return False
+    return not any(has_statuses(e) for _, e in s.coordinator.buffers)
+
+
+def source(s: State) -> Source:
+    return Source(s.config.parallelism, s.config.records, s.seed)
+
+
+def committed_statuses(s: State) -> list:
+    """Write statuses of completed instants, in completion order (what readers see)."""
+    meta = dict(s.table.metadata)
+    done = sorted((i for i in s.table.timeline if i.state is InstantState.COMPLETED), key=lambda i: i.completion_time)
+    return [st for i in done for st in meta.get(i.requested_time, ())]
+
+
+def committed_offsets(s: State) -> Counter:
+    """Multiset of committed ``(split, offset)`` pairs."""
+    c: Counter = Counter()
+    for st in committed_statuses(s):
+        for o in range(st.start, st.end):
+            c[(st.task, o)] += 1
+    return c
+
+
+def committed_records(s: State) -> Counter:
+    """What a reader sees, as a multiset of :class:`Record` (duplicates count twice)."""
+    src = source(s)
+    return Counter({src.record(t, o): n for (t, o), n in committed_offsets(s).items()})
+
+
+def table_view(s: State) -> dict:
+    """Latest value per record key (upsert view) of the committed records."""
+    return {r.key: r.value for r in committed_records(s)}
+
+
+def duplicated_offsets(s: State) -> tuple:
+    """``(split, offset)`` pairs the commit metadata holds more than once, ascending."""
+    seen, dups = set(), set()
+    for _, statuses in s.table.metadata:
+        for st in statuses:
+            for o in range(st.start, st.end):
+                k = (st.task, o)
+                (dups if k in seen else seen).add(k)
+    return tuple(sorted(dups))
+
+
+def emitted_offsets(s: State, upto: str = "checkpoint") -> set:
+    """``(split, offset)`` read by the tasks: up to the last completed checkpoint, or all read."""
+    if upto == "checkpoint":
+        if s.last_completed is None:
+            return set()
+        return {(t, o) for t, snap in enumerate(s.last_completed.tasks) for o in range(snap.offset)}
+    return {(w.task, o) for w in s.writers for o in range(w.offset)}
+
+
+def emitted_records(s: State, upto: str = "checkpoint") -> list[Record]:
+    src = source(s)
+    return [src.record(t, o) for t, o in sorted(emitted_offsets(s, upto))]
+
+
+def describe(s: State) -> str:
+    """A multi-line, human-readable dump of the state (for counterexamples)."""
+    cfg = s.config
+    lines = [f"State({cfg.mode}, tv{cfg.table_version}, step {s.history.steps}, next ckp {s.next_checkpoint}, "
+             f"pending {s.pending and s.pending.id}, acks {s.acks_in_flight})"]
+    for w in s.writers:
+        lines.append(f"  task {w.task}: offset={w.offset} buffer=[{w.flushed},{w.offset}) ckp={w.checkpoint_id} "
+                     f"grant={w.instant} interval={list(w.interval)} state={[str(e) for e in w.state]} "
+                     f"attempt={w.attempt} status={writer_status(s, w.task)}")
+    for k, e in s.coordinator.buffers:
+        lines.append(f"  buffer key {k}: {e}")
+    lines.append(f"  timeline: {[str(i) for i in s.table.timeline]}")
+    lines.append(f"  heartbeats: {sorted(s.table.heartbeats)}")
+    if s.last_completed:
+        lines.append(f"  last completed checkpoint {s.last_completed.id}: offsets {s.last_completed.offsets()}, "
+                     f"coordinator state keys {[k for k, _ in s.last_completed.coordinator_state]}")
+    return "\n".join(lines)
