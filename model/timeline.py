@@ -243,7 +243,7 @@ class Timeline:
 
     def instants(self) -> list[Instant]:
         """All instants, ordered by (requested time, action)."""
-        return [self._records[k].view() for k in sorted(self._records)]
+        return [self._records[k].view() for k in sorted(self._records, key=lambda k: (k.requested_time, k.action))]
 
     def get(self, requested_time: str, action: Action) -> Instant | None:
         rec = self._records.get(self._key(requested_time, action))

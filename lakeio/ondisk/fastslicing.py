@@ -10,7 +10,8 @@ What is fast here: the two built-in slicing rules are inlined (``slice_key_insta
 ``slice_key_completion_time``, reading :class:`model.slicing.CompletionTimes`' completion map and
 archive cursor directly); each group keeps its sorted slice keys up to date with ``insort``
 instead of re-sorting per log; values are built through generated slot setters
-(:func:`lakeio.ondisk.fastcodec.make_value`); the cyclic GC is paused meanwhile.
+(:func:`lakeio.ondisk.fastcodec.make_value`); the cyclic GC is paused meanwhile. The view's tv8
+reader filters (``filterUncommittedFiles`` / ``filterUncommittedLogs``) are inlined the same way.
 """
 
 from __future__ import annotations
@@ -118,9 +119,33 @@ def _build_file_groups(base_files, log_files, pending_compactions, times, rule) 
 
 
 class FileSystemView(_spec.FileSystemView):
-    """:class:`model.slicing.FileSystemView` with the fast :func:`build_file_groups`."""
+    """:class:`model.slicing.FileSystemView` with the fast :func:`build_file_groups` and the tv8
+    reader filters inlined (an unchanged slice is returned as it is, not rebuilt)."""
 
     build_groups = staticmethod(build_file_groups)
+
+    def _filter_uncommitted(self, s: FileSlice) -> FileSlice:
+        done, cur = self.times._completion, self.times._cursor  # noqa: SLF001 - is_completed inlined
+        bi = s.base_instant
+        base = s.base_file if s.base_file is not None and (bi in done or (cur is not None and bi < cur)) else None
+        logs = self._completed_logs(s.log_files)
+        if base is s.base_file and logs is s.log_files:
+            return s
+        return _make_slice(s.group, bi, base, logs)
+
+    def _completed_logs(self, logs: tuple) -> tuple:
+        done, cur = self.times._completion, self.times._cursor  # noqa: SLF001
+        if cur is None:
+            kept = [lg for lg in logs if lg.instant_time in done]
+        else:
+            kept = [lg for lg in logs if lg.instant_time in done or lg.instant_time < cur]
+        return logs if len(kept) == len(logs) else tuple(kept)
+
+    def _logs_filter(self, s: FileSlice) -> FileSlice:
+        if not self.v8:
+            return s
+        logs = self._completed_logs(s.log_files)
+        return s if logs is s.log_files else _make_slice(s.group, s.base_instant, s.base_file, logs)
 
 
 __all__ = ["build_file_groups", "FileSystemView"]
