@@ -1,0 +1,91 @@
+"""Copy-on-write: every touched file group gets a new base file version named with the instant.
+
+Stands for ``BaseSparkCommitActionExecutor`` on a COPY_ON_WRITE table: ``UpsertPartitioner`` (updates go to their
+file group; inserts fill small file groups first -- ``getSmallFiles``: groups whose latest base file has fewer
+than ``small_file_rows`` rows, up to ``max_file_rows`` -- then new file groups of ``max_file_rows`` rows,
+``HoodieCreateHandle``) and ``HoodieMergeHandle`` (rewrite the latest base file: unchanged rows keep their
+``_hoodie_commit_time`` / ``_hoodie_commit_seqno`` and get the new ``_hoodie_file_name``; an update or a delete
+replaces the stored record only if the merge rule lets it -- event-time ordering: incoming ordering value >=
+stored; a ``delete`` operation always deletes; the old file's row order is kept, replaced rows stay in place,
+inserts are appended). The latest base files come from the writer's file-system view (:mod:`.fsview`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakeio.ondisk import metadata as md
+from model import filenames as fn
+
+from .schema import FILE_NAME, RECORD_KEY
+from .write_handle import WriteContext
+
+
+class CopyOnWriteContext(WriteContext):
+    """The copy-on-write writes of one partition of one instant."""
+
+    def write(self, updates: dict[str, np.ndarray], inserts: np.ndarray,
+              latest: dict[str, fn.BaseFile]) -> list[dict]:
+        w = self.w
+        stats = []
+        # small-file handling: pack inserts into existing small file groups (UpsertPartitioner.getSmallFiles)
+        ins_to: dict[str, np.ndarray] = {}
+        remaining = inserts
+        if w.small_file_rows > 0 and len(remaining):
+            for fid, b in sorted(latest.items(), key=lambda kv: kv[0]):
+                if b is None or not len(remaining):
+                    continue
+                n = len(w._index.keys_of(b))
+                if n < w.small_file_rows:
+                    room = w.max_file_rows - n
+                    if room > 0:
+                        ins_to[fid], remaining = remaining[:room], remaining[room:]
+        empty = np.zeros(0, dtype=np.int64)
+        for fid in sorted(set(updates) | set(ins_to)):
+            stats.append(self._merge(fid, latest[fid], updates.get(fid, empty), ins_to.get(fid, empty)))
+        for start in range(0, len(remaining), w.max_file_rows):
+            stats.append(self._new_group(remaining[start:start + w.max_file_rows]))
+        return stats
+
+    def _merge(self, fid: str, old_base: fn.BaseFile, upd: np.ndarray, ins: np.ndarray) -> dict:
+        """``HoodieMergeHandle``: rewrite the file group's latest base file with updates/deletes/inserts.
+
+        Rows that stay keep their meta columns except ``_hoodie_file_name``; the old file's row order is kept
+        (replaced rows stay in place) and inserts are appended."""
+        w = self.w
+        task = self._next_task()
+        name = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part).name
+        old = pq.read_table(w.base_path / old_base.path).select(list(w._full_schema.names)).cast(w._full_schema)
+        pos = pc.index_in(self.keys.take(pa.array(upd, pa.int64())), value_set=old.column(RECORD_KEY))
+        valid = pos.is_valid().to_numpy(zero_copy_only=False)
+        upd = upd[valid]
+        j = pos.filter(pos.is_valid()).to_numpy().astype(np.int64)
+        if len(upd) and not self.hard_del and w.ordering_field:
+            new_o = self.records.column(w.ordering_field).take(pa.array(upd))
+            old_o = old.column(w.ordering_field).take(pa.array(j))
+            wins = pc.greater_equal(new_o, old_o).to_numpy(zero_copy_only=False)
+            upd, j = upd[wins], j[wins]
+        dels = self.is_del[upd]
+        drop_j, rep_j, rep_i = j[dels], j[~dels], upd[~dels]
+        keep_mask = np.ones(old.num_rows, dtype=bool)
+        keep_mask[drop_j] = False
+        keep_mask[rep_j] = False
+        keep = np.nonzero(keep_mask)[0]
+        kept = old.take(pa.array(keep))
+        kept = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
+                               pa.repeat(pa.scalar(name, pa.string()), kept.num_rows))
+        by_pos = np.argsort(rep_j, kind="stable")
+        rep_j, rep_i = rep_j[by_pos], rep_i[by_pos]
+        merged = pa.concat_tables([kept, self._data_rows(rep_i, name, task)])
+        if len(rep_i) and len(keep):
+            merged = merged.take(pa.array(np.argsort(np.concatenate([keep, rep_j]), kind="stable")))
+        if len(ins):
+            merged = pa.concat_tables([merged, self._data_rows(ins, name, task, start_seq=len(rep_i))])
+        bf, size = self._write_base(fid, merged, task, "MERGE")
+        w._index.wrote_base(bf, merged.column(RECORD_KEY).combine_chunks())
+        return md.make_write_stat(self.part, bf.path, fid, old_base.instant_time, num_writes=merged.num_rows,
+                                  num_inserts=len(ins), num_update_writes=len(rep_i), num_deletes=len(drop_j),
+                                  size=size, prevBaseFile=old_base.name)

@@ -1,0 +1,105 @@
+"""The writer's timeline operations: requested / inflight / completed files and the commit metadata on disk.
+
+Stands for ``HoodieActiveTimeline`` (``createNewInstant``, ``transitionRequestedToInflight``, ``saveAsComplete``)
+driven by ``BaseHoodieWriteClient.startCommit`` and ``commitStats`` (``HoodieCommitMetadata`` built from the
+write stats). Every transition is applied first to the writer's :class:`model.timeline.Timeline` mirror, which
+refuses an illegal one (complete twice, complete a requested instant, ...) before any file is written; the files
+go through :mod:`lakeio.ondisk.metadata` (commit metadata JSON in table version 6, Avro in 8) with names from
+:func:`model.filenames.timeline_file_name`. Table version 6 (timeline layout 1) keeps no completion time in the
+name: the completed file's modification time is set to it, where readers take it from
+(``CompletionTimeQueryViewV1``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lakeio.errors import UserError
+from lakeio.ondisk import metadata as md
+from model import filenames as fn
+from model.instant import Action, State
+
+from .write_helper import operation_type
+
+if TYPE_CHECKING:
+    from .table import HudiTableWriter, WriteResult
+
+
+def time_to_epoch_seconds(t: str) -> float:
+    """A ``yyyyMMddHHmmssSSS`` time (UTC) as epoch seconds (for the modification time of tv6 completed files)."""
+    d = _dt.datetime.strptime(t[:14], "%Y%m%d%H%M%S").replace(tzinfo=_dt.timezone.utc)
+    ms = int(t[14:17] or 0) if len(t) >= 17 else 999
+    return d.timestamp() + ms / 1000.0
+
+
+def timeline_path(w: "HudiTableWriter", requested: str, action: Action, state: State,
+                  completion: str | None = None) -> Path:
+    """The timeline file of an instant state (``InstantFileNameGenerator``) in the table's timeline folder."""
+    return w.timeline_dir / fn.timeline_file_name(requested, action, state, completion, w.layout)
+
+
+def write_completed(w: "HudiTableWriter", path: Path, data: bytes, completion_time: str) -> None:
+    """Write a completed file; in layout 1 stamp its modification time with the completion time."""
+    md.write_timeline_file(path, data)
+    if w.layout == 1:  # tv6 readers take the completion time from the file's modification time
+        ts = time_to_epoch_seconds(completion_time)
+        os.utime(path, (ts, ts))
+
+
+def start(w: "HudiTableWriter", instant_time: str, operation: str = "upsert") -> None:
+    """Create ``<t>.<action>.requested`` and the inflight file with empty commit metadata
+    (``BaseHoodieWriteClient.startCommit``; ``transitionRequestedToInflight``)."""
+    with w._lock:
+        w.timeline.create(instant_time, w.action)
+        w.timeline.transition_to_inflight(instant_time, w.action)
+    md.write_timeline_file(timeline_path(w, instant_time, w.action, State.REQUESTED), b"")
+    inflight = md.make_commit_metadata({}, operation=operation_type(operation))
+    md.write_timeline_file(timeline_path(w, instant_time, w.action, State.INFLIGHT),
+                           md.encode_commit_metadata(inflight, w.table_version))
+
+
+def commit(w: "HudiTableWriter", instant_time: str, completion_time: str, result: "WriteResult | None",
+           extra_metadata: dict[str, str] | None) -> Path:
+    """``commitStats`` + ``saveAsComplete``: the completed file with the commit metadata of ``result`` (default:
+    what the writer's ``write_batch`` returned for the instant; none: an empty commit); then the instant's
+    markers are deleted (``WriteMarkers.quietDeleteMarkerDir``). A re-commit of another process's write (a
+    persisted result) makes its files visible: they are on disk and the instant is now completed."""
+    with w._lock:
+        if result is None:
+            result = w._written.get(instant_time)
+        inst = w.timeline.get(instant_time, w.action)
+        if inst is None:
+            raise UserError(f"commit {instant_time}: no such {w.action.value} on the timeline")
+        probe = w.timeline.copy()
+        probe.complete(instant_time, w.action, completion_time)  # refuses illegal completion first
+        schema_json = result.schema if result is not None else (w._schema_json_nometa
+                                                                if w._data_schema is not None else None)
+        stats = result.partition_to_write_stats if result is not None else {}
+        operation = result.operation if result is not None else "UPSERT"
+        meta = md.make_commit_metadata(stats, operation=operation, schema_json=schema_json,
+                                       extra_metadata=extra_metadata)
+        data = md.encode_commit_metadata(meta, w.table_version)
+        path = timeline_path(w, instant_time, w.action, State.COMPLETED, completion_time)
+        write_completed(w, path, data, completion_time)
+        w.timeline.complete(instant_time, w.action, completion_time)
+        if instant_time not in w._written and result is not None:
+            w._index.clear()  # another process's files join the view: drop the cached key index
+        w._written.pop(instant_time, None)
+    shutil.rmtree(w.hoodie_dir / ".temp" / instant_time, ignore_errors=True)
+    return path
+
+
+def completed_instants(w: "HudiTableWriter") -> list[tuple[str, str, str | None]]:
+    """(requested time, action, completion time) of completed instants, in requested-time order."""
+    with w._lock:
+        return [(i.requested_time, i.shown_action.value, i.completion_time) for i in w.timeline.completed()]
+
+
+def pending_instants(w: "HudiTableWriter") -> list[tuple[str, str, str]]:
+    """(requested time, action, state label) of pending instants (failed writes after a crash, or own)."""
+    with w._lock:
+        return [(i.requested_time, i.action.value, i.state.label) for i in w.timeline.pending()]
