@@ -1,10 +1,10 @@
 """Replay a protocol trace through the model and report the first invariant violated.
 
-``replay(trace)`` drives a fresh
-:class:`model.protocol.System` with the trace's config and seed, checks
-:func:`model.invariants.protocol.check_step` after every event and, when the trace drained
-(contains ``stop-faults``), :func:`~model.invariants.protocol.check_drained` at the end;
-``format_result`` renders the outcome. ``write_trace(path, ...)`` is the one writer drivers use.
+``replay(trace)`` runs the trace through the engine (:meth:`model.trace.Trace.replay` with
+:data:`engine.machine.ENGINE`: a fresh :class:`engine.System` with the trace's config and seed), checks
+:func:`engine.invariants.check_step` after every event and, when the trace drained (contains
+``stop-faults``), :func:`~engine.invariants.check_drained` at the end; ``format_result`` renders the
+outcome; ``shrink_events`` shrinks a counterexample (every candidate run is a ``Trace.replay`` too).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from engine import System
 from engine.invariants import EXPLANATIONS, check_drained, check_step
-from model.errors import RuleViolation
+from engine.machine import ENGINE
 from model.invariants import Verdict
 from model.protocol import Event, ProtocolConfig
 from model.trace import Trace, TraceError
@@ -42,25 +42,25 @@ class ReplayResult:
 def replay(trace: Trace) -> ReplayResult:
     """Apply every event; stop at the first violated invariant. An event the model refuses raises
     :class:`model.trace.TraceError` naming its line."""
-    system = System(trace.config, seed=trace.seed or 0)
+    system = ENGINE.init(trace.config, seed=trace.seed or 0)
     result = ReplayResult(trace, 0, system=system)
     verdicts = check_step(system)  # a configuration can break an invariant before any event (step 0)
     bad = [v for v in verdicts if not v.holds]
     if bad:
         result.violation, result.step, result.event, result.verdicts = bad[0], 0, "the initial state", verdicts
         return result
-    for i, ev in enumerate(trace.events):
-        step = i + 1
-        try:
-            system.apply(ev)
-        except RuleViolation as exc:
-            raise TraceError(trace.lines[i], f"step {step}: the model refuses {ev}: {exc.detail}") from None
+
+    def check(step: int, ev: Event, state: System) -> bool:
         result.steps = step
-        verdicts = check_step(system)
+        verdicts = check_step(state)
         bad = [v for v in verdicts if not v.holds]
         if bad:
             result.violation, result.step, result.event, result.verdicts = bad[0], step, ev, verdicts
-            return result
+        return bool(bad)
+
+    system = result.system = trace.replay(ENGINE, on_step=check)
+    if result.violation is not None:
+        return result
     if trace.drained:
         verdicts = check_drained(system)
         bad = [v for v in verdicts if not v.holds]
@@ -98,16 +98,25 @@ def format_result(result: ReplayResult, show_state: bool = False) -> str:
 def _violating_run(config: ProtocolConfig, events, invariant: str, seed: int, drain: bool):
     """Apply ``events`` (refusing any that is not enabled); return the events of the run up to
     the first violation of ``invariant`` -- after draining when ``drain`` -- or None."""
-    system = System(config, seed=seed)
-    out = []
-    for ev in events:
-        if ev.kind == "stop-faults" or system.is_enabled(ev) is not None:
-            return None
-        system.apply(ev)
+    events = list(events)
+    kinds = [e.kind for e in events]
+    stop = kinds.index("stop-faults") if "stop-faults" in kinds else None  # a candidate run never drains itself
+    out: list = []
+    found: list = []
+
+    def violated(step: int, ev: Event, state: System) -> bool:
         out.append(ev)
-        if any(not v.holds and v.invariant == invariant for v in check_step(system)):
-            return out
-    if not drain:
+        if any(not v.holds and v.invariant == invariant for v in check_step(state)):
+            found.append(step)
+        return bool(found)
+
+    try:
+        system = Trace(config, seed, "manual", {}, events[:stop]).replay(ENGINE, on_step=violated)
+    except TraceError:  # an event that is not enabled
+        return None
+    if found:
+        return out
+    if stop is not None or not drain:
         return None
     out.extend(system.drain())
     if any(not v.holds and v.invariant == invariant for v in check_step(system) + check_drained(system)):

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
+from .errors import RuleViolation
 from .protocol.config import ProtocolConfig
 from .protocol.events import EVENT_TYPES, Event, event_from_dict
 
@@ -66,6 +67,30 @@ class Trace:
     def drained(self) -> bool:
         """True when the trace contains a ``stop-faults`` event (drain-based checks apply)."""
         return any(e.kind == "stop-faults" for e in self.events)
+
+    def replay(self, machine=None, *, time_source: Any = None,
+               on_step: Callable[[int, Event, Any], bool | None] | None = None) -> Any:
+        """The state after the trace's events: ``machine.init(config, seed=seed or 0, time_source=...)``
+        then ``machine.step`` for every event, in order. ``machine`` is a
+        :class:`model.protocol.machine.Machine`; None means the spec (:data:`model.protocol.spec.SPEC`).
+
+        ``on_step(step, event, state)`` is called after each event (``step`` 1-based); when it returns
+        True the replay stops there and returns that state. An event the machine refuses raises
+        :class:`TraceError` naming the event's line: ``step N: the model refuses EV: why``."""
+        if machine is None:
+            from .protocol.spec import SPEC
+            machine = SPEC
+        state = machine.init(self.config, seed=self.seed or 0, time_source=time_source)
+        for i, ev in enumerate(self.events):
+            step = i + 1
+            try:
+                state = machine.step(state, ev)
+            except RuleViolation as exc:
+                line = self.lines[i] if i < len(self.lines) else 0
+                raise TraceError(line, f"step {step}: the model refuses {ev}: {exc.detail}") from None
+            if on_step is not None and on_step(step, ev, state):
+                break
+        return state
 
 
 # ------------------------------------------------------------------ writing

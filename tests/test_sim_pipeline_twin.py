@@ -72,3 +72,58 @@ def test_compare_with_the_measured_pipeline():
 def test_compare_needs_the_zero_latency_rows():
     with pytest.raises(ValueError, match="latency_ms 0"):
         twin.compare([r for r in ROWS if r["latency_ms"] != 0], 50_000, 10, out=lambda s: None)
+
+
+# ---------------------------------------------------------------------- one pipeline script
+@pytest.mark.parametrize("mode", twin.MODES)
+@pytest.mark.parametrize("batches", [1, 4, 9])
+def test_twin_runs_the_shared_pipeline_script(mode, batches):
+    """The twin's configuration and events are the pipeline script's (engine/pipeline_script.py): a run of N
+    one-record batches is the script's run, then the drain."""
+    from engine import System
+    from engine import pipeline_script as script
+
+    cfg = twin._protocol_config(mode, batches)
+    assert cfg == script.protocol_config(mode, batches, crashes=False, max_checkpoints=batches + 16)
+    system = System(cfg)
+    expected = script.run_batches(system, system.apply, mode, [1] * batches)
+    r = twin.simulate(mode, batches, 0.3, 0.25)
+    assert r.events[:len(expected)] == expected
+    assert r.events[len(expected):] == system.drain()
+
+
+@pytest.mark.parametrize("mode,table_version,table_type", [("blocking", 8, "mor"), ("async", 6, "cow"),
+                                                           ("spark-sink", 8, "cow")])
+def test_pipeline_takes_its_config_from_the_shared_script(mode, table_version, table_type):
+    pytest.importorskip("pyarrow")
+    from engine import pipeline_script as script
+    from pipeline import coordinator
+
+    cfg = {"mode": mode, "table_version": table_version, "table_type": table_type}
+    got = coordinator.protocol_config(cfg, 120)
+    assert got == script.protocol_config(mode, 120, table_version=table_version, table_type=table_type)
+    assert got.faults == frozenset({"coordinator-crash"}) and got.parallelism == 1
+    assert got.failed_writes == ("lazy" if mode == "async" else "eager")
+    assert coordinator.TASK == script.TASK
+
+
+def test_pipeline_script_spark_sink_commits_inside_the_batch():
+    """spark-sink: the batch's instant is committed when the batch returns; the other modes commit it at the
+    next batch start (the deliver-ack of batch_start)."""
+    from engine import System
+    from engine import pipeline_script as script
+
+    for mode in script.MODES:
+        s = System(script.protocol_config(mode, 4, crashes=False))
+        evs = script.batch_start(s, s.apply) + script.batch_records(s, s.apply, 4)
+        assert [e.kind for e in evs] == ["ingest"] * 4 + ["trigger-checkpoint", "request-instant"]
+        after = script.after_write(s, s.apply, mode)
+        committed = len(s.table.commit_log)
+        if mode == "spark-sink":
+            assert [e.kind for e in after] == ["snapshot-task", "complete-checkpoint", "deliver-ack"]
+            assert committed == 1
+        else:
+            assert [e.kind for e in after] == ["snapshot-task"] and committed == 0
+            settled = []
+            nxt = script.batch_start(s, s.apply, settle=lambda: settled.append(len(s.table.commit_log)))
+            assert [e.kind for e in nxt] == ["complete-checkpoint", "deliver-ack"] and settled == [1]
