@@ -19,6 +19,7 @@ sentence naming what differed, followed by the event path (replay it with :func:
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Callable
 
 from engine import System
@@ -205,3 +206,57 @@ def check_refines(cfg: ProtocolConfig, events, seed: int = 0,
     run = Lockstep(cfg, seed, make_system)
     why = run.compare()
     return why if why is not None else run.run(events)
+
+
+# --------------------------------------------------------------------------------- exhaustive search
+
+def fingerprint_core(system: System) -> tuple:
+    """The engine's fingerprint without its monitors (the table's last committed key, the coordinator's
+    max_acked / assigned, the highest ack, the rules observed): a function of the abstract state."""
+    fp = system.fingerprint()
+    return (fp[0], fp[1], fp[3][:2], fp[4], fp[5], fp[6], fp[7], fp[9], fp[10])
+
+
+def fork(run: Lockstep) -> Lockstep:
+    """A copy of a lockstep run: the spec state is a value (shared), the engine System is cloned."""
+    other = Lockstep.__new__(Lockstep)
+    other.cfg, other.seed, other.spec = run.cfg, run.seed, run.spec
+    other.system = run.system.clone()
+    other.path = list(run.path)
+    return other
+
+
+def explore_refinement(cfg: ProtocolConfig, max_states: int, *, drain_every: bool = True, seed: int = 0,
+                       make_system: Callable[..., System] = System) -> tuple[int, str | None]:
+    """Breadth-first over the spec's reachable states (deduplicated by spec view + engine fingerprint), each
+    compared with the engine reached along the same path (:meth:`Lockstep.compare`) and, with
+    ``drain_every``, drained (both drains compared). Equal abstract states must give equal
+    :func:`fingerprint_core`. Returns the number of states compared and the first difference (None: none)."""
+    start = Lockstep(cfg, seed, make_system)
+    why = start.compare()
+    if why is not None:
+        return 0, why
+    seen = {(spec.view(start.spec), start.system.fingerprint())}
+    core_of_view: dict = {}
+    queue = deque([start])
+    compared = 0
+    while queue and compared < max_states:
+        run = queue.popleft()
+        compared += 1
+        core = fingerprint_core(run.system)
+        if core_of_view.setdefault(spec.view(run.spec), core) != core:
+            return compared, run._differs("equal abstract states, different engine fingerprints")
+        if drain_every:
+            why = fork(run).drain()
+            if why is not None:
+                return compared, why
+        for ev in spec.enabled(run.spec):
+            nxt = fork(run)
+            why = nxt.apply(ev)
+            if why is not None:
+                return compared, why
+            key = (spec.view(nxt.spec), nxt.system.fingerprint())
+            if key not in seen:
+                seen.add(key)
+                queue.append(nxt)
+    return compared, None

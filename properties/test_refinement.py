@@ -21,8 +21,6 @@ run the profile's examples and the explorations take bigger bounds.
 from __future__ import annotations
 
 import os
-from collections import deque
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,7 +28,7 @@ from hypothesis import strategies as st
 from model.protocol import FAULTS, VARIANTS, spec, variant
 from model.protocol import events as E
 
-from .refinement import DRAIN, Lockstep, all_candidates, check_refines
+from .refinement import DRAIN, Lockstep, all_candidates, check_refines, explore_refinement
 
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 
@@ -76,54 +74,13 @@ def test_random_walk_refines(name, data):
 
 # ------------------------------------------------------------------------------------- exhaustive
 
-def fingerprint_core(system) -> tuple:
-    """The engine's fingerprint without its monitors (the table's last committed key, the coordinator's
-    max_acked / assigned, the highest ack, the rules observed): a function of the abstract state."""
-    fp = system.fingerprint()
-    return (fp[0], fp[1], fp[3][:2], fp[4], fp[5], fp[6], fp[7], fp[9], fp[10])
-
-
-def explore_and_compare(cfg, max_states: int, drain_every: bool = True) -> int:
-    """Breadth-first over the spec's reachable states (deduplicated by spec view + engine fingerprint), each
-    compared with the engine reached along the same path (and drained). Returns the states compared."""
-    start = Lockstep(cfg)
-    why = start.compare()
+def explore_and_compare(cfg, max_states: int) -> int:
+    """:func:`properties.refinement.explore_refinement` (every state drained), asserting no difference."""
+    n, why = explore_refinement(cfg, max_states)
     assert why is None, why
-    seen = {(spec.view(start.spec), start.system.fingerprint())}
-    core_of_view: dict = {}
-    queue = deque([start])
-    compared = 0
-    while queue and compared < max_states:
-        run = queue.popleft()
-        compared += 1
-        v = spec.view(run.spec)
-        core = fingerprint_core(run.system)
-        if core_of_view.setdefault(v, core) != core:
-            pytest.fail(f"equal abstract states, different engine fingerprints at {run.where()}")
-        if drain_every:
-            d = _fork(run)
-            why = d.drain()
-            assert why is None, why
-            COMPARED["drains"] += 1
-        for ev in spec.enabled(run.spec):
-            nxt = _fork(run)
-            why = nxt.apply(ev)
-            assert why is None, why
-            key = (spec.view(nxt.spec), nxt.system.fingerprint())
-            if key not in seen:
-                seen.add(key)
-                queue.append(nxt)
-    COMPARED["states"] += compared
-    return compared
-
-
-def _fork(run: Lockstep) -> Lockstep:
-    """A copy of a lockstep run: the spec state is a value (shared), the engine System is cloned."""
-    other = Lockstep.__new__(Lockstep)
-    other.cfg, other.seed, other.spec = run.cfg, run.seed, run.spec
-    other.system = run.system.clone()
-    other.path = list(run.path)
-    return other
+    COMPARED["states"] += n
+    COMPARED["drains"] += n
+    return n
 
 
 _SMALL = dict(parallelism=1, max_checkpoints=2, records=2, buffer_size=1, max_crashes=1)
