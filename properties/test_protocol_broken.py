@@ -5,7 +5,8 @@ For each (invariant, variant) case the state machine of :mod:`test_protocol_mach
 variant (checking only that invariant, so the counterexample is about it), the failing run is
 shrunk at the trace level and written as a trace file, and the test asserts that
 ``hoodie-lab replay <file>`` (run in-process through the CLI entry point) exits 1 and that the
-invariant is violated when the trace is replayed through the model. The shrunk counterexample
+invariant is violated when the trace is replayed through the spec (:mod:`model.protocol.spec`; the
+suite itself runs the spec, the trace shrinker and ``hoodie-lab replay`` the engine). The shrunk counterexample
 and the replay command are printed (``pytest -s`` shows them).
 """
 
@@ -15,9 +16,8 @@ import pytest
 
 from hoodie_lab.cli import main as cli_main
 from lakeio.traces import load_trace
-from engine.invariants import ALL_INVARIANTS, check_drained, check_step
-from model.protocol import VARIANTS, variant
-from engine import System
+from model.invariants.protocol import ALL_INVARIANTS, check_drained, check_step
+from model.protocol import VARIANTS, spec, variant
 
 from .test_protocol_machine import counterexample_dir, find_counterexample
 
@@ -51,10 +51,10 @@ def _config(name: str):
 
 
 def _violated(trace, invariant: str) -> bool:
-    """Replay the trace through the model; True when ``invariant`` fails at some step or at the end."""
-    s = System(trace.config, seed=trace.seed or 0)
+    """Replay the trace through the spec; True when ``invariant`` fails at some step or at the end."""
+    s = spec.init(trace.config, seed=trace.seed or 0)
     for ev in trace.events:
-        s.apply(ev)
+        s = spec.step(s, ev)
         if any(v.invariant == invariant and not v.holds for v in check_step(s)):
             return True
     return trace.drained and any(v.invariant == invariant and not v.holds for v in check_drained(s))

@@ -1,7 +1,7 @@
 """The protocol state machine for Hypothesis, shared by the protocol property suites.
 
-:func:`machine_for` builds a ``RuleBasedStateMachine`` over a :class:`model.protocol.System`
-with one rule per action kind (faults included, so every fault interleaves with normal steps;
+:func:`machine_for` builds a ``RuleBasedStateMachine`` over the protocol spec (:data:`model.protocol.SPEC`:
+immutable states, :func:`model.protocol.spec.step`) with one rule per action kind (faults included, so every fault interleaves with normal steps;
 Hypothesis picks a rule among those whose precondition holds, then an enabled event of that
 kind). After every step it checks :func:`model.invariants.protocol.check_step`; at teardown it
 drains the run (faults stop, checkpoints run with delivered acks until quiescent) and checks
@@ -24,9 +24,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from checker.replay import replay, shrink_events
 from lakeio.traces import load_trace, write_trace
-from engine.invariants import check_drained, check_step
-from model.protocol import ProtocolConfig
-from engine import System
+from model.invariants.protocol import check_drained, check_step
+from model.protocol import ProtocolConfig, spec
+from model.protocol.state import committed_offsets
 
 #: Steps executed by every machine in this process (all suites).
 STEPS = {"count": 0}
@@ -65,18 +65,18 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.system = System(self.CONFIG)
+        self.state = spec.init(self.CONFIG)
         self.events: list = []
         self._cache_step = -1
         self._cache: dict = {}
 
     # -------------------------------------------------------------- helpers
     def _enabled(self) -> dict:
-        if self._cache_step != self.system.step_count:
+        if self._cache_step != self.state.history.steps:
             by: dict = {}
-            for ev in self.system.enabled_events():
+            for ev in spec.enabled(self.state):
                 by.setdefault(ev.kind, []).append(ev)
-            self._cache, self._cache_step = by, self.system.step_count
+            self._cache, self._cache_step = by, self.state.history.steps
         return self._cache
 
     def _step(self, data, kind: str) -> None:
@@ -85,7 +85,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         self._apply(ev)
 
     def _apply(self, ev) -> None:
-        self.system.apply(ev)
+        self.state = spec.step(self.state, ev)
         self.events.append(ev)
         STEPS["count"] += 1
 
@@ -178,27 +178,26 @@ class ProtocolMachine(RuleBasedStateMachine):
         self._step(data, "restart-job")
 
     @precondition(lambda self: "trigger-checkpoint" in self._enabled()
-                  or self.system.pending_checkpoint is not None)
+                  or self.state.pending is not None)
     @rule(partial=st.integers(0, 3))
     def run_checkpoint(self, partial):
         """Macro step (plain events, so traces stay fine-grained): complete the pending checkpoint
         or trigger one, each task getting an instant and snapshotting, when nothing blocks.
         It makes multi-checkpoint histories likely, where the interesting faults live.
         ``partial`` = 1 stops after the first task's snapshot (a checkpoint in progress)."""
-        s = self.system
-        if s.pending_checkpoint is None:
-            self._apply(next(e for e in s.enabled_events() if e.kind == "trigger-checkpoint"))
-        for t in range(s.config.parallelism):
+        if self.state.pending is None:
+            self._apply(next(e for e in spec.enabled(self.state) if e.kind == "trigger-checkpoint"))
+        for t in range(self.CONFIG.parallelism):
             if partial == 1 and t == 1:
                 return
-            p = s.pending_checkpoint
+            p = self.state.pending
             if p is None or p.tasks[t] is not None:
                 continue
             for kind in ("request-instant", "snapshot-task"):
-                ev = next((e for e in s.enabled_events() if e.kind == kind and e.task == t), None)
+                ev = next((e for e in spec.enabled(self.state) if e.kind == kind and e.task == t), None)
                 if ev is not None:
                     self._apply(ev)
-        ev = next((e for e in s.enabled_events() if e.kind == "complete-checkpoint"), None)
+        ev = next((e for e in spec.enabled(self.state) if e.kind == "complete-checkpoint"), None)
         if ev is not None:
             self._apply(ev)
 
@@ -210,13 +209,14 @@ class ProtocolMachine(RuleBasedStateMachine):
     # ----------------------------------------------------------- invariants
     @invariant()
     def step_invariants(self):
-        self._fail_if(check_step(self.system), f"at step {len(self.events)}")
+        self._fail_if(check_step(self.state), f"at step {len(self.events)}")
 
     def teardown(self):
-        if getattr(self, "system", None) is None:
+        if getattr(self, "state", None) is None:
             return
-        self.events.extend(self.system.drain())
-        self._fail_if(check_step(self.system) + check_drained(self.system), "after draining")
+        self.state, drained = spec.drain(self.state)
+        self.events.extend(drained)
+        self._fail_if(check_step(self.state) + check_drained(self.state), "after draining")
 
 
 assert all(k.replace("-", "_") in ProtocolMachine.__dict__ for k in _KINDS), "a rule per action kind"
@@ -269,17 +269,19 @@ def find_counterexample(config: ProtocolConfig, name: str, only: tuple, trace_di
 
 # ------------------------------------------------------------- own tests
 def test_machine_replays_its_own_trace(tmp_path):
-    """A trace the machine writes replays to the same verdict through checker.replay."""
-    sysm = System(ProtocolConfig(parallelism=1, records=2, buffer_size=1, max_checkpoints=2))
+    """A trace the machine writes replays to the same verdict through checker.replay (the engine: the
+    committed records the spec run shows are the ones the replay commits)."""
+    s = spec.init(ProtocolConfig(parallelism=1, records=2, buffer_size=1, max_checkpoints=2))
     events = []
     for _ in range(30):
-        evs = [e for e in sysm.enabled_events() if e.fault is None]
+        evs = [e for e in spec.enabled(s) if e.fault is None]
         if not evs:
             break
-        sysm.apply(evs[-1])
+        s = spec.step(s, evs[-1])
         events.append(evs[-1])
-    events += sysm.drain()
-    path = write_trace(tmp_path / "t.jsonl", sysm.config, events, seed=0, driver="hypothesis")
+    s, drained = spec.drain(s)
+    events += drained
+    path = write_trace(tmp_path / "t.jsonl", s.config, events, seed=0, driver="hypothesis")
     result = replay(load_trace(path))
     assert result.ok and result.steps == len(events)
-    assert sysm.committed_offsets() == result.system.committed_offsets()
+    assert committed_offsets(s) == result.system.committed_offsets()

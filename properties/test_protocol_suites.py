@@ -1,6 +1,7 @@
 """Stateful property suites: the correct protocol designs hold every invariant under every fault.
 
-One ``RuleBasedStateMachine`` per (mode, table version): async (Hudi 1.1) and blocking (Hudi 1.1
+One ``RuleBasedStateMachine`` over the spec (:mod:`model.protocol.spec`, see :mod:`.test_protocol_machine`) per
+(mode, table version): async (Hudi 1.1) and blocking (Hudi 1.1
 COW upsert / 0.x) on table versions 6 and 8, with every fault of the design enabled and
 interleaved with normal steps (lost, late and reordered acks, aborted checkpoints, task,
 coordinator and full restarts). Invariants are checked after every step; exactly-once and
@@ -41,7 +42,7 @@ AsyncTv6 = machine_for(SUITES["async-tv6"], "suite-async-tv6")
 BlockingTv8 = machine_for(SUITES["blocking-tv8"], "suite-blocking-tv8")
 BlockingTv6 = machine_for(SUITES["blocking-tv6"], "suite-blocking-tv6")
 
-#: The ci profile's 60 examples are cheap here (the model costs ~50 us a step); run more.
+#: The ci profile's 60 examples are cheap here (the spec costs ~60 us a step, enabled events included); run more.
 _SUITE_SETTINGS = settings(max_examples=200) if not DEEP else settings.default
 
 TestAsyncTv8 = AsyncTv8.TestCase
