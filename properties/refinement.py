@@ -3,7 +3,7 @@
 :class:`Lockstep` runs one spec state and one engine System side by side on the same events and compares
 them after every event (:meth:`Lockstep.compare`):
 
-* the enabled events: ``set(spec.enabled(s)) == set(system.enabled_events())``;
+* the enabled events: ``set(spec.enabled(s)) == set(system.enabled_events())``, and listed in the same order;
 * every guard: for every candidate event -- every kind x every task (one out of range each side) x every
   checkpoint id up to the next one, ``stop-faults`` included -- ``system.is_enabled(ev) is None`` iff the
   spec's ``guard(s, ev) is None``;
@@ -138,6 +138,9 @@ class Lockstep:
             only_engine = [str(e) for e in engine_enabled if e not in set(spec_enabled)]
             return self._differs(f"enabled events differ: only the spec enables {only_spec}, only the engine "
                                  f"enables {only_engine}")
+        if spec_enabled != engine_enabled:
+            return self._differs(f"enabled events listed in another order: spec {_fmt(spec_enabled)}, engine "
+                                 f"{_fmt(engine_enabled)}")
         if len(engine_enabled) != len(set(engine_enabled)):
             return self._differs(f"the engine lists an event twice: {_fmt(engine_enabled)}")
         for ev in all_candidates(self.cfg, max(s.next_checkpoint, system.next_checkpoint)):

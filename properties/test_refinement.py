@@ -5,7 +5,8 @@ compared after every one: enabled sets, every guard including out-of-range tasks
 ``task_step``/``writer_status``, ``abstract(engine) == view(spec)``, every invariant verdict, the engine's
 cached fingerprint hash):
 
-* Hypothesis random walks over every variant of ``model.protocol.VARIANTS`` and random fault sets and
+* Hypothesis random walks over every variant of ``model.protocol.VARIANTS`` (and over designs drawing every
+  ``ProtocolConfig`` design field at random) and random fault sets and
   small bounds (parallelism 1-3, checkpoints 1-3, a few records, crashes 0-2): at each step an enabled event,
   sometimes an event that is not enabled (both must refuse it), ``stop-faults``, or a drain (both drain the
   same way; the drained verdicts are compared too);
@@ -25,7 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from model.protocol import FAULTS, VARIANTS, spec, variant
+from model.protocol import FAULTS, VARIANTS, ProtocolConfig, spec, variant
+from model.protocol.config import _CHOICES
 from model.protocol import events as E
 
 from .refinement import DRAIN, Lockstep, all_candidates, check_refines, explore_refinement
@@ -47,11 +49,21 @@ def small_configs(draw, name: str):
                    max_crashes=draw(st.integers(0, 2)))
 
 
-@pytest.mark.parametrize("name", sorted(VARIANTS))
-@_WALK
-@given(data=st.data())
-def test_random_walk_refines(name, data):
-    cfg = data.draw(small_configs(name), label="config")
+@st.composite
+def any_design(draw):
+    """Every design field of ProtocolConfig drawn at random (combinations no named variant has)."""
+    choice = {name: draw(st.sampled_from(values), label=name) for name, values in _CHOICES.items()}
+    flags = {name: draw(st.booleans(), label=name) for name in (
+        "coordinator_snapshot", "snapshot_all_null_entries", "reset_keeps_memory", "resend_on_global_failover",
+        "idempotent_recommit", "share_instant_per_key", "commit_guard", "partial_aborts",
+        "allow_commit_on_empty_batch")}
+    return ProtocolConfig(**choice, **flags, parallelism=draw(st.integers(1, 3)),
+                          max_checkpoints=draw(st.integers(1, 3)), records=draw(st.integers(0, 3)),
+                          buffer_size=draw(st.integers(1, 2)), faults=draw(st.frozensets(st.sampled_from(FAULTS))),
+                          max_crashes=draw(st.integers(0, 2)))
+
+
+def _walk(cfg, data):
     seed = data.draw(st.integers(0, 3), label="seed")
     run = Lockstep(cfg, seed)
     why = run.compare()
@@ -70,6 +82,19 @@ def test_random_walk_refines(name, data):
         assert why is None, why
     why = run.drain()
     assert why is None, why
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+@_WALK
+@given(data=st.data())
+def test_random_walk_refines(name, data):
+    _walk(data.draw(small_configs(name), label="config"), data)
+
+
+@settings(_WALK, max_examples=settings.default.max_examples if DEEP else 150)
+@given(data=st.data())
+def test_random_walk_refines_any_design(data):
+    _walk(data.draw(any_design(), label="config"), data)
 
 
 # ------------------------------------------------------------------------------------- exhaustive
