@@ -1,8 +1,10 @@
 """Driver-side coordinators: the writer-coordinator protocol of :mod:`model.protocol` mapped onto Spark.
 
-The pipeline does not restate the protocol's rules: it drives one :class:`model.protocol.System` (one writer
+The pipeline does not restate the protocol's rules: it drives one :class:`engine.System` (one writer
 task, ``parallelism=1``: the driver writes each micro-batch) with the events that happen in the Spark job, and
-makes the real table follow the model's decisions. Mapping (Spark batch n, model checkpoint c)::
+makes the real table follow the model's decisions. The configuration and the mapping Spark step -> model events
+are :mod:`engine.pipeline_script`'s (shared with the SimPy twin, :mod:`sim.pipeline_twin`); the coordinator applies
+each event it hands back, logging it first. Mapping (Spark batch n, model checkpoint c)::
 
     foreachBatch(n) starts       complete-checkpoint (if Spark wrote commits/n-1 since) + deliver-ack(c-1)
                                  -> the model commits every key < c-1; the disk commit follows
@@ -34,7 +36,8 @@ skipped -- ``canSkipBatch``).
 Write-ahead rule: a model event is appended to ``trace.jsonl`` and fsynced *before* its effect on disk; the
 data write and the write-metadata file come *before* the snapshot event. :meth:`PipelineCoordinator.sync`
 brings the disk timeline to the model's (start, commit, roll back) and is idempotent, so after a SIGKILL
-anywhere the restarted driver replays the trace into a fresh System (with the recorded times) and re-runs
+anywhere the restarted driver replays the trace into a fresh System (:meth:`model.trace.Trace.replay` with
+:data:`engine.machine.ENGINE`, with the recorded times) and re-runs
 ``sync`` before it applies the crash. Times: requested and completion times come from
 :class:`WallTrueTime` -- the model's TrueTime generator over the wall clock (in-process lock, 1 ms skew
 wait) -- recorded in ``times.jsonl`` so a replay reproduces them exactly.
@@ -52,9 +55,10 @@ import pyarrow as pa
 
 from lakeio.errors import UserError
 from model.instant import State, to_millis
-from model.protocol import (CompleteCheckpoint, CrashCoordinator, DeliverAck, Ingest, ProtocolConfig, RequestInstant, SnapshotTask, TriggerCheckpoint, event_from_dict)
+from model.protocol import CrashCoordinator, ProtocolConfig
 from engine import System
-from model.protocol import Clean as CleanEvent
+from engine import pipeline_script as script
+from engine.machine import ENGINE
 from model import trace as mtrace
 from model.truetime import SkewAdjustingTimeGenerator, TimeGeneratorConfig
 from pipeline import source as src
@@ -64,7 +68,7 @@ from pipeline.run_dir import RunDir, TableLock, append_line, atomic_write_json, 
 CHECKPOINT_KEY = "flink_checkpoint_id"           # StreamerUtil.FLINK_CHECKPOINT_ID
 SINK_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"  # HoodieStreamingSink.SINK_CHECKPOINT_KEY
 TABLE_NAME = "hoodie_lab_pipeline"
-TASK = 0
+TASK = script.TASK
 MAX_RECORDS = 1_000_000  # the model's bound on records per split
 
 
@@ -73,11 +77,8 @@ def protocol_config(cfg: dict, records: int) -> ProtocolConfig:
     (``coordinator-crash``) as the only fault."""
     if records > MAX_RECORDS:
         raise UserError(f"--records: {records}; the pipeline's model bounds a run to {MAX_RECORDS} records")
-    blocking = cfg["mode"] in ("blocking", "spark-sink")
-    return ProtocolConfig(mode="blocking" if blocking else "async", table_version=cfg["table_version"],
-                          table_type=cfg["table_type"], failed_writes="eager" if blocking else "lazy",
-                          parallelism=1, max_checkpoints=10_000, records=records,
-                          buffer_size=max(1, records), faults=frozenset({"coordinator-crash"}), max_crashes=10_000)
+    return script.protocol_config(cfg["mode"], records, table_version=cfg["table_version"],
+                                  table_type=cfg["table_type"])
 
 
 def check_table_path(table: Path, table_version: int) -> None:
@@ -172,28 +173,25 @@ def trace_event_line(step: int, ev) -> str:
     return mtrace.dumps(mtrace.event_record(step, ev))
 
 
-def read_trace_events(path: Path) -> tuple[dict | None, list]:
-    """Header and events of a pipeline trace (model/trace.py format). A bad trace is bad input."""
+def read_trace(path: Path) -> mtrace.Trace | None:
+    """A pipeline trace (model/trace.py format), None when there is none yet. A bad trace is bad input."""
     if not Path(path).exists() or not Path(path).read_text().strip():
-        return None, []
+        return None
     try:
-        tr = mtrace.parse_trace(Path(path).read_text())
+        return mtrace.parse_trace(Path(path).read_text())
     except mtrace.TraceError as exc:
         raise UserError(f"{path}: {exc}") from None
-    return tr.header, tr.events
 
 
 def replay_system(rd: RunDir, live_times: bool = False) -> tuple[System, list, WallTrueTime]:
-    """A System with the run's trace applied, times from ``times.jsonl`` (the diff uses this too)."""
-    header, events = read_trace_events(rd.trace)
-    if header is None:
+    """A System with the run's trace applied, times from ``times.jsonl`` (the diff uses this too). An event
+    the model refuses raises :class:`model.trace.TraceError` naming its line."""
+    tr = read_trace(rd.trace)
+    if tr is None:
         raise UserError(f"{rd.trace}: no trace")
-    pcfg = ProtocolConfig.from_dict(header["config"])
     times = WallTrueTime(rd.root / "times.jsonl", live=live_times)
-    system = System(pcfg, time_source=times, seed=header.get("seed", 0))
-    for ev in events:
-        system.apply(ev)
-    return system, events, times
+    system = tr.replay(ENGINE, time_source=times)
+    return system, tr.events, times
 
 
 # ------------------------------------------------------------------------------------------- coordinator
@@ -247,15 +245,17 @@ class PipelineCoordinator:
                                       table_name=TABLE_NAME)
         for log in (self.rd.trace, self.rd.events, self.rd.root / "times.jsonl"):
             repair_tail(log)  # a kill mid-append leaves a torn last line: cut it before appending again
-        header, events = read_trace_events(self.rd.trace)
+        tr = read_trace(self.rd.trace)
         self.times = WallTrueTime(self.rd.root / "times.jsonl")
-        self.system = System(self.pcfg, time_source=self.times, seed=self.cfg["seed"])
-        if header is None:
+        if tr is None:
             append_line(self.rd.trace, trace_header(self.pcfg, self.cfg["seed"]))
-        elif ProtocolConfig.from_dict(header["config"]) != self.pcfg:
+        elif tr.config != self.pcfg:
             raise UserError(f"{self.rd.trace}: the trace was written for another configuration")
-        for ev in events:
-            self.system.apply(ev)
+        # the run's own configuration and seed (a trace it wrote carries the same), the trace's events
+        run = mtrace.Trace(self.pcfg, self.cfg["seed"], "pipeline", tr.header if tr else {},
+                           tr.events if tr else [], tr.lines if tr else [])
+        self.system = run.replay(ENGINE, time_source=self.times)
+        events = run.events
         self.times.void_unused()
         self.step = len(events)
         self._load_events()
@@ -302,29 +302,28 @@ class PipelineCoordinator:
         append_line(self.rd.trace, "\n".join(self._trace_buf))
         self._trace_buf.clear()
 
+    def _spark_committed(self, checkpoint: int) -> bool:
+        """Spark committed the batch of ``checkpoint`` (its ``commits/<batch>`` file exists)."""
+        batch = self.checkpoint_batch.get(checkpoint)
+        return batch is not None and batch in set(self.rd.spark_committed_batches())
+
     def _complete_spark_checkpoint(self) -> None:
-        p = self.system.pending_checkpoint
-        if p is None or not p.all_tasks_done():
-            return
-        batch = self.checkpoint_batch.get(p.id)
-        if batch is not None and batch in set(self.rd.spark_committed_batches()):
-            self._apply(CompleteCheckpoint())
+        script.complete_checkpoint(self.system, self._apply, committed=self._spark_committed)
 
-    def _clean(self) -> None:
-        if self.system.is_enabled(CleanEvent()) is None:
-            self._apply(CleanEvent())
-            self._flush_trace()
-            self.sync()
-
-    def deliver_spark_acks(self) -> None:
-        """Spark committed batch n => its checkpoint completes and the ack reaches the coordinator."""
-        self._raise_committer_error()
-        self._complete_spark_checkpoint()
-        while self.system.acks_in_flight:
-            self._apply(DeliverAck(self.system.acks_in_flight[0]))
+    def _settle(self) -> None:
+        """The disk follows the model: the trace first (write-ahead), then the timeline."""
         self._flush_trace()
         self.sync()
-        self._clean()
+
+    def _clean(self) -> None:
+        if script.clean(self.system, self._apply):
+            self._settle()
+
+    def deliver_spark_acks(self) -> None:
+        """Spark committed batch n => its checkpoint completes and the ack reaches the coordinator; then a
+        clean (:func:`engine.pipeline_script.batch_start`)."""
+        self._raise_committer_error()
+        script.batch_start(self.system, self._apply, committed=self._spark_committed, settle=self._settle)
 
     # ------------------------------------------------------------------------------------------ a batch
     def on_batch(self, batch_id: int, records: pa.Table, quarantined: int, started: float | None = None) -> None:
@@ -340,13 +339,13 @@ class PipelineCoordinator:
         self._check_batch(batch_id, records)
         w = self.system.writers[TASK]
         start, key = w.offset, w.checkpoint_id
-        for _ in range(records.num_rows):
-            self._apply(Ingest(TASK))
-        self._apply(TriggerCheckpoint())
+
+        def on_checkpoint(ckp: int) -> None:
+            self.checkpoint_batch[ckp] = batch_id
+            self.rd.log("checkpoint", checkpoint=ckp, batch=batch_id)
+
+        script.batch_records(self.system, self._apply, records.num_rows, on_checkpoint=on_checkpoint)
         ckp = self.system.pending_checkpoint.id
-        self.checkpoint_batch[ckp] = batch_id
-        self.rd.log("checkpoint", checkpoint=ckp, batch=batch_id)
-        self._apply(RequestInstant(TASK))
         instant = self.system.writers[TASK].instant
         self._flush_trace()
         self.sync()
@@ -357,10 +356,7 @@ class PipelineCoordinator:
             "batch": batch_id, "checkpoint": ckp, "key": key, "instant": instant, "start": start,
             "end": start + records.num_rows, "result": result.to_dict() if result is not None else None})
         self.kill("writemeta.persisted")
-        self._apply(SnapshotTask(TASK))
-        if self.mode == "spark-sink":
-            self._apply(CompleteCheckpoint())
-            self._apply(DeliverAck(ckp))
+        script.after_write(self.system, self._apply, self.mode)
         self._flush_trace()
         if self.mode == "spark-sink":  # Hudi's streaming sink commits inside the batch
             self.sync()

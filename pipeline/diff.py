@@ -1,7 +1,8 @@
 """``hoodie-lab diff RUN_DIR``: the real table of a pipeline run against the reference model's prediction.
 
 The run's trace (its inputs as ``ingest`` events, checkpoints, acks and crashes, in order) is replayed through a
-fresh :class:`model.protocol.System` with the run's recorded instant times. The model's prediction is then
+fresh :class:`engine.System` (:meth:`model.trace.Trace.replay` with :data:`engine.machine.ENGINE`, via
+:func:`pipeline.coordinator.replay_system`) with the run's recorded instant times. The model's prediction is then
 compared with what is on disk, read independently of the pipeline:
 
 * **instants** -- the data instants of the model's timeline against the table's timeline (read by
