@@ -518,3 +518,81 @@ def test_commit_on_another_thread_while_writing(tmp_path):
     # nothing temporary is left beside the data, and the marker folders are gone after the commits
     leftovers = [p for p in path.rglob("*.tmp")]
     assert leftovers == [] and list((path / ".hoodie" / ".temp").iterdir()) == []
+
+
+# ------------------------------------------------------------------------------ the split modules
+
+def test_facade_keeps_its_import_paths():
+    from lakeio.hudiformat import COPY_ON_WRITE, MERGE_ON_READ, basefile, table
+    from lakeio.hudiformat.table import HudiTableWriter as W, WriteResult as R
+
+    assert (W, R) == (HudiTableWriter, WriteResult) and (COPY_ON_WRITE, MERGE_ON_READ) == (table.COPY_ON_WRITE,
+                                                                                          table.MERGE_ON_READ)
+    assert callable(table._atomic_write) and callable(basefile.write_base_file)  # wrapped by pipeline.crash
+
+
+@pytest.mark.parametrize("ttype,version", [("cow", 8), ("mor", 8), ("cow", 6), ("mor", 6)])
+def test_writer_view_is_the_models_latest_base_files(tmp_path, ttype, version):
+    """The writer keeps no file-group registry: its latest base files are the model's file-system view of the
+    table on disk (read back independently through lakeio.ondisk), and the view is cached by table state."""
+    path = tmp_path / "t"
+    w, _exp, _instants, results = write_scenario(path, ttype, version, True)
+    assert not hasattr(w, "_fgs")
+    got = w._view.latest(w.timeline, w._timeline_gen, set(), ["p=x", "p=y"])
+    want: dict[str, dict[str, str]] = {}
+    for s in read_table(path).view().latest_file_slices():
+        want.setdefault(s.partition, {})[s.file_id] = s.base_file.name
+    assert {p: {f: b.name for f, b in g.items()} for p, g in got.items()} == want
+    assert {(p, f, b) for p, g in want.items() for f, b in g.items()} == {
+        (p, f, b) for p, f, b, _logs in expected_slices(results, version)}
+    builds = w._view.builds
+    assert w._view.latest(w.timeline, w._timeline_gen, set(), ["p=x", "p=y"]) == got
+    assert w._view.builds == builds  # same timeline, same files: the cached view
+
+
+def test_own_pending_write_is_in_the_view_and_a_crashed_one_is_not(tmp_path):
+    path = tmp_path / "t"
+    clock = Clock()
+    mk = lambda: HudiTableWriter(path, "cow", 6, record_key="key", ordering_field="ts",  # noqa: E731
+                                 partition_field="p")
+    w = mk()
+    t1 = clock()
+    w.start(t1)
+    r1 = w.write_batch(t1, batch(["a", "b"], [1, 1], ["x", "x"], [1, 2]))
+    t2 = clock()
+    w.start(t2)
+    r2 = w.write_batch(t2, batch(["a"], [2], ["x"], [10]))  # t1 is this writer's own pending write
+    assert r2.write_stats[0]["prevBaseFile"] == r1.files[0].rsplit("/", 1)[-1]
+    del w  # crash: t1 and t2 pending, nothing persisted
+    w = mk()
+    t3 = clock()
+    w.start(t3)
+    r3 = w.write_batch(t3, batch(["a"], [3], ["x"], [30]))
+    assert r3.num_inserts == 1 and r3.num_updates == 0  # another process's pending files are not in the view
+
+
+def test_log_files_are_written_through_table_atomic_write(tmp_path, monkeypatch):
+    """pipeline.crash wraps ``table._atomic_write`` to stop after a data file: MOR logs and v6 rollback command
+    blocks (written by the mor and rollback modules) must still go through it."""
+    from lakeio.hudiformat import table
+
+    written = []
+    real = table._atomic_write
+
+    def spy(p, data, tmp):
+        written.append(p.name)
+        return real(p, data, tmp)
+
+    monkeypatch.setattr(table, "_atomic_write", spy)
+    path = tmp_path / "t"
+    w, _exp, _instants, results = write_scenario(path, "mor", 6, True)
+    logs = [f.rsplit("/", 1)[-1] for r in results for f in r.files if f.rsplit("/", 1)[-1].startswith(".")]
+    assert written == logs and logs
+    clock = Clock()
+    clock.t += dt.timedelta(seconds=100)
+    t = clock()
+    w.start(t)
+    w.write_batch(t, batch(["k1"], [9], ["x"], [9]))
+    written.clear()
+    w.rollback(t, clock(), clock())
+    assert len(written) == 1 and lf.read_log_file(str(path / "p=x" / written[0]))[0].block_type == lf.COMMAND_BLOCK

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 from lakeio.errors import UserError
 from lakeio.ondisk import metadata as md
 from model import filenames as fn
+from model.errors import CodecError
 from model.instant import Action, State
 
 from . import logfile
-from .fsview import list_data_files
 from .mor import next_log_version
 from .timeline_ops import timeline_path, write_completed
 
@@ -78,6 +78,7 @@ def rollback(w: "HudiTableWriter", instant_time: str, rollback_time: str, comple
     if existing is None:
         with w._lock:
             w.timeline.create(rollback_time, Action.ROLLBACK)
+            w._timeline_gen += 1
         plan = md.make_rollback_plan(instant_time, action.value,
                                      {p: [_abs(w, p, n) for n in ns] for p, ns in delete.items()})
         md.write_timeline_file(timeline_path(w, rollback_time, Action.ROLLBACK, State.REQUESTED),
@@ -86,6 +87,7 @@ def rollback(w: "HudiTableWriter", instant_time: str, rollback_time: str, comple
     if existing.state is State.REQUESTED:
         with w._lock:
             w.timeline.transition_to_inflight(rollback_time, Action.ROLLBACK)
+            w._timeline_gen += 1
         md.write_timeline_file(timeline_path(w, rollback_time, Action.ROLLBACK, State.INFLIGHT), b"")
     deleted: dict[str, list[str]] = {}
     for part, names in delete.items():
@@ -108,6 +110,7 @@ def rollback(w: "HudiTableWriter", instant_time: str, rollback_time: str, comple
         pm["rollbackLogFiles"] = logs
     with w._lock:
         w.timeline.complete(rollback_time, Action.ROLLBACK, completion_time)
+        w._timeline_gen += 1
     path = timeline_path(w, rollback_time, Action.ROLLBACK, State.COMPLETED, completion_time)
     write_completed(w, path, md.encode_rollback_metadata(meta), completion_time)
     return finish_rollback(w, instant_time, action, path)
@@ -123,6 +126,7 @@ def finish_rollback(w: "HudiTableWriter", instant_time: str, action: Action, pat
     shutil.rmtree(w.hoodie_dir / ".temp" / instant_time, ignore_errors=True)
     with w._lock:
         w.timeline.delete(instant_time, action)
+        w._timeline_gen += 1
         w._written.pop(instant_time, None)
         w._index.clear()
     return path
@@ -144,21 +148,33 @@ def files_of(w: "HudiTableWriter", instant: str) -> list[fn.BaseFile | fn.LogFil
                 f = fn.parse_data_file(n.split(".marker.")[0], part)
                 if f is not None:
                     found[(part, f.name)] = f
-    with w._lock:
-        bases, logs = list_data_files(w.base_path)
-    for b in bases:
-        if b.instant_time == instant:
-            found[(b.partition, b.name)] = b
-    if w.table_version != 6:
-        for lg in logs:
-            if lg.instant_time == instant:
-                found[(lg.partition, lg.name)] = lg
+    for f in _data_files_named(w.base_path, instant):
+        if isinstance(f, fn.BaseFile) or w.table_version != 6:
+            found[(f.partition, f.name)] = f
     out = []
     for (part, name), f in sorted(found.items()):
         p = w.base_path / part / name if part else w.base_path / name
         if isinstance(f, fn.LogFile) and w.table_version == 6 and not p.exists():
             continue
         out.append(f)
+    return out
+
+
+def _data_files_named(base_path: Path, instant: str) -> list[fn.BaseFile | fn.LogFile]:
+    """The data files on disk whose name carries ``instant`` (every partition folder; ``.hoodie`` skipped)."""
+    out = []
+    for root, dirs, names in os.walk(base_path):
+        dirs[:] = [d for d in dirs if d != ".hoodie"]
+        rel = os.path.relpath(root, base_path)
+        part = "" if rel == "." else rel.replace(os.sep, "/")
+        for n in names:
+            if instant in n:
+                try:
+                    f = fn.parse_data_file(n, part)
+                except CodecError:
+                    continue  # not a data file of this writer; the plan lists only parsable names
+                if f is not None and f.instant_time == instant:
+                    out.append(f)
     return out
 
 

@@ -203,6 +203,7 @@ class HudiTableWriter:
         self._schema_json: str | None = None  # Avro schema with meta fields
         self._parsed_schema = None
         self._written: dict[str, WriteResult] = {}  # own instants written and not yet committed/rolled back
+        self._timeline_gen = 0  # bumped on every change of self.timeline (keys the cached view)
         self._view = WriterView(self.base_path)
         self._index = SimpleIndex(self.base_path)
         tableconfig.init_or_check(self)
@@ -227,6 +228,7 @@ class HudiTableWriter:
         t = read_table(self.base_path)
         with self._lock:
             self.timeline: Timeline = t.timeline
+            self._timeline_gen += 1
             self._index.clear()
             if self._data_schema is None:
                 data = tableconfig.resolve_schema(self.base_path, t.commit_metadata, t.base_files)
@@ -326,7 +328,7 @@ class HudiTableWriter:
         is_del = delete_mask(records, operation)
         keys = record_keys(records, self.record_key)
         with self._lock:
-            latest = self._view.latest_by_partition(self.timeline, set(self._written))
+            latest = self._view.latest(self.timeline, self._timeline_gen, set(self._written), paths)
         context = CopyOnWriteContext if self.table_type == COPY_ON_WRITE else MergeOnReadContext
         stats: list[dict] = []
         task = [0]

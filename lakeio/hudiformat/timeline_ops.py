@@ -56,6 +56,7 @@ def start(w: "HudiTableWriter", instant_time: str, operation: str = "upsert") ->
     with w._lock:
         w.timeline.create(instant_time, w.action)
         w.timeline.transition_to_inflight(instant_time, w.action)
+        w._timeline_gen += 1
     md.write_timeline_file(timeline_path(w, instant_time, w.action, State.REQUESTED), b"")
     inflight = md.make_commit_metadata({}, operation=operation_type(operation))
     md.write_timeline_file(timeline_path(w, instant_time, w.action, State.INFLIGHT),
@@ -86,6 +87,7 @@ def commit(w: "HudiTableWriter", instant_time: str, completion_time: str, result
         path = timeline_path(w, instant_time, w.action, State.COMPLETED, completion_time)
         write_completed(w, path, data, completion_time)
         w.timeline.complete(instant_time, w.action, completion_time)
+        w._timeline_gen += 1
         if instant_time not in w._written and result is not None:
             w._index.clear()  # another process's files join the view: drop the cached key index
         w._written.pop(instant_time, None)
