@@ -12,7 +12,15 @@ Modules
   footer maps), Avro and Parquet data blocks, delete blocks (``HoodieDeleteRecordList``), ROLLBACK command blocks,
   and a reader of that framing (re-encodes the real fixture logs byte for byte);
 * :mod:`.table`    -- :class:`HudiTableWriter` (``start`` / ``write_batch`` / ``commit`` / ``rollback``) and
-  :class:`WriteResult`.
+  :class:`WriteResult`: the facade over the modules below, one per Hudi concept;
+* :mod:`.tableconfig` -- ``hoodie.properties`` and the table schema (``HoodieTableConfig``, ``TableSchemaResolver``);
+* :mod:`.timeline_ops` -- requested/inflight/completed files and commit metadata (``HoodieActiveTimeline``);
+* :mod:`.write_helper`, :mod:`.keygen` -- validation, de-duplication, ordering values; partition paths;
+* :mod:`.fsview`   -- latest base files from the model's file-system view (``getLatestBaseFiles``);
+* :mod:`.index`    -- the SIMPLE index over them (``HoodieSimpleIndex``);
+* :mod:`.write_handle`, :mod:`.cow`, :mod:`.mor` -- meta columns, markers, new file groups; the copy-on-write
+  path (``HoodieMergeHandle``); the merge-on-read path (``HoodieAppendHandle``, log files);
+* :mod:`.rollback` -- rollback plan/metadata and deleting a failed write's files.
 
 Written (table versions 6 and 8; COPY_ON_WRITE and MERGE_ON_READ; partitioned by one field or not):
 ``hoodie.properties``; requested/inflight/completed ``commit``/``deltacommit`` timeline files with commit metadata

@@ -8,6 +8,9 @@ than ``small_file_rows`` rows, up to ``max_file_rows`` -- then new file groups o
 replaces the stored record only if the merge rule lets it -- event-time ordering: incoming ordering value >=
 stored; a ``delete`` operation always deletes; the old file's row order is kept, replaced rows stay in place,
 inserts are appended). The latest base files come from the writer's file-system view (:mod:`.fsview`).
+
+Functions and contexts here take the writer (:class:`.table.HudiTableWriter`, whose facade calls them) as ``w``
+(not imported: the facade imports this module).
 """
 
 from __future__ import annotations

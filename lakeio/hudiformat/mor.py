@@ -9,6 +9,9 @@ the deleted keys and their ordering values. The log joins the file group's lates
 slicing places it), version 6 with the slice's base instant and the next free log version
 (``HoodieLogFormat.WriterBuilder`` with ``withLogVersion``, instant-time slicing). Appends to an existing log file
 are not written.
+
+Functions and contexts here take the writer (:class:`.table.HudiTableWriter`, whose facade calls them) as ``w``
+(not imported: the facade imports this module).
 """
 
 from __future__ import annotations

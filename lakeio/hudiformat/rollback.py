@@ -12,6 +12,9 @@ instant logged into, as 0.x does (its logs are named with the slice's base insta
 Refused: a completed instant (restore is not written), an unknown one, and an instant whose file groups a later
 pending write of this writer touched (roll that one back first). A rollback interrupted after its completed file
 was written is finished (the rolled-back instant's timeline files deleted) when run again.
+
+Functions and contexts here take the writer (:class:`.table.HudiTableWriter`, whose facade calls them) as ``w``
+(not imported: the facade imports this module).
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lakeio.errors import UserError
 from lakeio.ondisk import metadata as md
@@ -31,20 +33,17 @@ from . import logfile
 from .mor import next_log_version
 from .timeline_ops import timeline_path, write_completed
 
-if TYPE_CHECKING:
-    from .table import HudiTableWriter
 
-
-def _abs(w: "HudiTableWriter", part: str, name: str) -> str:
+def _abs(w, part: str, name: str) -> str:
     return str(w.base_path / part / name) if part else str(w.base_path / name)
 
 
-def _file_groups_written(w: "HudiTableWriter", instant: str) -> set[tuple[str, str]]:
+def _file_groups_written(w, instant: str) -> set[tuple[str, str]]:
     result = w._written.get(instant)
     return set() if result is None else {(s["partitionPath"], s["fileId"]) for s in result.write_stats}
 
 
-def rollback(w: "HudiTableWriter", instant_time: str, rollback_time: str, completion_time: str) -> Path:
+def rollback(w, instant_time: str, rollback_time: str, completion_time: str) -> Path:
     """Roll back the pending write ``instant_time`` as instant ``rollback_time`` (see the module doc); returns
     the rollback's completed file."""
     with w._lock:
@@ -116,7 +115,7 @@ def rollback(w: "HudiTableWriter", instant_time: str, rollback_time: str, comple
     return finish_rollback(w, instant_time, action, path)
 
 
-def finish_rollback(w: "HudiTableWriter", instant_time: str, action: Action, path: Path) -> Path:
+def finish_rollback(w, instant_time: str, action: Action, path: Path) -> Path:
     """Delete the rolled-back instant's timeline files (inflight first, then requested) and its markers."""
     for st in (State.INFLIGHT, State.REQUESTED):
         try:
@@ -132,7 +131,7 @@ def finish_rollback(w: "HudiTableWriter", instant_time: str, action: Action, pat
     return path
 
 
-def files_of(w: "HudiTableWriter", instant: str) -> list[fn.BaseFile | fn.LogFile]:
+def files_of(w, instant: str) -> list[fn.BaseFile | fn.LogFile]:
     """Data files the instant may have written: its markers, plus the files on disk named with its instant
     (base files; v8 log files -- a v6 log is named with its slice's base instant). A v6 log listed by a marker
     but absent on disk is left out (nothing was logged: no command block needed)."""
@@ -178,7 +177,7 @@ def _data_files_named(base_path: Path, instant: str) -> list[fn.BaseFile | fn.Lo
     return out
 
 
-def write_rollback_block(w: "HudiTableWriter", part: str, fid: str, base_instant: str, rollback_time: str,
+def write_rollback_block(w, part: str, fid: str, base_instant: str, rollback_time: str,
                          target: str) -> fn.LogFile:
     """A v6 ROLLBACK command block targeting ``target``, as the next log version of the slice ``base_instant``."""
     version = next_log_version(w.base_path, part, fid, base_instant)

@@ -8,13 +8,15 @@ table (type, version, key, partition and precombine fields). No metadata table:
 
 The schema of an existing table is resolved as ``TableSchemaResolver`` does: the ``schema`` of the latest commit
 metadata that has one, with the exact Arrow types taken from a base file of the table when one exists.
+
+Functions and contexts here take the writer (:class:`.table.HudiTableWriter`, whose facade calls them) as ``w``
+(not imported: the facade imports this module).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,8 +28,6 @@ from model import filenames as fn
 from .schema import META_COLUMNS, data_schema
 from .write_helper import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 
-if TYPE_CHECKING:
-    from .table import HudiTableWriter
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"
@@ -40,7 +40,7 @@ PAYLOAD = {EVENT_TIME_ORDERING: "org.apache.hudi.common.model.DefaultHoodieRecor
            COMMIT_TIME_ORDERING: "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"}
 
 
-def table_properties(w: "HudiTableWriter") -> dict[str, str]:
+def table_properties(w) -> dict[str, str]:
     """The ``hoodie.properties`` entries of a new table (``HoodieTableConfig``)."""
     p = {
         "hoodie.table.name": w.table_name,
@@ -75,7 +75,7 @@ def table_properties(w: "HudiTableWriter") -> dict[str, str]:
     return p
 
 
-def init_or_check(w: "HudiTableWriter") -> None:
+def init_or_check(w) -> None:
     """Create the table (``initTable``) if ``hoodie.properties`` is absent, else check it is this table and take
     its name, partitioning style and time zone."""
     props_path = w.hoodie_dir / "hoodie.properties"
@@ -92,7 +92,7 @@ def init_or_check(w: "HudiTableWriter") -> None:
         check_properties(w, read_properties(props_path), props_path)
 
 
-def check_properties(w: "HudiTableWriter", props: dict[str, str], source: Path) -> None:
+def check_properties(w, props: dict[str, str], source: Path) -> None:
     want = table_properties(w)
     for key in ("hoodie.table.type", "hoodie.table.version", "hoodie.table.recordkey.fields",
                 "hoodie.table.partition.fields", "hoodie.table.precombine.field"):

@@ -8,6 +8,9 @@ go through :mod:`lakeio.ondisk.metadata` (commit metadata JSON in table version 
 :func:`model.filenames.timeline_file_name`. Table version 6 (timeline layout 1) keeps no completion time in the
 name: the completed file's modification time is set to it, where readers take it from
 (``CompletionTimeQueryViewV1``).
+
+Functions and contexts here take the writer (:class:`.table.HudiTableWriter`, whose facade calls them) as ``w``
+(not imported: the facade imports this module).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import datetime as _dt
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lakeio.errors import UserError
 from lakeio.ondisk import metadata as md
@@ -24,9 +26,6 @@ from model import filenames as fn
 from model.instant import Action, State
 
 from .write_helper import operation_type
-
-if TYPE_CHECKING:
-    from .table import HudiTableWriter, WriteResult
 
 
 def time_to_epoch_seconds(t: str) -> float:
@@ -36,13 +35,13 @@ def time_to_epoch_seconds(t: str) -> float:
     return d.timestamp() + ms / 1000.0
 
 
-def timeline_path(w: "HudiTableWriter", requested: str, action: Action, state: State,
+def timeline_path(w, requested: str, action: Action, state: State,
                   completion: str | None = None) -> Path:
     """The timeline file of an instant state (``InstantFileNameGenerator``) in the table's timeline folder."""
     return w.timeline_dir / fn.timeline_file_name(requested, action, state, completion, w.layout)
 
 
-def write_completed(w: "HudiTableWriter", path: Path, data: bytes, completion_time: str) -> None:
+def write_completed(w, path: Path, data: bytes, completion_time: str) -> None:
     """Write a completed file; in layout 1 stamp its modification time with the completion time."""
     md.write_timeline_file(path, data)
     if w.layout == 1:  # tv6 readers take the completion time from the file's modification time
@@ -50,7 +49,7 @@ def write_completed(w: "HudiTableWriter", path: Path, data: bytes, completion_ti
         os.utime(path, (ts, ts))
 
 
-def start(w: "HudiTableWriter", instant_time: str, operation: str = "upsert") -> None:
+def start(w, instant_time: str, operation: str = "upsert") -> None:
     """Create ``<t>.<action>.requested`` and the inflight file with empty commit metadata
     (``BaseHoodieWriteClient.startCommit``; ``transitionRequestedToInflight``)."""
     with w._lock:
@@ -63,7 +62,7 @@ def start(w: "HudiTableWriter", instant_time: str, operation: str = "upsert") ->
                            md.encode_commit_metadata(inflight, w.table_version))
 
 
-def commit(w: "HudiTableWriter", instant_time: str, completion_time: str, result: "WriteResult | None",
+def commit(w, instant_time: str, completion_time: str, result,
            extra_metadata: dict[str, str] | None) -> Path:
     """``commitStats`` + ``saveAsComplete``: the completed file with the commit metadata of ``result`` (default:
     what the writer's ``write_batch`` returned for the instant; none: an empty commit); then the instant's
@@ -95,13 +94,13 @@ def commit(w: "HudiTableWriter", instant_time: str, completion_time: str, result
     return path
 
 
-def completed_instants(w: "HudiTableWriter") -> list[tuple[str, str, str | None]]:
+def completed_instants(w) -> list[tuple[str, str, str | None]]:
     """(requested time, action, completion time) of completed instants, in requested-time order."""
     with w._lock:
         return [(i.requested_time, i.shown_action.value, i.completion_time) for i in w.timeline.completed()]
 
 
-def pending_instants(w: "HudiTableWriter") -> list[tuple[str, str, str]]:
+def pending_instants(w) -> list[tuple[str, str, str]]:
     """(requested time, action, state label) of pending instants (failed writes after a crash, or own)."""
     with w._lock:
         return [(i.requested_time, i.action.value, i.state.label) for i in w.timeline.pending()]

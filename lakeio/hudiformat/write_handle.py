@@ -10,6 +10,9 @@ rollback after a crash finds every file the instant may have written) and ``Hood
 here a UUID-5 of (table, partition, instant, n) so the same inputs write the same names.
 
 The copy-on-write and merge-on-read paths (:mod:`.cow`, :mod:`.mor`) subclass :class:`WriteContext`.
+
+Functions and contexts here take the writer (:class:`.table.HudiTableWriter`, whose facade calls them) as ``w``
+(not imported: the facade imports this module).
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import datetime as _dt
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -30,8 +32,6 @@ from model import filenames as fn
 from . import basefile
 from .schema import RECORD_KEY
 
-if TYPE_CHECKING:
-    from .table import HudiTableWriter
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 _FILE_ID_NAMESPACE = uuid.UUID("4f1c3c2e-6a0e-4b53-9a53-2d3f6f0b8a11")
@@ -80,7 +80,7 @@ class WriteContext:
 
     ``task`` is a one-element list shared by the partitions of a batch: the next task number (write token)."""
 
-    def __init__(self, w: "HudiTableWriter", instant: str, part: str, records: pa.Table, keys: pa.Array,
+    def __init__(self, w, instant: str, part: str, records: pa.Table, keys: pa.Array,
                  is_del: np.ndarray, hard_del: bool, task: list[int]):
         self.w, self.instant, self.part, self.records, self.keys = w, instant, part, records, keys
         self.is_del, self.hard_del, self.task = is_del, hard_del, task
