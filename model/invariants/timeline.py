@@ -98,6 +98,28 @@ def check_visible_state(tl) -> Verdict:
     return _times.check_visible_state_is_highest(tl)
 
 
+def check_single_writer(tl) -> Verdict:
+    """I3.single-writer: all state files of one instant were written by one process.
+
+    With put-if-absent storage (``createImmutableFileInPath`` fails on an existing file) a
+    second process that obtained the same instant time is refused at create, so this holds by
+    construction. Without it (object stores that overwrite) the second process's requested,
+    inflight and completed files replace the first's: the loser's plan or commit metadata is gone
+    and its data files are referenced by nothing (``Timeline(storage="overwrite")``). Writers are a
+    history kept only when callers name themselves (``by=``); a timeline read from storage has
+    none, and the check holds there vacuously.
+    """
+    bad = []
+    for i in tl.instants():
+        ws = tl.writers_of(i.requested_time, i.action)
+        who = sorted({w for files in ws.values() for w in files})
+        if len(who) > 1:
+            files = "; ".join(f"{st.label} by {', '.join(w)}" for st, w in sorted(ws.items()))
+            bad.append((f"{i.requested_time}.{i.action.value}",
+                        f"{i.requested_time}.{i.action.value} has files written by {len(who)} processes ({files})"))
+    return _verdict("I3.single-writer", bad, "instant(s) whose files more than one process wrote")
+
+
 # ----------------------------------------------------------------------------------- I4
 def check_completed_action(tl) -> Verdict:
     """I4.completed-action: compaction completes as commit, logcompaction as deltacommit, clustering
@@ -288,7 +310,7 @@ def timeline_verdicts(tl) -> list[Verdict]:
     out = [check_time_format(tl), check_unique_times(tl)]
     if tl.layout == 2:
         out.append(check_requested_before_completion(tl))
-    out += [check_state_files(tl), check_visible_state(tl), check_completed_action(tl),
+    out += [check_state_files(tl), check_visible_state(tl), check_single_writer(tl), check_completed_action(tl),
             check_no_write_during_restore(tl)]
     return out
 
@@ -328,7 +350,7 @@ def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule:
 
 __all__ = [
     "check_time_format", "check_unique_times", "check_requested_before_completion", "check_state_files",
-    "check_visible_state", "check_completed_action", "check_no_write_during_restore",
+    "check_visible_state", "check_single_writer", "check_completed_action", "check_no_write_during_restore",
     "check_files_in_one_slice", "check_reader_visibility", "check_snapshot_reads_every_commit", "check_compaction_plans",
     "timeline_verdicts", "committed_files", "table_verdicts",
 ]
