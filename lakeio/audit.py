@@ -74,7 +74,8 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
                  for tc, ops in table.compaction_plans.items()}
     verdicts = table_verdicts(table.timeline, view, table.base_files, table.log_files, rule=rule,
                               compaction_plans=plan_logs, replaced=table.replaced,
-                              pending_clustering_instants=pending_cl)
+                              pending_clustering_instants=pending_cl,
+                              compaction_inputs=compaction_inputs_on_disk(table))
     notes = []
     if rule != table.default_rule:
         notes.append(f"slicing rule {rule} overrides the table version's rule {table.default_rule}")
@@ -86,6 +87,31 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
         notes.append(f"{len(left)} leftover temporary file(s) of interrupted timeline writes skipped, as Hudi's "
                      f"listing skips them: {', '.join(left[:3])}" + (", ..." if len(left) > 3 else ""))
     return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes)
+
+
+def compaction_inputs_on_disk(table: Table) -> dict[str, list]:
+    """Per compaction instant, the base and log files its plan (``<tc>.compaction.requested``) merges:
+    each operation's ``dataFilePath`` and ``deltaFilePaths`` in its ``partitionPath``
+    (``HoodieCompactionOperation``). ``I8.snapshot-completeness`` uses them to tell which older files
+    a compaction's base file holds. Names are taken after the last ``/`` (plans may hold paths); a
+    name that is not a data file name is bad input naming the plan.
+    """
+    out: dict[str, list] = {}
+    for tc, ops in table.compaction_plans.items():
+        files: list = []
+        for op in ops or []:
+            part = op.get("partitionPath") or ""
+            names = ([op["dataFilePath"]] if op.get("dataFilePath") else []) + list(op.get("deltaFilePaths") or [])
+            for name in names:
+                try:
+                    f = fn.parse_data_file(str(name).rsplit("/", 1)[-1], part)
+                except fn.CodecError as e:
+                    raise UserError(f"compaction plan {tc}: {e}") from None
+                if f is None:
+                    raise UserError(f"compaction plan {tc}: {name!r} is not a base or log file name")
+                files.append(f)
+        out[tc] = files
+    return out
 
 
 # ------------------------------------------------------------------------------ presentation

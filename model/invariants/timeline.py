@@ -242,16 +242,47 @@ def check_reader_visibility(view, tl, *, replaced: Mapping[tuple[str, str], str]
     return _verdict("I8.reader-visibility", bad, "file(s) a reader must not see")
 
 
-def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_logs: Iterable) -> Verdict:
+def compaction_holds(gid, base, f, f_slice: str, compaction_inputs: Mapping[str, Iterable] | None) -> bool:
+    """Whether the committed base file ``base`` of file group ``gid`` holds the data of file ``f``, which
+    lies in the slice with base instant ``f_slice``.
+
+    A base file written by a compaction whose inputs are known holds exactly what its plan merged
+    (``HoodieCompactionOperation``: the slice's base file ``dataFilePath`` and its
+    ``deltaFilePaths``; ``CompactionUtils.buildFromFileSlice``), and transitively what the merged base
+    file held. A base file written by a commit (a copy-on-write rewrite, an insert) -- or by a
+    compaction whose plan is not known -- is taken to hold every file of an older slice of its group
+    (the assumption the check made before compaction inputs were tracked).
+    """
+    if not f_slice < base.instant_time:
+        return False
+    inputs = None if compaction_inputs is None else compaction_inputs.get(base.instant_time)
+    if inputs is None:
+        return True
+    mine = [x for x in inputs if (x.partition, x.file_id) == tuple(gid)]
+    if f in mine:
+        return True
+    return any(not hasattr(x, "version") and x != base
+               and compaction_holds(gid, x, f, f_slice, compaction_inputs) for x in mine)
+
+
+def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_logs: Iterable, *,
+                                      compaction_inputs: Mapping[str, Iterable] | None = None) -> Verdict:
     """I8.snapshot-completeness: a snapshot reader reads the data of every committed write.
 
     A snapshot of a file group reads its latest merged slice
     (``getLatestMergedFileSlicesBeforeOrOn``). A committed base or log file that is not
-    in that slice is only legitimately skipped when a newer slice of the group starts
-    with a committed base file: that base file (a compaction, or a rewrite by a commit)
-    holds the older data. Anything else is committed data no reader will ever return —
-    what the instant-time rule does to a write that overlaps a compaction
-    (``hudi-semantics.md`` 3.2; RFC-66 "Non-Serial Compaction Plan Schedule").
+    in that slice is only legitimately skipped when the newest committed base file of the
+    group holds its data (:func:`compaction_holds`): a compaction's base holds what its plan
+    merged, a base rewritten by a commit holds everything older. Anything else is committed
+    data no reader will ever return -- what the instant-time rule does to a write that
+    overlaps a compaction (``hudi-semantics.md`` 3.2; RFC-66 "Non-Serial Compaction Plan
+    Schedule"), and what a compaction whose plan missed a log does under either rule (a
+    completion-time lookup that could not see a deltacommit, a write whose instant time was
+    generated before the compaction's and published after it).
+
+    ``compaction_inputs`` maps a compaction instant to the base and log files its plan merged
+    (``model.slicing.compaction_inputs`` for model tables, the plans on disk for ``audit``);
+    ``None`` keeps the older assumption that every newer committed base holds all older data.
     Replaced file groups are exempt (their data lives in the replacing group).
     """
     read: set = set()
@@ -262,7 +293,7 @@ def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_
     committed = set(committed_base) | set(committed_logs)
     newest_base: dict = {}
     for fg in view.file_groups():
-        newest_base[fg.id] = next((sl.base_instant for sl in fg.slices
+        newest_base[fg.id] = next((sl.base_file for sl in fg.slices
                                    if sl.base_file is not None and sl.base_file in committed), None)
     bad = []
     for f in sorted(committed - read, key=lambda f: f.path):
@@ -273,8 +304,12 @@ def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_
         if getattr(view, "_replaced_by", None) and view._replaced_by(gid, None):  # noqa: SLF001
             continue
         nb = newest_base.get(gid)
-        if nb is not None and sl.base_instant < nb:
-            continue  # superseded by a newer committed base file
+        if nb is not None and sl.base_instant < nb.instant_time:
+            if compaction_holds(gid, nb, f, sl.base_instant, compaction_inputs):
+                continue  # superseded by a newer committed base file that holds its data
+            bad.append((f.path, f"{f.path} (slice {sl.base_instant}) is committed but compaction {nb.instant_time}, "
+                                f"whose base file supersedes it, did not merge it: no snapshot reads it"))
+            continue
         bad.append((f.path, f"{f.path} (slice {sl.base_instant}) is committed but no snapshot reads it"))
     return _verdict("I8.snapshot-completeness", bad, "committed file(s) lost to snapshot readers")
 
@@ -335,14 +370,19 @@ def committed_files(tl, base_files: Iterable, log_files: Iterable) -> tuple[list
 def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule: str,
                    compaction_plans: Mapping[str, Iterable] = {},
                    replaced: Mapping[tuple[str, str], str] = {},
-                   pending_clustering_instants: Iterable[str] = ()) -> list[Verdict]:
-    """Every invariant that applies to a table state, in I1..I9 order."""
+                   pending_clustering_instants: Iterable[str] = (),
+                   compaction_inputs: Mapping[str, Iterable] | None = None) -> list[Verdict]:
+    """Every invariant that applies to a table state, in I1..I9 order.
+
+    ``compaction_inputs``: compaction instant -> base and log files its plan merged (for
+    ``I8.snapshot-completeness``; ``None`` assumes a newer base holds all older data).
+    """
     out = timeline_verdicts(tl)
     bases, logs = committed_files(tl, base_files, log_files)
     out.append(check_files_in_one_slice(view, bases, logs, rule=rule))
     out.append(check_reader_visibility(view, tl, replaced=replaced,
                                        pending_clustering_instants=pending_clustering_instants))
-    out.append(check_snapshot_reads_every_commit(view, bases, logs))
+    out.append(check_snapshot_reads_every_commit(view, bases, logs, compaction_inputs=compaction_inputs))
     if tl.layout == 2:
         out.append(check_compaction_plans(tl, compaction_plans))
     return out
@@ -351,6 +391,7 @@ def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule:
 __all__ = [
     "check_time_format", "check_unique_times", "check_requested_before_completion", "check_state_files",
     "check_visible_state", "check_single_writer", "check_completed_action", "check_no_write_during_restore",
-    "check_files_in_one_slice", "check_reader_visibility", "check_snapshot_reads_every_commit", "check_compaction_plans",
+    "check_files_in_one_slice", "check_reader_visibility", "check_snapshot_reads_every_commit", "compaction_holds",
+    "check_compaction_plans",
     "timeline_verdicts", "committed_files", "table_verdicts",
 ]
