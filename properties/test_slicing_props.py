@@ -428,3 +428,119 @@ def test_two_step_start_is_found_and_shrunk(capsys):
     assert len(shrunk) <= 6, shrunk
     with capsys.disabled():
         print(f"\n[two-step instant start, tv6] shrunk order (0,1 = writers, 2 = compactor): {shrunk}\n  => {v}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue #15 item 6: log blocks of a shared tv6 log. Writers w0..w3 (times t20, t25, ...) append data
+# blocks to the one log of the slice in a drawn order; each then commits, or fails and is rolled back
+# (its instant deleted, a ROLLBACK command block appended -- right after its own last block when
+# ``adjacent``, else at the end of the log). Property I8.log-blocks (the reader merges no block of a
+# non-committed or rolled-back instant) holds for the spec reader without archival, and with archival
+# when each failed writer's blocks and its rollback block form one run; broken readers (ignoring
+# rollback blocks, merging uncommitted blocks) are found. With archival past a rolled-back instant
+# whose blocks are interleaved with another writer's, Hypothesis finds the spec reader merging it
+# (the finding of tests/test_fidelity_logblocks.py).
+
+from model import logblocks as _lb  # noqa: E402
+from model.invariants.timeline import check_log_blocks_read  # noqa: E402
+
+_BASE6 = _Base("fg-0", "0-1-1", T(10), "parquet", "p")
+_LOG6 = _Log("fg-0", T(10), 1, "0-1-1", False, "p")
+_block_history = st.tuples(
+    st.lists(st.integers(0, 3), min_size=1, max_size=8),       # which writer appends the next data block
+    st.lists(st.booleans(), min_size=4, max_size=4),           # writer i commits (True) or fails
+    st.booleans(),                                             # archive the committed instants first
+)
+
+
+def block_table(history, adjacent: bool, contiguous: bool = False):
+    """``contiguous``: each writer's blocks are appended in one run (no other writer in between)."""
+    order, commits, archive = history
+    if contiguous:
+        order = [i for i in dict.fromkeys(order) for _ in range(order.count(i))]
+    tl = Timeline(6)
+    tl.create(T(10), Action.DELTACOMMIT), tl.transition_to_inflight(T(10), Action.DELTACOMMIT)
+    tl.complete(T(10), Action.DELTACOMMIT, T(11))
+    wt = {i: T(20 + 5 * i) for i in range(4)}
+    blocks: list = []
+    for i in dict.fromkeys(order):
+        tl.create(wt[i], Action.DELTACOMMIT), tl.transition_to_inflight(wt[i], Action.DELTACOMMIT)
+    for i in order:
+        blocks.append(_lb.data_block(wt[i]))
+    clock = iter(T(n) for n in range(60, 1000, 2))
+    for i in dict.fromkeys(order):
+        if commits[i]:
+            tl.complete(wt[i], Action.DELTACOMMIT, next(clock))
+            continue
+        r = next(clock)
+        rb = _lb.rollback_block(r, wt[i])
+        last = max(k for k, b in enumerate(blocks) if b.instant_time == wt[i] and b.carries_data)
+        if adjacent:
+            blocks.insert(last + 1, rb)
+        else:
+            blocks.append(rb)
+        tl.delete(wt[i], Action.DELTACOMMIT)
+        tl.create(r, Action.ROLLBACK), tl.transition_to_inflight(r, Action.ROLLBACK), tl.complete(r, Action.ROLLBACK, next(clock))
+    if archive:
+        done_writes = [i.requested_time for i in tl.completed([Action.DELTACOMMIT])]
+        for t in done_writes[:-1]:  # keep the newest write on the active timeline
+            tl.delete(t, Action.DELTACOMMIT, allow_completed=True)
+    view = FileSystemView(tl, [_BASE6], [_LOG6])
+    return tl, view, {_LOG6: tuple(blocks)}
+
+
+def _ignores_rollback(blocks, timeline, latest_instant=None):
+    return _lb.scan([b for b in blocks if b.kind is not _lb.BlockKind.COMMAND], timeline, latest_instant)
+
+
+def _merges_uncommitted(blocks, timeline, latest_instant=None):
+    return [b for b in blocks if b.carries_data]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_block_history, st.booleans())
+def test_log_reader_merges_only_committed_blocks_without_archival(history, adjacent):
+    tl, view, blocks = block_table((history[0], history[1], False), adjacent)
+    v = check_log_blocks_read(view, tl, blocks)
+    assert v.holds, f"{v}\n{history}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(_block_history)
+def test_log_reader_with_adjacent_rollback_blocks_survives_archival(history):
+    """Archival is harmless when each failed writer's blocks and its rollback block form one run."""
+    tl, view, blocks = block_table(history, adjacent=True, contiguous=True)
+    v = check_log_blocks_read(view, tl, blocks)
+    assert v.holds, f"{v}\n{history}"
+
+
+_FIND_BLOCKS = settings(max_examples=2000, database=None, deadline=None, phases=[Phase.generate, Phase.shrink])
+
+
+@pytest.mark.parametrize("reader,adjacent", [(_ignores_rollback, True), (_merges_uncommitted, True)])
+def test_broken_log_readers_are_found(reader, adjacent, capsys):
+    def fails(h):
+        tl, view, blocks = block_table(h, adjacent)
+        return not check_log_blocks_read(view, tl, blocks, reader=reader).holds
+
+    shrunk = find(_block_history, fails, settings=_FIND_BLOCKS)
+    tl, view, blocks = block_table(shrunk, adjacent)
+    v = check_log_blocks_read(view, tl, blocks, reader=reader)
+    assert not v.holds and len(shrunk[0]) <= 3
+    with capsys.disabled():
+        print(f"\n[{reader.__name__}] shrunk {shrunk}\n  => {v}")
+
+
+def test_finding_interleaved_rollback_after_archival_is_found(capsys):
+    shrunk = find(_block_history,
+                  lambda h: not _check_blocks(block_table(h, adjacent=False)).holds,
+                  settings=_FIND_BLOCKS)
+    assert shrunk[2] and not all(shrunk[1])  # needs archival and a failed writer
+    with capsys.disabled():
+        print(f"\n[spec reader, interleaved writers, rollback block at the end + archival] shrunk {shrunk}\n  => "
+              f"{_check_blocks(block_table(shrunk, adjacent=False))}")
+
+
+def _check_blocks(table, reader=_lb.scan):
+    tl, view, blocks = table
+    return check_log_blocks_read(view, tl, blocks, reader=reader)
