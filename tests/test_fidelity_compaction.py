@@ -210,3 +210,21 @@ def test_audit_sees_the_log_the_compaction_did_not_merge(tmp_path, version):
     bad = [v for v in res.verdicts if not v.holds]
     assert [v.invariant for v in bad] == ["I8.snapshot-completeness"] and bad[0].involved == (lost.path,)
     assert res.exit_code == 1
+
+
+def test_a_plan_naming_no_data_file_is_bad_input(tmp_path):
+    from lakeio.audit import compaction_inputs_on_disk
+    from lakeio.errors import UserError
+    from lakeio.ondisk import read_table
+    from lakeio.ondisk.skeleton import SkeletonPlans, write_skeleton
+
+    t = tv6_table()
+    t.schedule_compaction(T(40))
+    ops = _ops(t.plans[T(40)])
+    ops[0]["dataFilePath"] = "not-a-base-file.txt"
+    out = write_skeleton(tmp_path / "t", t.tl, t.bases, t.logs, plans=SkeletonPlans(compactions={T(40): ops}))
+    with pytest.raises(UserError, match=f"compaction plan {T(40)}"):
+        compaction_inputs_on_disk(read_table(out))
+    from hoodie_lab.cli import main
+
+    assert main(["audit", str(out)]) == 2
