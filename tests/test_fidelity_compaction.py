@@ -228,3 +228,23 @@ def test_a_plan_naming_no_data_file_is_bad_input(tmp_path):
     from hoodie_lab.cli import main
 
     assert main(["audit", str(out)]) == 2
+
+
+def test_tv8_two_step_start_is_safe_under_completion_time_slicing():
+    """The same interleaving on tv8: the writer's log is named after its own deltacommit t30 and
+    completes at t45 > t40, so completion-time slicing puts it in the compaction's slice t40, which the
+    snapshot reads (HUDI-8464: a compaction request time is "just a barrier in file slicing")."""
+    t = Table(8)
+    done(t.tl, T(10), DC, T(11))
+    t.bases.append(base(T(10)))
+    done(t.tl, T(21), DC, T(22))
+    t.logs.append(log(T(21)))
+    tw = T(30)                                        # generated, not yet published
+    t.schedule_compaction(T(40))
+    t.tl.create(tw, DC), t.tl.transition_to_inflight(tw, DC)
+    t.logs.append(log(tw))
+    t.tl.complete(tw, DC, T(45))
+    t.run_compaction(T(40), T(50))
+    (s,) = t.view().latest_merged_file_slices()
+    assert s.base_instant == T(40) and log(tw) in s.log_files
+    assert all(v.holds for v in t.verdicts())
