@@ -64,6 +64,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                    help=f"directory for the counterexample trace (default {DEFAULT_OUT})")
+    p.add_argument("--machine", choices=("protocol", "table"), default="protocol",
+                   help="the writer-coordinator protocol (default) or the table-level state machine")
+    from .explore_table import add_table_arguments
+
+    add_table_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -173,6 +178,10 @@ class _Progress:
 
 # --------------------------------------------------------------------------- run
 def run(args) -> int:
+    if args.machine == "table":
+        from .explore_table import run_table
+
+        return run_table(args)
     from checker import SystemModel, draw_graph, explore
 
     name, cfg = build_config(args)
