@@ -71,6 +71,12 @@ _V = [
                  "finished and gets an earlier time (put-if-absent storage, so no collision).",
                  {"generator": NAIVE, "writers": 2, "clock_offsets_ms": (2, 0), "compaction": False},
                  ("I1.generation-order",), {"I1.generation-order": 3}),
+    TableVariant("truetime-short-wait",
+                 "Item 9: TrueTime whose wait (2 ms) does not exceed the clock skew (w1's clock 2 ms ahead): "
+                 "w2 acquires the lock as w1 releases it and reads the time w1 got (guarantee_holds: the wait "
+                 "must exceed the skew). Likewise w2's requested time equals w1's completion time.",
+                 {"writers": 2, "clock_offsets_ms": (2, 0), "compaction": False},
+                 ("I1.generation-order", "I1.unique"), {"I1.generation-order": 2, "I1.unique": 4}),
     TableVariant("truetime-second-resolution",
                  "Item 8: TrueTime with a 2 ms wait on a clock of one-second resolution (14-digit legacy "
                  "instants): the wait does not cover a tick, so w2, whose generation began after w1's "
