@@ -29,6 +29,12 @@ action                 enabled when                                            e
                        (tv6) allows it, something to compact                   lookup, requested compaction
 ``c execute``          scheduled                                               inflight, base file ``tc``,
                                                                                completed (``consumeTime``)
+``wN fail``            written, failures left                                  the writer dies before completing
+``r rollback``         a failed writer not rolled back                         rollback instant ``trb``; tv6:
+                                                                               a log with a ROLLBACK command
+                                                                               block for ``tw`` (or none, see
+                                                                               ``rollback``); tv8: the failed
+                                                                               log deleted; ``tw`` deleted
 ``tick``               ticks left                                              true time + 1 ms
 =====================  ======================================================  ==============================
 
@@ -44,8 +50,9 @@ on tv6) and :func:`model.invariants.times.check_generation_order` over every gen
 
 Simplifications (for small, exhaustive bounds): one partition and one file group ``p/fg-0``; the
 table starts with a completed deltacommit that wrote the base file and one that appended a log;
-each writer makes one deltacommit (a log append, MOR); at most one compaction; no rollback of
-failed writes (not modelled yet); a compaction runs as one step.
+each writer makes one deltacommit (a log append, MOR); at most one compaction, run as one step;
+at most ``failures`` writers fail (after writing their log), and the rollback process ``r`` (the next
+writer's eager rollback or a clean, LAZY) rolls the oldest failed one back in one step.
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ from .filenames import BaseFile, LogFile
 from .instant import Action, format_millis
 from .invariants.timeline import table_verdicts
 from .invariants.times import check_generation_order
-from .logblocks import data_block
+from .logblocks import data_block, rollback_block
 from .slicing import FileGroupId, FileSystemView, compaction_inputs, compaction_schedule_refusal
 from .timeline import PUT_IF_ABSENT, STORAGE_MODES, Timeline
 from .truetime import (DEFAULT_EPOCH_MS, RESOLUTIONS_MS, Clock, NaiveGenerator, SkewAdjustingTimeGenerator,
@@ -70,6 +77,9 @@ TRUETIME, NAIVE = "truetime", "naive"
 GENERATORS = (TRUETIME, NAIVE)
 SEES_ALL, MISSES_ONE = "sees-all", "misses-one"
 PLAN_LOOKUPS = (SEES_ALL, MISSES_ONE)
+COMMAND_BLOCK, NO_COMMAND_BLOCK = "command-block", "no-command-block"
+ROLLBACK_MODES = (COMMAND_BLOCK, NO_COMMAND_BLOCK)
+ROLLBACKER = "r"
 
 FG = FileGroupId("p", "fg-0")
 TOKEN = "0-1-1"
@@ -78,6 +88,7 @@ COMPACTOR = "c"
 
 #: Writer phases, in order.
 IDLE, GENERATED, REQUESTED, WRITTEN, DONE, ABORTED = "idle", "generated", "requested", "written", "done", "aborted"
+FAILED, ROLLED_BACK = "failed", "rolled-back"
 
 
 def _t(offset_ms: int) -> str:
@@ -97,6 +108,9 @@ class TableConfig:
     ``c`` (missing ones are 0). ``skew_wait_ms`` is TrueTime's ``max_expected_clock_skew_ms`` (the
     wait after reading the clock); the naive generator (0.x ``createNewInstantTime``) has no lock
     and no wait. ``max_ticks`` bounds how many 1 ms steps of true time may pass besides the waits.
+    ``failures`` bounds how many writers may fail; ``rollback`` is how a tv6 rollback undoes a failed
+    write's blocks in a shared slice: a ROLLBACK command block (``HoodieCommandBlock``, Hudi 0.x) or none
+    (the instant deleted only, as tv8 does -- where the failed log file itself is deleted).
     """
 
     table_version: int = 8
@@ -110,6 +124,8 @@ class TableConfig:
     writers: int = 1
     compaction: bool = True
     max_ticks: int = 1
+    failures: int = 0
+    rollback: str = COMMAND_BLOCK
 
     def __post_init__(self):
         object.__setattr__(self, "clock_offsets_ms", tuple(int(x) for x in self.clock_offsets_ms))
@@ -122,6 +138,8 @@ class TableConfig:
             (self.resolution_ms in RESOLUTIONS_MS, f"resolution_ms must be one of {RESOLUTIONS_MS}"),
             (1 <= self.writers <= 4, f"writers must be 1..4, not {self.writers}"),
             (0 <= self.max_ticks <= 10, f"max_ticks must be 0..10, not {self.max_ticks}"),
+            (0 <= self.failures <= self.writers, f"failures must be 0..writers, not {self.failures}"),
+            (self.rollback in ROLLBACK_MODES, f"rollback must be one of {ROLLBACK_MODES}, not {self.rollback!r}"),
             (0 <= self.skew_wait_ms <= 2000, f"skew_wait_ms must be 0..2000, not {self.skew_wait_ms}"),
             (len(self.clock_offsets_ms) <= self.writers + 1,
              f"clock_offsets_ms names {len(self.clock_offsets_ms)} clocks; there are {self.writers + 1} processes"),
@@ -197,7 +215,7 @@ def initial_state(cfg: TableConfig) -> TableState:
     else:
         gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=cfg.skew_wait_ms,
                                                              resolution_ms=cfg.resolution_ms), clocks=clocks)
-    procs = tuple((p, IDLE, None) for p in cfg.processes)
+    procs = tuple((p, IDLE, None) for p in cfg.processes) + ((ROLLBACKER, IDLE, None),)
     return TableState(0, 0, procs, (_base(T_BASE),), (log,), ((log, (data_block(T_LOG),)),), (), tl, gen)
 
 
@@ -206,6 +224,8 @@ def candidate_actions(cfg: TableConfig) -> list[tuple[str, str]]:
     """Every action of the machine in a fixed order (the explorer needs a deterministic order)."""
     steps = ("generate", "publish", "write", "complete") if cfg.publish == TWO_STEP else ("start", "write", "complete")
     out = [(w, s) for w in cfg.processes[:-1] for s in steps]
+    if cfg.failures:
+        out += [(w, "fail") for w in cfg.processes[:-1]] + [(ROLLBACKER, "rollback")]
     if cfg.compaction:
         out += [(COMPACTOR, "schedule"), (COMPACTOR, "execute")]
     return out + [("clock", "tick")]
@@ -300,6 +320,35 @@ def _execute(state: TableState, tc: str) -> TableState:
     return _complete(mid, COMPACTOR, tc, CP, "done", bases=state.bases + (_base(tc),))
 
 
+def _rollback(cfg: TableConfig, state: TableState) -> TableState:
+    """Roll back the oldest failed write ``tw`` (``BaseRollbackActionExecutor``): generate ``trb`` and
+    request the rollback; tv6 (``rollback="command-block"``) appends a log holding a ROLLBACK command
+    block targeting ``tw`` to the failed log's slice (a new version, as Hudi writes ``log.N+1``); tv8
+    deletes the failed log file; the instant's files are deleted (``deleteInstantFileIfExists``); the
+    rollback completes (``consumeTime``)."""
+    failed = sorted((t, n) for n, ph, t in state.procs if ph == FAILED)
+    if not failed:
+        raise Refused("no failed write to roll back")
+    tw, who = failed[0]
+    trb, gen, now = _generate(state, ROLLBACKER)
+    tl = state.tl.copy()
+    tl.create(trb, Action.ROLLBACK, by=ROLLBACKER)
+    tl.transition_to_inflight(trb, Action.ROLLBACK, by=ROLLBACKER)
+    logs, blocks = state.logs, state.blocks
+    mine = [lf for lf, bl in blocks if any(b.carries_data and b.instant_time == tw for b in bl)]
+    if cfg.table_version == 8:
+        logs = tuple(lf for lf in logs if lf not in mine)
+        blocks = tuple((lf, bl) for lf, bl in blocks if lf not in mine)
+    elif cfg.rollback == COMMAND_BLOCK:
+        key = mine[0].instant_time
+        log = LogFile(FG.file_id, key, 1 + sum(1 for lf in logs if lf.instant_time == key), TOKEN, False,
+                      FG.partition)
+        logs, blocks = logs + (log,), blocks + ((log, (rollback_block(trb, tw),)),)
+    tl.delete(tw, DC)
+    mid = _set(replace(state, tl=tl, gen=gen, now=now, logs=logs, blocks=blocks), who, ROLLED_BACK, tw)
+    return _complete(mid, ROLLBACKER, trb, Action.ROLLBACK, IDLE)
+
+
 def step(cfg: TableConfig, state: TableState, action: tuple[str, str]) -> TableState:
     """The state after ``action``; raises :class:`Refused` (why) when the action is not enabled.
 
@@ -312,7 +361,7 @@ def step(cfg: TableConfig, state: TableState, action: tuple[str, str]) -> TableS
         return replace(state, now=state.now + 1, ticks=state.ticks + 1)
     _, phase, t = state.proc(who)
     need = {"generate": IDLE, "start": IDLE, "publish": GENERATED, "write": REQUESTED, "complete": WRITTEN,
-            "schedule": IDLE, "execute": "scheduled"}[what]
+            "schedule": IDLE, "execute": "scheduled", "fail": WRITTEN, "rollback": IDLE}[what]
     if phase != need:
         raise Refused(f"{who} is {phase}; {what} needs {need}")
     try:
@@ -328,6 +377,12 @@ def step(cfg: TableConfig, state: TableState, action: tuple[str, str]) -> TableS
             return _write(state, who, t)
         if what == "complete":
             return _complete(state, who, t, DC, DONE)
+        if what == "fail":
+            if sum(1 for p in state.procs if p[1] in (FAILED, ROLLED_BACK)) >= cfg.failures:
+                raise Refused(f"no failures left ({cfg.failures})")
+            return _set(state, who, FAILED, t)
+        if what == "rollback":
+            return _rollback(cfg, state)
         if what == "schedule":
             return _schedule(cfg, state)
         return _execute(state, t)
@@ -377,5 +432,6 @@ def describe(state: TableState) -> str:
 __all__ = [
     "TableConfig", "TableState", "Refused", "initial_state", "candidate_actions", "format_action", "step",
     "refusal", "enabled", "verdicts", "describe", "ATOMIC", "TWO_STEP", "TRUETIME", "NAIVE", "SEES_ALL",
-    "MISSES_ONE", "PUBLISH_MODES", "GENERATORS", "PLAN_LOOKUPS",
+    "MISSES_ONE", "PUBLISH_MODES", "GENERATORS", "PLAN_LOOKUPS", "COMMAND_BLOCK", "NO_COMMAND_BLOCK",
+    "ROLLBACK_MODES",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .table_machine import MISSES_ONE, NAIVE, TWO_STEP, TableConfig
+from .table_machine import MISSES_ONE, NAIVE, NO_COMMAND_BLOCK, TWO_STEP, TableConfig
 from .timeline import OVERWRITE
 
 
@@ -53,6 +53,13 @@ _V = [
                  "snapshot reads it once the compaction completes.",
                  {"table_version": 6, "publish": TWO_STEP}, ("I8.snapshot-completeness",),
                  {"I8.snapshot-completeness": 6}),
+    TableVariant("tv6-rollback-no-command-block",
+                 "Item 6: table version 6 whose rollback of a failed deltacommit deletes its instant but writes "
+                 "no ROLLBACK command block into the shared slice: a compaction scheduled afterwards plans the "
+                 "log that still holds the failed write's data block, so the compacted base may hold data the "
+                 "table does not (I9 by blocks).",
+                 {"table_version": 6, "failures": 1, "rollback": NO_COMMAND_BLOCK}, ("I9.compaction-plan",),
+                 {"I9.compaction-plan": 5}),
     TableVariant("tv8-plan-misses-one",
                  "Item 5: table version 8 whose compaction planner's completion-time lookup misses the most "
                  "recently completed deltacommit: the plan leaves its log out, completion-time slicing keeps "

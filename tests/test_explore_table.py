@@ -24,6 +24,7 @@ CORRECT = [n for n, v in TABLE_VARIANTS.items() if not v.expected]
 FIXES = {
     "tv6-two-step": {"publish": tm.ATOMIC},
     "tv8-plan-misses-one": {"plan_lookup": tm.SEES_ALL},
+    "tv6-rollback-no-command-block": {"rollback": tm.COMMAND_BLOCK},
     "naive-overwrite": {"generator": tm.TRUETIME},
     "naive-skewed-clock": {"generator": tm.TRUETIME, "skew_wait_ms": 3},  # wait > skew (2 ms)
     "truetime-short-wait": {"skew_wait_ms": 3},
@@ -46,6 +47,8 @@ def test_explore_finds_the_shortest_counterexample(name):
     # tv6-two-step, 6: w1 generate < c schedule (the guard cannot see w1) < w1 publish < w1 write (log joins
     #   the planned slice) < w1 complete < c execute (its base supersedes the slice); fewer is impossible:
     #   the loss needs the completed compaction and a committed log it did not plan.
+    # tv6-rollback-no-command-block, 5: w1 start, write, fail, r rollback (instant deleted, no command block),
+    #   c schedule (the plan lists the log holding w1's data block; the guard passes: nothing pending).
     # tv8-plan-misses-one, 5: w1 start, write, complete (the deltacommit the lookup misses), c schedule, execute.
     # naive-overwrite, 2: w1 start, w2 start (same millisecond, the create overwrites); I1.unique, 5: w1 start,
     #   write, tick, complete (completion = now + 0 offset = 1), w2 start (requested = 1).
@@ -101,6 +104,37 @@ def test_correct_designs_pass_exhaustively(name, writers):
     assert res.max_depth >= 6
 
 
+@pytest.mark.parametrize("name", CORRECT)
+def test_correct_designs_pass_with_a_failed_write_rolled_back(name):
+    v = TABLE_VARIANTS[name]
+    cfg = v.config(writers=1, failures=1, clock_offsets_ms=v.overrides.get("clock_offsets_ms", ())[:2])
+    res = explore(TableModel(cfg), stop_on_violation=False)
+    print(f"{name}, 1 writer, 1 failure: {res.states} states, {res.transitions} transitions")
+    assert res.complete and not res.counterexamples, [(d.property, d.depth, d.detail) for d in res.counterexamples]
+
+
+def test_i9_by_blocks_sees_a_rollback_block_in_another_planned_log():
+    """Found by this explorer: a tv6 rollback writes its ROLLBACK command block into a new log file of the
+    slice (``log.N+1``, as the real v6_nonpartitioned_rollback table shows); I9 by blocks used to look for
+    it only in the log holding the data block and flagged every compaction planned after a correct
+    rollback. The compactor's reader scans every planned log of the group, so the block masks the write."""
+    from model.invariants.timeline import check_compaction_plan_blocks
+
+    cfg = TABLE_VARIANTS["hudi-0.x-locked"].config(writers=1, failures=1, clock_offsets_ms=())
+    s = tm.initial_state(cfg)
+    for a in (("w1", "start"), ("w1", "write"), ("w1", "fail"), ("r", "rollback"), ("c", "schedule")):
+        s = tm.step(cfg, s, a)
+    (tc, slices), = s.plans
+    planned = [lf for _, sl in slices for lf in sl.log_files]
+    blocks = dict(s.blocks)
+    assert [lf.version for lf in planned] == [1, 2, 3]
+    assert blocks[planned[1]][0].instant_time == s.proc("w1")[2] and blocks[planned[2]][0].kind.value == "command"
+    assert check_compaction_plan_blocks(s.tl, {tc: planned}, blocks).holds
+    # the plan without the rollback's log: the failed write's block is unmasked
+    assert not check_compaction_plan_blocks(s.tl, {tc: planned[:2]}, blocks).holds
+    assert "I9.compaction-plan" not in _violations(s)
+
+
 def test_guards_say_why_they_refuse():
     cfg = TABLE_VARIANTS["hudi-0.x-locked"].config(writers=1, clock_offsets_ms=())
     s = tm.step(cfg, tm.initial_state(cfg), ("w1", "start"))
@@ -112,6 +146,12 @@ def test_guards_say_why_they_refuse():
     assert tm.refusal(cfg, s, ("clock", "tick")) == "no ticks left (1)"
     miss = TABLE_VARIANTS["tv8-plan-misses-one"].config()
     assert tm.refusal(miss, tm.initial_state(miss), ("c", "schedule")).startswith("nothing to compact")
+    fail = TABLE_VARIANTS["tv6-rollback-no-command-block"].config()
+    s = tm.initial_state(fail)
+    assert tm.refusal(fail, s, ("r", "rollback")) == "no failed write to roll back"
+    for a in (("w1", "start"), ("w1", "write"), ("w1", "fail")):
+        s = tm.step(fail, s, a)
+    assert tm.refusal(fail, s, ("c", "schedule")).startswith("0.x scheduling guard")  # the failed write is pending
 
 
 def test_a_refused_create_aborts_the_writer_and_keeps_its_generation():
@@ -124,7 +164,8 @@ def test_a_refused_create_aborts_the_writer_and_keeps_its_generation():
 
 
 @pytest.mark.parametrize("bad", [dict(table_version=7), dict(publish="x"), dict(writers=0), dict(max_ticks=11),
-                                 dict(clock_offsets_ms=(1, 2, 3)), dict(resolution_ms=10)])
+                                 dict(clock_offsets_ms=(1, 2, 3)), dict(resolution_ms=10),
+                                 dict(failures=2), dict(rollback="x")])
 def test_config_refuses_impossible_settings(bad):
     with pytest.raises(ValueError):
         tm.TableConfig(**bad)

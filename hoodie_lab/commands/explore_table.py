@@ -28,6 +28,9 @@ def add_table_arguments(p) -> None:
     g.add_argument("--resolution-ms", type=int, choices=(1, 1000), help="clock resolution (default: the variant's)")
     g.add_argument("--plan-lookup", choices=("sees-all", "misses-one"),
                    help="what the compaction planner's completion-time lookup sees (default: the variant's)")
+    g.add_argument("--failures", type=int, metavar="F", help="writers that may fail (0..writers, default: the variant's)")
+    g.add_argument("--rollback", choices=("command-block", "no-command-block"),
+                   help="tv6 rollback writes a ROLLBACK command block or not (default: the variant's)")
 
 
 def build_table_config(args):
@@ -40,7 +43,8 @@ def build_table_config(args):
     overrides = {}
     for arg, fld in (("writers", "writers"), ("ticks", "max_ticks"), ("table_version", "table_version"),
                      ("publish", "publish"), ("storage", "storage"), ("generator", "generator"),
-                     ("resolution_ms", "resolution_ms"), ("plan_lookup", "plan_lookup")):
+                     ("resolution_ms", "resolution_ms"), ("plan_lookup", "plan_lookup"),
+                     ("failures", "failures"), ("rollback", "rollback")):
         value = getattr(args, arg, None)
         if value is not None:
             overrides[fld] = value
@@ -84,7 +88,8 @@ def run_table(args) -> int:
           f"generator {c.generator} ({'no lock, no wait' if c.generator == 'naive' else f'wait {c.skew_wait_ms} ms'}, "
           f"resolution {c.resolution_ms} ms, clock offsets "
           f"{list(c.clock_offsets_ms) or [0]}), plan lookup {c.plan_lookup}; {c.writers} writer(s), "
-          f"compaction {'on' if c.compaction else 'off'}, {c.max_ticks} tick(s)")
+          f"compaction {'on' if c.compaction else 'off'}, {c.failures} failure(s) (rollback {c.rollback}), "
+          f"{c.max_ticks} tick(s)")
     print(f"  {res.states:,} distinct states, {res.transitions:,} transitions, max depth {res.max_depth}, "
           f"{res.terminal_states:,} terminal states, {res.cpu:.2f} CPU s")
     if not res.complete:
