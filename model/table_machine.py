@@ -17,8 +17,9 @@ action                 enabled when                                            e
                                                                                generator (``createNewInstantTime``)
 ``wN publish``         two-step, time generated                                requested file created
 ``wN start``           atomic publish, writer idle                             generate + create in one lock
-                                                                               section (``startCommit`` under
-                                                                               ``txnManager``)
+                                                                               section
+                                                                               (``BaseHoodieWriteClient#startCommit``
+                                                                               in ``txnManager.beginTransaction``)
 ``wN write``           requested                                               inflight; a log file (tv6: in the
                                                                                slice before-or-on its time,
                                                                                ``getLatestFileSliceBeforeOrOn``;
@@ -241,7 +242,8 @@ def _set(state: TableState, name: str, phase: str, time: str | None, **changes) 
 
 
 def _generate(state: TableState, name: str) -> tuple[str, Any, int]:
-    """A new time for ``name`` at true time ``now`` (``createNewInstantTime``); returns the time, the copied
+    """A new time for ``name`` at true time ``now`` (``HoodieInstantTimeGenerator#createNewInstantTime`` /
+    ``TimeGenerator#generateTime``); returns the time, the copied
     generator and the true time after the generation (its waits included)."""
     gen = state.gen.copy()
     rec = gen.generate(name, state.now)
@@ -249,7 +251,8 @@ def _generate(state: TableState, name: str) -> tuple[str, Any, int]:
 
 
 def _publish(state: TableState, name: str, t: str, gen, now: int) -> TableState:
-    """``createNewInstant`` of the requested deltacommit; a create storage refuses aborts the writer."""
+    """``ActiveTimelineV2#createNewInstant`` of the requested deltacommit (``createImmutableFileInPath``); a
+    create storage refuses aborts the writer."""
     tl = state.tl.copy()
     try:
         tl.create(t, DC, by=name)
@@ -261,8 +264,9 @@ def _publish(state: TableState, name: str, t: str, gen, now: int) -> TableState:
 
 
 def _write(state: TableState, name: str, t: str) -> TableState:
-    """``transitionRequestedToInflight``, then the log append: tv6 names the log after the slice
-    before-or-on ``t`` (``FileSystemView.slice_for_write``) and appends a new version; tv8 names it ``t``."""
+    """``ActiveTimelineV2#transitionRequestedToInflight``, then the log append: tv6 names the log after the
+    slice before-or-on ``t`` (``AbstractTableFileSystemView#getLatestFileSliceBeforeOrOn`` via
+    ``FileSystemView.slice_for_write``) and appends a new version; tv8 names it ``t``."""
     tl = state.tl.copy()
     tl.transition_to_inflight(t, DC, by=name)
     if state.tl.table_version == 6:
@@ -276,7 +280,8 @@ def _write(state: TableState, name: str, t: str) -> TableState:
 
 
 def _complete(state: TableState, name: str, t: str, action: Action, phase: str, **changes) -> TableState:
-    """``saveAsComplete`` with the completion time from ``consumeTime`` (the file created under the lock)."""
+    """``ActiveTimelineV2#saveAsComplete`` with the completion time from ``TimeGenerator#consumeTime`` (the
+    completed file created under the lock)."""
     tl, gen = state.tl.copy(), state.gen.copy()
     rec, _ = gen.consume_time(name, state.now, lambda c: tl.complete(t, action, c, by=name))
     return _set(state, name, phase, t, tl=tl, gen=gen, now=max(state.now, rec.released_at), **changes)
@@ -296,7 +301,7 @@ def _planner_timeline(cfg: TableConfig, tl: Timeline) -> Timeline:
 
 
 def _schedule(cfg: TableConfig, state: TableState) -> TableState:
-    """``ScheduleCompactionActionExecutor``: generate ``tc`` (under the lock), 0.x guard on tv6, plan the
+    """``ScheduleCompactionActionExecutor#execute``: generate ``tc`` (under the lock), 0.x guard on tv6, plan the
     slices (``compaction_plan_files`` over the planner's lookup), create the requested compaction."""
     tc, gen, now = _generate(state, COMPACTOR)
     if cfg.table_version == 6:
@@ -313,7 +318,7 @@ def _schedule(cfg: TableConfig, state: TableState) -> TableState:
 
 
 def _execute(state: TableState, tc: str) -> TableState:
-    """``RunCompactionActionExecutor``: inflight, write the merged base file ``tc``, commit."""
+    """``RunCompactionActionExecutor#execute``: inflight, write the merged base file ``tc``, commit."""
     tl = state.tl.copy()
     tl.transition_to_inflight(tc, CP, by=COMPACTOR)
     mid = replace(state, tl=tl)
@@ -321,10 +326,10 @@ def _execute(state: TableState, tc: str) -> TableState:
 
 
 def _rollback(cfg: TableConfig, state: TableState) -> TableState:
-    """Roll back the oldest failed write ``tw`` (``BaseRollbackActionExecutor``): generate ``trb`` and
+    """Roll back the oldest failed write ``tw`` (``BaseRollbackActionExecutor#execute``): generate ``trb`` and
     request the rollback; tv6 (``rollback="command-block"``) appends a log holding a ROLLBACK command
     block targeting ``tw`` to the failed log's slice (a new version, as Hudi writes ``log.N+1``); tv8
-    deletes the failed log file; the instant's files are deleted (``deleteInstantFileIfExists``); the
+    deletes the failed log file; the instant's files are deleted (``HoodieActiveTimeline#deleteInstantFileIfExists``); the
     rollback completes (``consumeTime``)."""
     failed = sorted((t, n) for n, ph, t in state.procs if ph == FAILED)
     if not failed:

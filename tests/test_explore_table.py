@@ -186,3 +186,13 @@ def test_cli(capsys):
     assert "unknown table variant 'nope'" in capsys.readouterr().err
     assert main(["explore", "--machine", "table", "--writers", "9"]) == 2
     assert "--writers: 9 is out of range" in capsys.readouterr().err
+    assert main(["explore", "--machine", "table", "--graph", "g.png"]) == 2
+    assert "--graph: only for --machine protocol" in capsys.readouterr().err
+    assert main(["explore", "--machine", "table", "--writers", "1", "--failures", "2"]) == 2
+    assert "failures must be 0..writers" in capsys.readouterr().err
+    assert main(["explore", "--machine", "table", "--variant", "naive-overwrite", "--json"]) == 1
+    import json
+
+    rep = json.loads(capsys.readouterr().out)
+    assert [(v["invariant"], v["depth"]) for v in rep["violations"]] == [("I3.single-writer", 2), ("I1.unique", 5)]
+    assert rep["complete"] and rep["states"] > 0

@@ -62,10 +62,19 @@ def build_table_config(args):
         raise UserError(f"--variant {name}: {exc}") from None
 
 
+#: Options of the protocol machine that mean nothing to the table machine (None unless given).
+PROTOCOL_ONLY = ("graph", "faults", "mode", "records", "buffer_size")
+
+
 def run_table(args) -> int:
     from checker import explore
     from checker.table import TableModel
 
+    for opt in PROTOCOL_ONLY:
+        if getattr(args, opt, None) is not None:
+            raise UserError(f"--{opt.replace('_', '-')}: only for --machine protocol")
+    if args.max_states is not None and not 1 <= args.max_states <= 1_000_000_000:
+        raise UserError(f"--max-states: {args.max_states} is out of range; allowed 1..1,000,000,000")
     name, variant, cfg = build_table_config(args)
     max_states = args.max_states or MAX_STATES
     model = TableModel(cfg)
