@@ -110,6 +110,7 @@ def run_table(args) -> int:
         print(f"  VIOLATED {d.property} at depth {d.depth} (a shortest counterexample): {v['detail']}")
         for i, a in enumerate(v["actions"], start=1):
             print(f"    {i:3d}. {a}")
+        print(f"    -> {model.format_state(d.states[-1])}")
     if found:
         print("  (the table machine writes no trace file; the steps above replay it: "
               "model.table_machine.step from initial_state)")
