@@ -127,11 +127,13 @@ def test_refuses_a_second_pipeline_on_the_same_table(tmp_path, capsys):
     table = tmp_path / "t"
     _props(table, **{"hoodie.table.name": TABLE_NAME, "hoodie.table.version": "8",
                      "hoodie.table.type": "MERGE_ON_READ"})
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # another process holds the lock for real (flock); SIGKILLed afterwards, as a crashed pipeline
+    other = subprocess.Popen([sys.executable, "-c", "import sys, time; from pipeline.run_dir import TableLock; "
+                              f"TableLock({str(table)!r}).acquire(); print('ready', flush=True); time.sleep(60)"],
+                             stdout=subprocess.PIPE, text=True)
     try:
+        assert other.stdout.readline().strip() == "ready"
         lock = TableLock(table)
-        lock.path.parent.mkdir(parents=True, exist_ok=True)
-        lock.path.write_text(f"{other.pid}\n")
         rc = cli(["pipeline", "run", "--records", "10", "--batches", "1", "--out", str(tmp_path / "run"),
                   "--table", str(table)])
         err = capsys.readouterr().err.strip().splitlines()
