@@ -189,10 +189,9 @@ def test_quarantine_split():
 
     from pipeline.job import split_batch
 
-    batch = pa.table({"key": ["k000001", None, "bad1", "k000002"], "ts": [1, 5, None, 2],
-                      "partition": ["p1", "p0", "p0", None], "payload": ["a", "b", "c", "d"],
-                      "_corrupt_record": [None, None, '{"key": "bad1", "ts": "x", "partition": "p0"}', None]})
-    good, bad = split_batch(batch)
+    lines = [b'{"key": "k000001", "ts": 1, "partition": "p1", "payload": "a"}', b'{"ts": 5, "partition": "p0"}',
+             b'{"key": "bad1", "ts": "x", "partition": "p0"}', b"  ", b'{"key": "k000002", "ts": 2}']
+    good, bad = split_batch(pa.table({"line": pa.array(lines, pa.binary())}))
     assert good.column("key").to_pylist() == ["k000001"]
     assert [r for r, _ in bad] == ["missing record key", "missing or non-integer ordering field ts",
                                    "missing partition"]
