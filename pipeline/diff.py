@@ -35,7 +35,7 @@ from lakeio.errors import UserError
 from model.instant import to_millis
 from pipeline import source as src
 from pipeline.coordinator import CHECKPOINT_KEY, TASK, replay_system
-from pipeline.run_dir import RunDir
+from pipeline.run_dir import RunDir, stall_message, uncommitted_batches
 
 DATA_COLUMNS = ("key", "ts", "partition", "payload")
 
@@ -112,8 +112,6 @@ def run_unfinished(rd: RunDir) -> str | None:
     every input file's batch), else one line saying why not: a stalled run (a batch failed and never
     committed, or the query ended early) or a driver that was killed or interrupted. Either is a failure of
     the run, never a clean diff."""
-    from pipeline.job import stall_message, uncommitted_batches
-
     events = rd.read_events()
     missing = uncommitted_batches(rd)
     if events and events[-1]["kind"] == "finished" and not missing:

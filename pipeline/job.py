@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 
 from lakeio.errors import UserError
 from pipeline import source as src
-from pipeline.run_dir import RunDir, atomic_write_bytes
+from pipeline.run_dir import (PipelineStalled, RunDir, atomic_write_bytes, stall_message,  # noqa: F401
+                              uncommitted_batches)
 
 MODES = ("blocking", "async", "spark-sink")
 TABLE_TYPES = ("cow", "mor")
@@ -135,41 +136,11 @@ def read_quarantine(rd: RunDir) -> pa.Table:
     return pa.concat_tables([pq.read_table(f) for f in files])
 
 
-# ------------------------------------------------------------------------------------------------ stalls
-class PipelineStalled(UserError):
-    """The run stopped before the end of its input (a batch failed and never committed, or the query ended or
-    timed out early): one line, exit 1. Nothing is lost: ``pipeline resume`` retries from the failed batch."""
-
-    def __init__(self, message: str):
-        super().__init__(message, exit_code=1)
-
-
 def _one_line(exc: BaseException) -> str:
     """An exception as one line: its type and the first line of its message (a Py4J/Spark wrapper's message
     begins with the Python error raised inside foreachBatch)."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
-
-
-def input_batches(rd: RunDir) -> int:
-    return len(list(rd.input.glob(src.INPUT_GLOB)))
-
-
-def uncommitted_batches(rd: RunDir) -> list[int]:
-    """Input files (= batch ids of the run) Spark has not committed (``checkpoint/commits/<n>`` missing)."""
-    done = set(rd.spark_committed_batches())
-    return [b for b in range(input_batches(rd)) if b not in done]
-
-
-def stall_message(rd: RunDir, why: str) -> str:
-    """One line: the run stalled -- which batch never committed and why, how far it got, what to do."""
-    failed = [e for e in rd.read_events() if e["kind"] == "batch-failed"]
-    missing = uncommitted_batches(rd)
-    n = input_batches(rd)
-    where = (f"batch {failed[-1]['batch']} failed and never committed ({failed[-1]['error']})" if failed
-             and failed[-1]["batch"] in missing else why)
-    return (f"{rd.root}: run stalled: {where}; {n - len(missing)} of {n} batches committed; "
-            f"`hoodie-lab pipeline resume {rd.root}` retries from batch {missing[0] if missing else '-'}")
 
 
 # ------------------------------------------------------------------------------------------------ the query

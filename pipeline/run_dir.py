@@ -7,7 +7,8 @@ Layout (``RUN_DIR``)::
     times.jsonl         every instant time the driver generated (TrueTime over the wall clock), so replays of
                         the trace reproduce them; ``{"void": [...]}`` voids times a killed driver never used
     events.jsonl        what the pipeline did: batch -> checkpoint, instants started, commits, rollbacks (with
-                        their rollback instant), restarts, crashes, sink skips
+                        their rollback instant), restarts, crashes, sink skips, failed batches (``batch-failed``
+                        with the error) and stalls (``stalled``: the run stopped before the end of its input)
     input/              the generated input files (pipeline/source.py), one per micro-batch
     checkpoint/         Spark's checkpoint dir (offsets/, commits/, sources/)
     table/              the Hudi table (unless --table points elsewhere)
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakeio.errors import UserError
+from pipeline.source import INPUT_GLOB
 
 RUN_FILE = "run.json"
 
@@ -156,6 +158,36 @@ class RunDir:
             return []
         return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
 
+
+
+# ------------------------------------------------------------------------------------------------ stalls
+class PipelineStalled(UserError):
+    """The run stopped before the end of its input (a batch failed and never committed, or the query ended or
+    timed out early): one line, exit 1. Nothing is lost: ``pipeline resume`` retries from the failed batch."""
+
+    def __init__(self, message: str):
+        super().__init__(message, exit_code=1)
+
+
+def input_batches(rd: RunDir) -> int:
+    return len(list(rd.input.glob(INPUT_GLOB)))
+
+
+def uncommitted_batches(rd: RunDir) -> list[int]:
+    """Input files (= batch ids of the run) Spark has not committed (``checkpoint/commits/<n>`` missing)."""
+    done = set(rd.spark_committed_batches())
+    return [b for b in range(input_batches(rd)) if b not in done]
+
+
+def stall_message(rd: RunDir, why: str) -> str:
+    """One line: the run stalled -- which batch never committed and why, how far it got, what to do."""
+    failed = [e for e in rd.read_events() if e["kind"] == "batch-failed"]
+    missing = uncommitted_batches(rd)
+    n = input_batches(rd)
+    where = (f"batch {failed[-1]['batch']} failed and never committed ({failed[-1]['error']})" if failed
+             and failed[-1]["batch"] in missing else why)
+    return (f"{rd.root}: run stalled: {where}; {n - len(missing)} of {n} batches committed; "
+            f"`hoodie-lab pipeline resume {rd.root}` retries from batch {missing[0] if missing else '-'}")
 
 
 # ---------------------------------------------------------------------------------------------- the table lock
