@@ -3,15 +3,19 @@
 ``prepare_run`` creates a run dir (config, generated inputs); ``run_job`` runs (or resumes, on the same Spark
 checkpoint) the streaming query on it:
 
-* source: the file stream source over ``RUN_DIR/input`` with the fixed schema of :mod:`pipeline.source`,
-  ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)`` (deterministic: file i is batch i of a fresh
-  run; a restart replays the first batch Spark has not committed, with the same file);
+* source: the file stream source over ``RUN_DIR/input`` reading raw lines (the text source, ``lineSep="\\n"``,
+  each line cast to bytes), ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)`` (deterministic: file i
+  is batch i of a fresh run; a restart replays the first batch Spark has not committed, with the same file);
 * sink: ``foreachBatch``. The micro-batch is collected to the driver as Arrow (``DataFrame.toArrow``; fine at
   these sizes -- a limitation: the batch must fit in the driver's memory, and the data files are written by the
-  driver, not by executors), split into well-formed records and malformed ones (quarantined with a reason,
-  see :func:`split_batch`), and handed to :class:`pipeline.coordinator.PipelineCoordinator`;
+  driver, not by executors), split by :func:`pipeline.source.parse_line` -- the one validation, also behind the
+  coordinator's expected records and the diff -- into well-formed records and malformed ones (quarantined
+  with a reason, see :func:`split_batch`), and handed to :class:`pipeline.coordinator.PipelineCoordinator`;
 * acks: Spark's commit of batch n (``checkpoint/commits/n``, written after foreachBatch(n) returned and before
-  batch n+1 is planned) is read at the start of every batch and once more when the query has ended.
+  batch n+1 is planned) is read at the start of every batch and once more when the query has ended;
+* stalls: a batch that raises is logged (``batch-failed``, with the error) and the query fails; ``run_job``
+  then ends with :class:`pipeline.run_dir.PipelineStalled` (one line, exit 1), as it does when the query ends
+  or times out before Spark committed every input file. Only a run that reached its end logs ``finished``.
 
 ``python -m pipeline.job RUN_DIR`` runs the job in its own process (the crash harness uses this).
 """

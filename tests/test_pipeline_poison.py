@@ -121,6 +121,12 @@ def test_poison_records_are_quarantined_and_good_records_land(tmp_path, spark, m
     report = diff_run(root)
     assert report.ok, report.render()
     assert any("quarantined" in c for c in report.checked)
+    assert _temp_entries(root / "table") == []  # every instant committed: nothing of theirs in .hoodie/.temp
+
+
+def _temp_entries(base) -> list[str]:
+    temp = base / ".hoodie" / ".temp"
+    return sorted(str(p.relative_to(temp)) for p in temp.rglob("*")) if temp.is_dir() else []
 
 
 def _split_checking_nulls_only(batch):
@@ -189,10 +195,10 @@ def test_a_stalled_run_is_a_failure_in_the_summary_and_in_diff(tmp_path, spark, 
 
 
 @pytest.mark.spark
-def test_a_killed_run_that_was_not_resumed_is_not_clean(tmp_path):
+def test_a_killed_run_is_not_clean_until_resumed(tmp_path, spark):
     from pipeline.crash import KillSpec, _run_job
     from pipeline.diff import diff_run
-    from pipeline.job import prepare_run
+    from pipeline.job import prepare_run, run_job
 
     root = tmp_path / "run"
     prepare_run(root, mode="blocking", table_type="cow", records=30, batches=3, seed=2)
@@ -202,3 +208,10 @@ def test_a_killed_run_that_was_not_resumed_is_not_clean(tmp_path):
     assert not report.ok
     assert "did not reach the end of its input" in report.differences[0] and "pipeline resume" in \
         report.differences[0]
+    pending = _temp_entries(root / "table")
+    assert pending  # the killed batch's instant is pending: its markers stay until it is rolled back
+    # the resume rolls the killed batch's instant back, rewrites it and finishes: clean, .temp empty
+    run_job(root, spark=spark, progress=None)
+    report = diff_run(root)
+    assert report.ok, report.render()
+    assert _temp_entries(root / "table") == []
