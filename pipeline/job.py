@@ -38,7 +38,6 @@ from pipeline.run_dir import (PipelineStalled, RunDir, atomic_write_bytes, stall
 MODES = ("blocking", "async", "spark-sink")
 TABLE_TYPES = ("cow", "mor")
 TABLE_VERSIONS = (8, 6)
-DATA_COLUMNS = ["key", "ts", "partition", "payload"]
 RECORD_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
                            ("payload", pa.string())])
 QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
