@@ -215,3 +215,20 @@ def test_a_killed_run_is_not_clean_until_resumed(tmp_path, spark):
     report = diff_run(root)
     assert report.ok, report.render()
     assert _temp_entries(root / "table") == []
+
+
+def test_the_crash_harness_reports_a_stalled_job_as_one_line(tmp_path, monkeypatch):
+    """``pipeline run --kill/--crashes`` runs the job in subprocesses: a job that ends stalled (exit 1, its
+    one ``run stalled`` line on stderr) becomes PipelineStalled with that line, not a RuntimeError traceback;
+    any other failure stays a RuntimeError with the job's stderr."""
+    import pipeline.crash as crash
+    from pipeline.run_dir import PipelineStalled
+
+    line = f"{tmp_path}: run stalled: batch 1 failed and never committed (RuntimeError: x); 1 of 3 batches committed"
+    tails = iter([f"some log\npipeline: error: {line}\n", "Traceback ...\nValueError: boom\n"])
+    monkeypatch.setattr(crash, "_run_job", lambda *a, **kw: crash.Attempt(None, 1, 0.1, False, next(tails)))
+    with pytest.raises(PipelineStalled) as exc:
+        crash.run_with_crashes(tmp_path, [])
+    assert str(exc.value) == line and exc.value.exit_code == 1
+    with pytest.raises(RuntimeError, match="ValueError: boom"):
+        crash.run_with_crashes(tmp_path, [])
