@@ -143,7 +143,8 @@ def truetime_figure(rows: list[dict], title: str):
                     continue
                 w, p50, p99 = zip(*pts)
                 line, = ax.plot(w, p99, marker="o", ms=3, label=f"skew {skew:g} ms p99, {_resolution(res)}")
-                ax.plot(w, p50, ls="--", color=line.get_color(), lw=1, label=f"skew {skew:g} ms p50, {_resolution(res)}")
+                ax.plot(w, p50, ls="--", color=line.get_color(), lw=1,
+                        label=f"skew {skew:g} ms p50, {_resolution(res)}")
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlabel("writers per table (count)")
