@@ -83,8 +83,8 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     named_view = table.named_view(rule)
     listed = {f.path for f in table.base_files} | {f.path for f in table.log_files}
     check_readable(table.base_path, [f for s in named_view.latest_merged_file_slices()
-                                     for f in ([s.base_file] if s.base_file is not None else []) + list(s.log_files)
-                                     if f.path in listed])
+                                     for f in ([s.base_file] if s.base_file is not None else []) + list(s.log_files)],
+                   listed)
     verdicts = table_verdicts(table.timeline, view, table.base_files, table.log_files, rule=rule,
                               compaction_plans=plan_logs, replaced=table.replaced,
                               pending_clustering_instants=pending_cl, named_view=named_view)

@@ -458,11 +458,18 @@ def _check_partition_folders(base: Path, named) -> None:
             raise UserError(f"{p}: partition folder of committed files is {_kind(st.st_mode)}, not a folder")
 
 
-def check_readable(base: Path, files) -> None:
-    """Open (and close) every file of ``files`` (listed, so regular files) for reading: a committed
-    file that exists but cannot be read is bad input, one line naming it."""
+def check_readable(base: Path, files, listed) -> None:
+    """Every file of ``files`` (the latest snapshot of the named files) that exists must be a
+    readable regular file: one that is listed (``listed``: relative paths) is opened and closed;
+    one that is not listed but exists under its name (a folder, a FIFO) is refused without opening
+    it. Either is bad input, one line naming the file; a file that does not exist is left to
+    ``I8.snapshot-files-exist``."""
     for f in files:
         p = base / f.path
+        if f.path not in listed:
+            if os.path.lexists(p):
+                check_regular_file(p)
+            continue
         try:
             fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
