@@ -178,13 +178,24 @@ def _mtime_time(path: Path, tz: str) -> str:
 def find_base_path(path: str | os.PathLike) -> Path:
     """The table base path: ``path`` itself, which must hold a ``.hoodie`` folder."""
     p = Path(path)
+    _stat_link(p)
     if not p.exists():
         raise UserError(f"{p}: no such directory")
     if not p.is_dir():
         raise UserError(f"{p}: not a directory")
+    _stat_link(p / ".hoodie")
     if not (p / ".hoodie").is_dir():
         raise UserError(f"{p}: not a Hudi table (no .hoodie folder)")
     return p
+
+
+def _stat_link(p: Path) -> None:
+    """A symlink that cannot be followed (a loop, a dangling link) is bad input naming it."""
+    if os.path.islink(p):
+        try:
+            os.stat(p)
+        except OSError as exc:
+            raise UserError(f"{p}: unreadable ({exc.strerror or exc})") from None
 
 
 def _read_facts(base: Path) -> tuple[dict[str, str], int, int, str]:
@@ -218,6 +229,7 @@ def _timeline_dir(base: Path, props: dict[str, str], version: int) -> Path:
     if version == 6:
         return base / ".hoodie"
     d = base / ".hoodie" / (props.get("hoodie.timeline.path", "").strip() or "timeline")
+    _stat_link(d)
     if not d.is_dir():
         raise UserError(f"{d}: missing timeline folder of a table version {version} table")
     return d
