@@ -302,6 +302,37 @@ def test_bad_arguments_exit_2(capsys, argv, expected):
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(expected, err), err
 
 
+@pytest.mark.parametrize("what,expected", [
+    ("city=chennai", r"city=chennai: unreadable folder \(Permission denied\)"),
+    (V8_BASE, r"20251220210129235\.parquet: unreadable \(Permission denied\)"),
+])
+def test_permission_denied_exits_2_as_any_user(fixtures_dir, tmp_path, capsys, monkeypatch, what, expected):
+    """The same refusal when the OS says EACCES (simulated, so it also runs as root)."""
+    import errno
+
+    base = copy_table(_zip("v8_trips_8i3u1d"), tmp_path / "t")
+    target = str(base / what)
+    real_scandir, real_open = os.scandir, os.open
+
+    def scandir(path=".", *a):
+        if str(path) == target:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_scandir(path, *a)
+
+    def open_(path, *a, **k):
+        if str(path) == target:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "open", open_)
+    before = digest(tmp_path)
+    code = main(["audit", str(base)])
+    out, err = capsys.readouterr()
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(expected, err), err
+    assert digest(tmp_path) == before
+
+
 # ------------------------------------------------------------------ hoodie-lab replay
 def _good_trace(path: Path) -> Path:
     from lakeio.traces import write_trace
