@@ -218,7 +218,7 @@ def parse_event(obj: dict, no: int, expected_step: int) -> Event:
     if step != expected_step:
         raise TraceError(no, f"step {step} where step {expected_step} was expected (missing or reordered lines)")
     d = {k: v for k, v in obj.items() if k != "t" and not k.startswith("x_")}
-    if d.get("kind") not in EVENT_TYPES:
+    if not isinstance(d.get("kind"), str) or d["kind"] not in EVENT_TYPES:
         raise TraceError(no, f"unknown event kind {d.get('kind')!r}")
     try:
         return event_from_dict(d)
@@ -250,7 +250,7 @@ def parse_trace(text: str) -> Trace:
             raise TraceError(no, "line after the trailer {\"end\": ...}")
         if "end" in obj and "step" not in obj:
             n = obj["end"]
-            if n != len(trace.events):
+            if not isinstance(n, int) or isinstance(n, bool) or n != len(trace.events):
                 raise TraceError(no, f"trailer says {n!r} events but the trace has {len(trace.events)} (truncated?)")
             trace.trailer = n
             continue

@@ -366,6 +366,14 @@ def _deep_header(p: Path) -> None:
     p.write_text(_deep_json() + "\n" + "".join(lines[1:]))
 
 
+def _set_line(no: int, text: str):
+    def spoil(p: Path) -> None:
+        lines = p.read_text().splitlines(keepends=True)
+        lines[no - 1] = text + "\n"
+        p.write_text("".join(lines))
+    return spoil
+
+
 # (case id, how to spoil a good trace file, regex of the one line after "<path>")
 REPLAY_CASES = [
     ("fifo", lambda p: _replace_by(p, os.mkfifo), r": a FIFO, not a regular file; refusing to read it"),
@@ -374,6 +382,7 @@ REPLAY_CASES = [
     ("cut-at-line-boundary", _cut_at_line, r": no end marker \{\"end\": N\} after the last line .*may be truncated"),
     ("deep-json-event", _deep_line, r":3: JSON nested too deeply to be a trace line"),
     ("deep-json-header", _deep_header, r":1: JSON nested too deeply to be a trace line"),
+    ("event-kind-not-a-string", _set_line(2, '{"step": 1, "kind": [1]}'), r":2: unknown event kind \[1\]"),
 ]
 
 
