@@ -334,10 +334,13 @@ def _list_timeline(tdir: Path, layout: int, tz: str) -> tuple[list[str], dict[st
     the names of leftover temporary files (skipped, see :func:`leftover_temp_target`)."""
     names, mtimes, leftovers = [], {}, []
     for entry in _scan(tdir):
-        st = _entry_stat(entry)
-        if _stat.S_ISDIR(st.st_mode):
+        if entry.is_dir(follow_symlinks=False):
             continue
-        check_regular_file(entry.path, st)  # a FIFO, device or socket here is never opened
+        if not entry.is_file(follow_symlinks=False):  # a symlink or a special file (d_type: no syscall above)
+            st = _entry_stat(entry)
+            if _stat.S_ISDIR(st.st_mode):
+                continue
+            check_regular_file(entry.path, st)  # a FIFO, device or socket here is never opened
         if leftover_temp_target(entry.name, layout) is not None:
             leftovers.append(entry.name)
             continue
