@@ -15,9 +15,9 @@ from typing import Any
 
 from lakeio.errors import UserError
 from lakeio.ondisk import read_table
-from lakeio.ondisk.reader import Table
+from lakeio.ondisk.reader import Table, check_readable
 from model import filenames as fn
-from model.instant import Action, normalize_time, to_millis
+from model.instant import TIME_LEN, Action, normalize_time, time_problem, to_millis
 from model.invariants import Verdict, violations
 from model.invariants.timeline import table_verdicts
 
@@ -47,10 +47,17 @@ def check_as_of(value: str | None) -> str | None:
     """``--as-of``: a 14- or 17-digit instant time, normalised to 17 digits."""
     if value is None:
         return None
+    if value.isdigit() and len(value) > TIME_LEN:
+        # Hudi cuts longer times to 17 digits when parsing; an argument that long is a mistake
+        raise UserError(f"--as-of: instant time {value!r} has {len(value)} digits; expected 14 or 17")
     try:
-        return normalize_time(value)
+        t = normalize_time(value)
     except ValueError as exc:
         raise UserError(f"--as-of: {exc}") from None
+    problem = time_problem(t)
+    if problem is not None:
+        raise UserError(f"--as-of: instant time {value!r} {problem}")
+    return t
 
 
 def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> AuditResult:
@@ -73,11 +80,17 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     plan_logs = {tc: [fn.LogFile.parse(p, op.get("partitionPath") or "") for op in ops
                       for p in op.get("deltaFilePaths") or []]
                  for tc, ops in table.compaction_plans.items()}
+    # the latest snapshot of the files completed commits name must be on disk and readable
+    named_view = table.named_view(rule)
+    listed = {f.path for f in table.base_files} | {f.path for f in table.log_files}
+    check_readable(table.base_path, [f for s in named_view.latest_merged_file_slices()
+                                     for f in ([s.base_file] if s.base_file is not None else []) + list(s.log_files)],
+                   listed)
     verdicts = table_verdicts(table.timeline, view, table.base_files, table.log_files, rule=rule,
                               compaction_plans=plan_logs, replaced=table.replaced,
                               pending_clustering_instants=pending_cl,
                               compaction_inputs=compaction_inputs_on_disk(table),
-                              log_blocks=log_blocks_on_disk(table))
+                              log_blocks=log_blocks_on_disk(table), named_view=named_view)
     notes = []
     if rule != table.default_rule:
         notes.append(f"slicing rule {rule} overrides the table version's rule {table.default_rule}")
