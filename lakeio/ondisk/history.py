@@ -135,9 +135,11 @@ def archive_folder(base: Path, props: dict[str, str]) -> Path:
 
 
 # ------------------------------------------------------------------------------ small file helpers
-def _create_immutable(path: Path, data: bytes, *, durable: bool = True) -> None:
+def _create_immutable(path: Path, data: bytes, *, durable: bool = False) -> None:
     """Create ``path`` with ``data``, never overwriting (``HoodieStorage.createImmutableFileInPath``):
-    a hidden temporary file in the same folder, hard-linked to the final name."""
+    a hidden temporary file in the same folder, hard-linked to the final name, so a killed process
+    leaves the whole file or none. No fsync unless ``durable`` (Hudi's storage call does not sync
+    either; the manifest/``_version_`` protocol is what makes a history update atomic)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -465,7 +467,7 @@ class LsmWriter:
     for new L0 files; a compaction copies the source files' rows (``LSMTimelineWriter.compactFiles``).
     """
 
-    def __init__(self, folder: Path, *, durable: bool = True, state: lsm.LSMState | None = None):
+    def __init__(self, folder: Path, *, durable: bool = False, state: lsm.LSMState | None = None):
         self.folder = Path(folder)
         self.durable = durable
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -496,8 +498,10 @@ class LsmWriter:
             else:
                 self._write_records(st.name, st.records, payload)
         elif st.kind == "write-manifest":
-            v = lsm.latest_version(after)  # the version the spec just made
-            self._write_manifest(v, after.manifest(v))
+            # the manifest the spec just made (``_version_`` still names the previous one)
+            for v in after.manifest_versions():
+                if after.manifest(v) != before.manifest(v):
+                    self._write_manifest(v, after.manifest(v))
         elif st.kind == "delete-version-file":
             _unlink(self.folder / VERSION_FILE)
         elif st.kind == "write-version-file":
@@ -617,7 +621,8 @@ def _archive_file_number(name: str) -> tuple[int, str]:
     return (int(num) if num.isdigit() else -1, name)
 
 
-def write_archived_log(folder: Path, number: int, blocks: Iterable[Iterable[ArchivedInstant]]) -> Path:
+def write_archived_log(folder: Path, number: int, blocks: Iterable[Iterable[ArchivedInstant]], *,
+                       durable: bool = False) -> Path:
     """Write ``.commits_.archive.<number>_1-0-1``: one Avro data block of ``HoodieArchivedMetaEntry`` records
     (the simple fields, :data:`ARCHIVED_ENTRY_SCHEMA`) per batch in ``blocks``."""
     from lakeio.hudiformat import logfile
@@ -635,7 +640,7 @@ def write_archived_log(folder: Path, number: int, blocks: Iterable[Iterable[Arch
         out.append(logfile.encode_block(logfile.AVRO_DATA_BLOCK, {logfile.SCHEMA: schema_json},
                                         logfile.avro_data_content(rows, parsed)))
     path = folder / f"{ARCHIVE_FILE_PREFIX}{number}_1-0-1"
-    _create_immutable(path, b"".join(out))
+    _create_immutable(path, b"".join(out), durable=durable)
     return path
 
 
@@ -650,7 +655,7 @@ def open_history(base: Path, props: dict[str, str], version: int) -> History | N
         if not folder.is_dir():
             return None
         h = LsmHistory(folder)
-        if not h.state.manifests and h.state.version_text is None and not h.state.data_files:
+        if not h.listing.manifests and h.listing.version_text is None and not h.listing.data_files:
             return None
         return h
     folder = archive_folder(base, props)
@@ -667,6 +672,31 @@ def iter_lookup_times(history: History) -> Iterator[str]:
 
 
 # ------------------------------------------------------------------------------ archiving a table on disk
+def active_files(tl) -> list:
+    """The state files of a model timeline as the spec's :class:`model.archival.ActiveFile`s, each with its
+    instant's identity key."""
+    from model.archival import ActiveFile
+    from model.instant import State
+
+    out = []
+    for inst in tl.instants():
+        for st in tl.states_present(inst.requested_time, inst.action):
+            ct = inst.completion_time if st is State.COMPLETED else None
+            out.append((ActiveFile(inst.requested_time, inst.action, st, ct), inst.key))
+    return out
+
+
+def archived_as_lsm_state(records: Iterable[ArchivedInstant]) -> lsm.LSMState:
+    """A tv6 archive's records presented to the spec as a one-file LSM state (for the I16 predicates over
+    archived records; I15 is about the LSM layout and does not apply to tv6)."""
+    recs = tuple(sorted(lsm.LSMRecord(r.requested_time, r.completion_time or r.requested_time, r.action)
+                        for r in records))
+    if not recs:
+        return lsm.EMPTY
+    name = lsm.data_file_name(recs[0].instant_time, recs[-1].instant_time, 0)
+    return lsm.LSMState(files=((name, recs),), manifests=((1, (name,)),), version=1)
+
+
 class TableArchiver:
     """Archive a table on disk the way the spec decides (:mod:`model.archival`: which instants, the order of
     the steps; :mod:`model.lsm`: the LSM steps). Keeps the spec's state of the history in memory between
@@ -679,7 +709,7 @@ class TableArchiver:
     (:func:`model.archival.v1_blocks`), then the active files are deleted in the same order.
     """
 
-    def __init__(self, base, cfg=None, ctx=None, *, durable: bool = True):
+    def __init__(self, base, cfg=None, ctx=None, *, durable: bool = False):
         from lakeio.ondisk.reader import _read_facts, _timeline_dir, find_base_path
         from model import archival
 
@@ -699,8 +729,6 @@ class TableArchiver:
         """The active timeline's state files as the spec's ``ActiveFile``s, and each one's file name."""
         from lakeio.ondisk import fastcodec
         from lakeio.ondisk.reader import _list_timeline
-        from model.archival import ActiveFile
-        from model.instant import State
 
         names, mtimes, _ = _list_timeline(self.tdir, self.layout, self.tz)
         tl = fastcodec.timeline_from_files(names, self.version, mtimes=mtimes)
@@ -708,12 +736,7 @@ class TableArchiver:
         for n in names:
             tf = fastcodec.parse_timeline_file(n, self.layout, mtime=mtimes.get(n))
             by_key[(tf.key, tf.state)] = n
-        files = {}
-        for inst in tl.instants():
-            for st in tl.states_present(inst.requested_time, inst.action):
-                ct = inst.completion_time if st is State.COMPLETED else None
-                files[ActiveFile(inst.requested_time, inst.action, st, ct)] = by_key[(inst.key, st)]
-        return files
+        return {af: by_key[(key, af.state)] for af, key in active_files(tl)}
 
     def _payload(self, files: dict, to_archive) -> dict[str, tuple[bytes | None, bytes | None]]:
         from model.instant import State
@@ -772,4 +795,4 @@ class TableArchiver:
                     if n.startswith(ARCHIVE_FILE_PREFIX)]
         blocks = [[ArchivedInstant(i.requested_time, i.completion_time, i.shown_action.value) for i in b]
                   for b in archival.v1_blocks(d.to_archive, self.cfg.batch)]
-        return write_archived_log(self.archive_dir, max(existing, default=0) + 1, blocks)
+        return write_archived_log(self.archive_dir, max(existing, default=0) + 1, blocks, durable=self.durable)
