@@ -464,3 +464,51 @@ def test_real_table_with_history_reads_the_same_through_hudi_rs(tmp_path, ttype)
     for t in instants:
         opts = hudi.HudiReadOptions().with_as_of_timestamp(t)
         assert _rows(a.read(opts)) == _rows(g.read(opts)), t
+
+
+# ------------------------------------------------------------------------------ the pipeline archives as it goes
+@pytest.mark.parametrize("argv,expect", [
+    (["--archive-max-commits", "3", "--archive-min-commits", "3"],
+     r"--archive-max-commits: must be greater than hoodie\.keep\.min\.commits=3, got 3"),
+    (["--archive-min-commits", "0"], r"--archive-min-commits: must be an integer >= 1, got 0"),
+    (["--archive-batch", "0"], r"--archive-batch: must be an integer >= 1, got 0"),
+    (["--archive-max-commits", "25", "--table-version", "6"],
+     r"--archive-max-commits: the pipeline archives table version 8 tables only"),
+])
+def test_pipeline_archive_options_are_validated(tmp_path, capsys, argv, expect):
+    code = main(["pipeline", "run", "--records", "10", "--batches", "1", "--out", str(tmp_path / "run"), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(expect, err), err
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mode", ["blocking", "async"])
+def test_pipeline_archives_during_the_run(tmp_path, spark, mode):
+    from hudi import HudiTable
+
+    from pipeline import source as src
+    from pipeline.diff import diff_run
+    from pipeline.job import prepare_run, run_job
+
+    root = tmp_path / mode
+    settings = H.archival_settings(max_commits=4, min_commits=2)
+    prepare_run(root, mode=mode, table_type="mor", table_version=8, records=200, batches=9, seed=5,
+                archival=settings)
+    summary = run_job(root, spark=spark, progress=lambda s: None)
+    assert len(summary["commits"]) == 9
+    table = root / "table"
+    h = H.LsmHistory(_hist(table))
+    assert h.count() >= 5 and len(A.completed_commits(read_table(table).timeline)) <= 4
+    result = audit_table(table)
+    assert result.ok and result.history.summary["instants"] == h.count()
+    want = {}
+    for lines in src.read_inputs(root / "input"):
+        for rec, _ in lines:
+            if rec is not None:
+                want[rec.key] = (rec.key, rec.ts, rec.partition, rec.payload)
+    got = sorted(r for b in HudiTable(str(table)).read()
+                 for r in zip(*(b.column(c).to_pylist() for c in ("key", "ts", "partition", "payload"))))
+    assert got == sorted(want.values())
+    report = diff_run(root, spark=spark)  # the model never archives: diff compares the table as if unarchived
+    assert report.ok, report.render()

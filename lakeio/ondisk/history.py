@@ -836,3 +836,84 @@ class TableArchiver:
         blocks = [[ArchivedInstant(i.requested_time, i.completion_time, i.shown_action.value) for i in b]
                   for b in archival.v1_blocks(d.to_archive, self.cfg.batch)]
         return write_archived_log(self.archive_dir, max(existing, default=0) + 1, blocks, durable=self.durable)
+
+
+# ------------------------------------------------------------------------------ writers that archive as they go
+#: CLI option -> ``model.archival.ArchivalConfig`` field (``hoodie-lab pipeline run``)
+ARCHIVE_OPTIONS = {"--archive-max-commits": "max_commits", "--archive-min-commits": "min_commits",
+                   "--archive-batch": "batch"}
+
+
+def archival_settings(max_commits: int | None = None, min_commits: int | None = None,
+                      batch: int | None = None) -> dict | None:
+    """The archival settings of CLI options (None when none is given), checked by the spec
+    (``ArchivalConfig.validate``); a bad value is a :class:`UserError` naming the option. Options not given
+    keep Hudi's defaults; ``hoodie.cleaner.commits.retained`` (which must stay below keep.min) becomes
+    ``min(10, keep.min - 1)``."""
+    from model.archival import ArchivalConfig, ArchivalConfigError
+
+    given = {"max_commits": max_commits, "min_commits": min_commits, "batch": batch}
+    if all(v is None for v in given.values()):
+        return None
+    values = {k: v for k, v in given.items() if v is not None}
+    m = values.get("min_commits", ArchivalConfig.min_commits)
+    values["cleaner_commits_retained"] = max(0, min(ArchivalConfig.cleaner_commits_retained, m - 1))
+    opt_of = {f: o for o, f in ARCHIVE_OPTIONS.items()}
+    try:
+        cfg = ArchivalConfig(**values).validate()
+    except ArchivalConfigError as exc:
+        field_ = next((f for f, key in ArchivalConfig.KEYS.items() if key == exc.key), None)
+        raise UserError(f"{opt_of.get(field_, exc.key)}: {exc.problem}") from None
+    return {f: getattr(cfg, f) for f in ("max_commits", "min_commits", "batch", "cleaner_commits_retained")}
+
+
+_ARCHIVERS: dict[str, TableArchiver] = {}
+
+
+def archive_after_commit(table_path, settings: dict | None):
+    """A writer's post-commit archival (``autoArchiveOnCommit``) with the settings of
+    :func:`archival_settings`; nothing when they are None. One :class:`TableArchiver` per table per process."""
+    if not settings:
+        return None
+    from model.archival import ArchivalConfig
+
+    key = str(Path(table_path).resolve())
+    arch = _ARCHIVERS.get(key)
+    if arch is None:
+        arch = _ARCHIVERS[key] = TableArchiver(table_path, ArchivalConfig(**settings))
+    return arch.archive()
+
+
+def archived_times(table_path) -> set[str]:
+    """Requested times of every instant in the table's history (empty when it has none)."""
+    from lakeio.ondisk.reader import _read_facts, find_base_path
+
+    base = find_base_path(table_path)
+    props, version, _layout, _tz = _read_facts(base)
+    h = open_history(base, props, version)
+    return {i.requested_time for i in h.instants()} if h is not None else set()
+
+
+def include_history(table):
+    """The table as if nothing had been archived (for comparisons with a model that never archives): every
+    archived instant is loaded into ``table.timeline`` as completed, with its commit metadata (decoded from the
+    history's ``metadata`` bytes) in ``table.commit_metadata``. tv8/9 only (the tv6 archive written here keeps
+    no metadata). Returns the table."""
+    from lakeio.ondisk import metadata as md
+    from model.instant import Action, State
+
+    h = open_history(table.base_path, table.properties, table.version)
+    if not isinstance(h, LsmHistory) or h.read_error is not None:
+        return table
+    active = {i.requested_time for i in table.timeline.instants()}
+    for name in h.files:
+        t = h.read_columns(name, ["instantTime", "completionTime", "action", "metadata"])
+        for rt, ct, act, meta in zip(*(t.column(c).to_pylist() for c in ("instantTime", "completionTime", "action",
+                                                                           "metadata"))):
+            if rt in active:
+                continue
+            active.add(rt)
+            table.timeline.load(rt, Action(act), {State.COMPLETED}, ct)
+            if meta and Action(act) in (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT):
+                table.commit_metadata[rt] = md.decode_commit_metadata(meta, f"{h.folder / name} ({rt})") or {}
+    return table
