@@ -512,3 +512,32 @@ def test_pipeline_archives_during_the_run(tmp_path, spark, mode):
     assert got == sorted(want.values())
     report = diff_run(root, spark=spark)  # the model never archives: diff compares the table as if unarchived
     assert report.ok, report.render()
+
+
+@pytest.mark.parametrize("crash_after", [1, 2, 3, 4, 6, 20, 40])
+def test_an_archiver_killed_mid_run_leaves_what_the_spec_leaves_and_the_next_run_repairs(tmp_path, crash_after):
+    tl, bases, logs = _timeline(9, n=24)
+    base = write_skeleton(tmp_path / "t", tl, bases, logs)
+    cfg = A.ArchivalConfig(max_commits=8, min_commits=4, cleaner_commits_retained=2, compaction_batch=2)
+    arch = H.TableArchiver(base, cfg)
+    spec = A.HistoryState(active=frozenset(arch._active()), table_version=9)
+    d, spec = A.start(spec, cfg)
+    for _ in range(min(crash_after, len(spec.job) + 10)):
+        if not spec.job:
+            break
+        spec = A.step(spec, cfg)
+    spec = A.crash(spec)
+    arch.archive(crash_after=crash_after)
+    # what a killed archiver leaves is what the spec says a crash leaves (by identity: a completed compaction
+    # whose requested/inflight files are gone reads as the commit it completed as, in Hudi too)
+    ident = lambda fs: {(f.requested_time, fn.comparable_action(f.action), f.state, f.completion_time)  # noqa: E731
+                        for f in fs}
+    assert ident(H.TableArchiver(base, cfg)._active()) == ident(spec.active)
+    assert H.LsmHistory(_hist(base)).disk_state() == spec.lsm
+    # a new process archives again: disk and spec agree again, and the table audits clean
+    d2, spec2 = A.archive(A.HistoryState(active=spec.active, lsm=spec.lsm, table_version=9), cfg)
+    got = H.TableArchiver(base, cfg).archive()
+    assert [i.requested_time for i in got.to_archive] == [i.requested_time for i in d2.to_archive]
+    assert H.LsmHistory(_hist(base)).disk_state() == spec2.lsm
+    r = audit_table(base)
+    assert r.ok, [str(v) for v in r.verdicts if not v.holds]

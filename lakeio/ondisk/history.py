@@ -795,8 +795,11 @@ class TableArchiver:
             out[i.requested_time] = (meta, plan)
         return out
 
-    def archive(self):
-        """One archival run (``archiveIfRequired``); returns the spec's :class:`ArchivalDecision`."""
+    def archive(self, *, crash_after: int | None = None):
+        """One archival run (``archiveIfRequired``); returns the spec's :class:`ArchivalDecision`.
+
+        ``crash_after=k`` stops after k of the job's steps, as a killed process would (tests; tv8/9):
+        what is on disk stays, the rest of the job is lost (:func:`model.archival.crash`)."""
         from model import archival
 
         files = self._active()
@@ -814,7 +817,11 @@ class TableArchiver:
         if not d.archives:
             return d
         payload = self._payload(files, d.to_archive)
+        done = 0
         while state.job:
+            if crash_after is not None and done >= crash_after:
+                break
+            done += 1
             head = state.job[0]
             before = state
             state = archival.step(state, self.cfg)
