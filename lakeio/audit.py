@@ -206,6 +206,8 @@ def render_history(result: AuditResult, console) -> None:
         ht.add_row("manifest version", str(s["manifest_version"]))
         ht.add_row("levels", ", ".join(f"L{k}: {v}" for k, v in s["levels"].items()) or "-")
         ht.add_row("manifests on disk", ", ".join(map(str, s["manifests_on_disk"])) or "-")
+        if s.get("read_error"):
+            ht.add_row("not readable", s["read_error"], style="bold red")
     if "as_of_lookup" in s:
         lk = s["as_of_lookup"]
         ht.add_row("completion of --as-of", f"{lk['completion'] or '-'} ({lk['source']})")
