@@ -9,7 +9,8 @@
 * ``audit`` exits 2 with one line naming the file for bad input, 1 naming I15/I16 for a readable but
   inconsistent history, and never writes (table below).
 
-Runtime: about 20 s (most of it writing skeleton timelines).
+Runtime: about 40 s without Spark (most of it writing skeleton timelines), plus about 50 s for the pipeline run
+(the blocking-mode run is marked slow).
 """
 
 from __future__ import annotations
@@ -483,7 +484,7 @@ def test_pipeline_archive_options_are_validated(tmp_path, capsys, argv, expect):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("mode", ["blocking", "async"])
+@pytest.mark.parametrize("mode", [pytest.param("blocking", marks=pytest.mark.slow), "async"])
 def test_pipeline_archives_during_the_run(tmp_path, spark, mode):
     from hudi import HudiTable
 
