@@ -719,8 +719,11 @@ class TableArchiver:
         self.props, self.version, self.layout, self.tz = _read_facts(self.base)
         self.tdir = _timeline_dir(self.base, self.props, self.version)
         self.durable = durable
+        self._names: set[str] = set()  # the timeline folder's names at the last listing
         self._parsed: dict = {}     # file name -> (TimelineFile, its key, mtime time or None), None = not one
-        self._instants: dict = {}   # instant key -> (its file names, [(ActiveFile, name)])
+        self._groups: dict = {}     # instant key -> its file names
+        self._instants: dict = {}   # instant key -> its ActiveFiles
+        self._files: dict = {}      # ActiveFile -> file name (what _active returns; read-only for callers)
         if self.version >= 8:
             self.writer = LsmWriter(lsm_folder(self.base, self.props), durable=durable)
         else:
@@ -730,9 +733,10 @@ class TableArchiver:
     def _active(self):
         """The active timeline's state files as the spec's ``ActiveFile``s, and each one's file name.
 
-        Names are listed at every call; each name is parsed once, and each instant's files are turned into
-        ``ActiveFile``s (by :func:`lakeio.ondisk.fastcodec.timeline_from_files` over that instant's names) only
-        when its set of names changed -- a writer calls this after every commit."""
+        Names are listed at every call; only names that appeared or went since the last call are looked at:
+        each is parsed once, and an instant's files are turned into ``ActiveFile``s (by
+        :func:`lakeio.ondisk.fastcodec.timeline_from_files` over that instant's names) only when its set of
+        names changed -- a writer calls this after every commit."""
         from lakeio.ondisk import fastcodec
         from lakeio.ondisk.reader import _mtime_time, leftover_temp_target
         from model.errors import CodecError as _CodecError
@@ -740,43 +744,43 @@ class TableArchiver:
 
         try:
             with os.scandir(self.tdir) as it:
-                names = [e.name for e in it if e.name[:1].isdigit() and e.is_file()]
+                names = {e.name for e in it if e.name[:1].isdigit() and e.is_file()}
         except OSError as exc:
             raise UserError(f"{self.tdir}: unreadable ({exc.strerror or exc})") from None
-        groups: dict = {}
-        for n in names:
-            entry = self._parsed.get(n, False)
-            if entry is False:
-                entry = None
-                if fastcodec.is_timeline_file(n) and leftover_temp_target(n, self.layout) is None:
-                    try:
-                        tf = fastcodec.parse_timeline_file(n, self.layout)
-                    except _CodecError as exc:
-                        raise UserError(f"{self.tdir / n}: {exc.problem}") from None
-                    mtime = _mtime_time(self.tdir / n, self.tz) \
-                        if tf.state is State.COMPLETED and tf.completion_time is None else None
-                    entry = (tf, tf.key, mtime)
-                self._parsed[n] = entry
+        touched = set()
+        for n in self._names - names:
+            entry = self._parsed.pop(n)
             if entry is not None:
-                groups.setdefault(entry[1], []).append(n)
-        if len(self._parsed) > len(names):
-            listed = set(names)
-            for n in [n for n in self._parsed if n not in listed]:
-                del self._parsed[n]
-        files = {}
-        for key, ns in groups.items():
-            ns = frozenset(ns)
-            hit = self._instants.get(key)
-            if hit is None or hit[0] != ns:
-                mtimes = {n: self._parsed[n][2] for n in ns if self._parsed[n][2] is not None}
-                tl = fastcodec.timeline_from_files(sorted(ns), self.version, mtimes=mtimes)
-                by_state = {self._parsed[n][0].state: n for n in ns}
-                hit = (ns, [(af, by_state[af.state]) for af, _ in active_files(tl)])
-                self._instants[key] = hit
-            files.update(hit[1])
-        for key in [k for k in self._instants if k not in groups]:
-            del self._instants[key]
-        return files
+                self._groups[entry[1]].discard(n)
+                touched.add(entry[1])
+        for n in names - self._names:
+            entry = None
+            if fastcodec.is_timeline_file(n) and leftover_temp_target(n, self.layout) is None:
+                try:
+                    tf = fastcodec.parse_timeline_file(n, self.layout)
+                except _CodecError as exc:
+                    raise UserError(f"{self.tdir / n}: {exc.problem}") from None
+                mtime = _mtime_time(self.tdir / n, self.tz) \
+                    if tf.state is State.COMPLETED and tf.completion_time is None else None
+                entry = (tf, tf.key, mtime)
+                self._groups.setdefault(tf.key, set()).add(n)
+                touched.add(tf.key)
+            self._parsed[n] = entry
+        self._names = names
+        for key in touched:
+            for af in self._instants.pop(key, ()):
+                del self._files[af]
+            ns = self._groups.get(key)
+            if not ns:
+                self._groups.pop(key, None)
+                continue
+            mtimes = {n: self._parsed[n][2] for n in ns if self._parsed[n][2] is not None}
+            tl = fastcodec.timeline_from_files(sorted(ns), self.version, mtimes=mtimes)
+            by_state = {self._parsed[n][0].state: n for n in ns}
+            afs = [(af, by_state[af.state]) for af, _ in active_files(tl)]
+            self._instants[key] = [af for af, _ in afs]
+            self._files.update(afs)
+        return self._files
 
     def _payload(self, files: dict, to_archive) -> dict[str, tuple[bytes | None, bytes | None]]:
         from model.instant import State
