@@ -70,8 +70,8 @@ class HistoryViolation(AssertionError):
         self.invariant, self.detail, self.steps, self.design = invariant, detail, list(steps), design
         lines = "\n".join(f"  {i + 1:>2}. {s}" for i, s in enumerate(steps))
         super().__init__(f"[{design}] {invariant} violated: {detail}\nafter {len(steps)} steps:\n{lines}\n"
-                         f"replay: HISTORY_SEED={SEED} pytest properties/test_history_broken.py "
-                         f"(or the @reproduce_failure blob printed above)")
+                         f"replay: HISTORY_SEED={SEED} HISTORY_SHRINK=1 pytest -s properties/test_history_broken.py "
+                         f"(the suite: pytest --hypothesis-seed=N, or the @reproduce_failure blob printed above)")
 
 
 class HistoryMachine(RuleBasedStateMachine):
@@ -352,17 +352,24 @@ def machine_for(name: str, only=None, cfg: A.ArchivalConfig = SMALL,
                 {"design": v.design, "cfg": cfg, "ctx": ctx, "only": None if only is None else frozenset(only)})
 
 
-def catch_settings(max_examples: int = 400, steps: int = 40) -> settings:
+#: Shrink counterexamples? Finding one takes well under a second, shrinking it 5-30 s; so the ci profile shrinks
+#: only where a test asks (``shrink=True``), the deep profile (or ``HISTORY_SHRINK=1``) always.
+SHRINK = os.environ.get("HISTORY_SHRINK") == "1" or os.environ.get("HYPOTHESIS_PROFILE") == "deep"
+
+
+def catch_settings(max_examples: int = 400, steps: int = 40, shrink: bool | None = None) -> settings:
+    phases = [Phase.generate, Phase.shrink] if (SHRINK if shrink is None else shrink) else [Phase.generate]
     return settings(max_examples=max_examples, stateful_step_count=steps, deadline=None, database=None,
-                    report_multiple_bugs=False, phases=[Phase.generate, Phase.shrink],
-                    suppress_health_check=list(HealthCheck))
+                    report_multiple_bugs=False, phases=phases, suppress_health_check=list(HealthCheck))
 
 
-def find_counterexample(name: str, only=None, max_examples: int = 400, steps: int = 40) -> HistoryViolation | None:
-    """Run the machine of a (broken) design with the fixed :data:`SEED`; the shrunk violation (printed), or None."""
+def find_counterexample(name: str, only=None, max_examples: int = 400, steps: int = 40,
+                        shrink: bool | None = None) -> HistoryViolation | None:
+    """Run the machine of a (broken) design with the fixed :data:`SEED`; the violation (shrunk when asked or under
+    the deep profile; printed with the seed), or None."""
     machine = seed(SEED)(machine_for(name, only))
     try:
-        run_state_machine_as_test(machine, settings=catch_settings(max_examples, steps))
+        run_state_machine_as_test(machine, settings=catch_settings(max_examples, steps, shrink))
     except HistoryViolation as exc:
         print(f"seed {SEED}: {exc}")
         return exc
@@ -370,6 +377,9 @@ def find_counterexample(name: str, only=None, max_examples: int = 400, steps: in
 
 
 # ------------------------------------------------------------------------------ the suite (Hudi's design)
+#: ci: 25 runs of <= 40 steps each (a few seconds); deep: the profile's (2000 runs of <= 200 steps)
+_SUITE = None if os.environ.get("HYPOTHESIS_PROFILE") == "deep" else 25
+
 TestHistoryHudi = machine_for("hudi").TestCase
 
 
@@ -381,6 +391,9 @@ class _Compaction(HistoryMachine):
 
 
 TestHistoryHudiCompactionRetention = _Compaction.TestCase
+if _SUITE is not None:
+    TestHistoryHudi.settings = settings(TestHistoryHudi.settings, max_examples=25)
+    TestHistoryHudiCompactionRetention.settings = settings(TestHistoryHudiCompactionRetention.settings, max_examples=25)
 
 
 def test_flink_defaults_machine_runs():
