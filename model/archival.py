@@ -28,7 +28,7 @@ running archival job (the steps left) with the active files it deleted so far. E
 (:func:`guard` says why not, :func:`apply` returns the next state); a crash is :func:`crash` (the job's remaining
 steps are lost, storage stays). Public API (stable):
 
-``ArchivalConfig`` (+ ``validate``, ``FLINK``), ``ArchivalConfigError``, ``RetentionContext``,
+``Design``/``HUDI``/``VARIANTS`` (Hudi's design and the broken ones), ``ArchivalConfig`` (+ ``validate``, ``FLINK``), ``ArchivalConfigError``, ``RetentionContext``,
 ``completed_commits``, ``earliest_instant_to_retain``, ``decide`` -> ``ArchivalDecision``, ``ActiveFile``,
 ``HistoryState``, ``active_timeline``, ``plan``, ``start``, ``DeleteActiveFile``, ``CompactLevel``, ``CleanLSM``,
 ``guard``, ``apply``, ``step``, ``crash``, ``run_to_end``, ``v1_blocks``.
@@ -37,7 +37,7 @@ steps are lost, storage stays). Public API (stable):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from . import lsm
 from .errors import ModelError
@@ -48,6 +48,50 @@ from .timeline import Timeline
 COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT})
 WRITE_START_ACTIONS = frozenset({Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.COMPACTION,
                                  Action.LOGCOMPACTION, Action.CLUSTERING})
+
+
+@dataclass(frozen=True)
+class Design:
+    """How the archiver orders and bounds its work. ``HUDI`` is Hudi's; the others are broken designs the property
+    suites must catch (:data:`VARIANTS` names the invariants each must break)."""
+
+    name: str = "hudi"
+    ignore_pending_write: bool = False     # archive past the earliest pending write instant
+    completed_first: bool = False          # delete completed state files before pending ones
+    version_before_manifest: bool = False  # write _version_ before the manifest it names
+    compaction: str = "consecutive"        # "every-other": compact non-consecutive files
+    lookup_history: bool = True            # False: completion-time lookups miss archived instants
+
+
+HUDI = Design()
+
+
+class Variant(NamedTuple):
+    design: Design
+    description: str
+    breaks: tuple[str, ...]  # invariants the suites must find broken (empty: a correct design)
+
+
+VARIANTS: dict[str, Variant] = {
+    "hudi": Variant(HUDI, "TimelineArchiverV2 + LSMTimelineWriter + CompletionTimeQueryViewV2", ()),
+    "archive-past-pending": Variant(Design("archive-past-pending", ignore_pending_write=True),
+                                    "retention (1) ignored: commits after the earliest pending write are archived",
+                                    ("I16.before-earliest-pending",)),
+    "completed-first": Variant(Design("completed-first", completed_first=True),
+                               "completed state files deleted before the requested/inflight ones (before HUDI-7207)",
+                               ("I16.delete-order", "H.completion-found")),
+    "version-before-manifest": Variant(Design("version-before-manifest", version_before_manifest=True),
+                                       "_version_ rewritten before the manifest it names exists",
+                                       ("I15.version-is-latest", "I15.manifest-complete")),
+    "non-consecutive-compaction": Variant(Design("non-consecutive-compaction", compaction="every-other"),
+                                          "LSM compaction merges every other file of a level",
+                                          ("I15.compaction-shape",)),
+    "lookup-misses-archived": Variant(Design("lookup-misses-archived", lookup_history=False),
+                                      "completion-time lookups read the active timeline only (no LSM, no "
+                                      "isArchived): logs of archived deltacommits look uncommitted and the "
+                                      "compaction plan drops them",
+                                      ("H.completion-found", "H.reads-preserved", "H.no-write-lost")),
+}
 
 
 class ArchivalConfigError(ModelError):
@@ -125,14 +169,14 @@ def completed_commits(tl: Timeline) -> list[Instant]:
     return [i for i in tl.completed() if i.shown_action in COMMIT_ACTIONS]
 
 
-def earliest_instant_to_retain(tl: Timeline, ctx: RetentionContext) -> tuple[str | None, tuple[tuple[str, str], ...], bool]:
+def earliest_instant_to_retain(tl: Timeline, ctx: RetentionContext, design: Design = HUDI) -> tuple[str | None, tuple[tuple[str, str], ...], bool]:
     """``#getCommitInstantsToArchive`` step 1: the smallest candidate (None: no bound), every candidate as
     (reason, instant), and whether the metadata table forbids archiving at all."""
     commits = completed_commits(tl)
     cands: list[tuple[str, str]] = []
     writes = tl.write_timeline()
     pending = [i for i in writes if i.is_pending]
-    if pending:  # (1)
+    if pending and not design.ignore_pending_write:  # (1)
         p = pending[0].requested_time
         before = [c.requested_time for c in commits if c.requested_time < p]
         cands.append(("earliest-pending-write", before[-1] if before else p))
@@ -178,13 +222,14 @@ class ArchivalDecision:
         return bool(self.to_archive)
 
 
-def decide(tl: Timeline, cfg: ArchivalConfig, ctx: RetentionContext = RetentionContext()) -> ArchivalDecision:
+def decide(tl: Timeline, cfg: ArchivalConfig, ctx: RetentionContext = RetentionContext(),
+           design: Design = HUDI) -> ArchivalDecision:
     """``TimelineArchiverV2#getInstantsToArchive`` over a model timeline."""
     commits = completed_commits(tl)
     n = len(commits)
     if n <= cfg.max_commits:
         return ArchivalDecision(n, False, None, (), None, (), (), f"{n} completed commits <= keep.max {cfg.max_commits}")
-    bound, cands, mdt_blocks = earliest_instant_to_retain(tl, ctx)
+    bound, cands, mdt_blocks = earliest_instant_to_retain(tl, ctx, design)
     if mdt_blocks:
         return ArchivalDecision(n, True, None, cands, None, (), (), "no compaction yet on the metadata table")
     sps = [i.requested_time for i in tl.completed([Action.SAVEPOINT])]
@@ -288,11 +333,11 @@ def _files_of(s: HistoryState, i: Instant) -> list[ActiveFile]:
     return [f for f in s.active if f.requested_time == i.requested_time and f.action is i.action]
 
 
-def plan(s: HistoryState, cfg: ArchivalConfig, ctx: RetentionContext = RetentionContext()
+def plan(s: HistoryState, cfg: ArchivalConfig, ctx: RetentionContext = RetentionContext(), design: Design = HUDI
          ) -> tuple[ArchivalDecision, tuple[JobStep, ...]]:
     """``#archiveIfRequired``: the decision and its steps -- the L0 write and manifest commit, the active-file
     deletions (pending states first, then completed ones ascending), then ``compactAndClean``."""
-    d = decide(active_timeline(s), cfg, ctx)
+    d = decide(active_timeline(s), cfg, ctx, design)
     if not d.archives:
         return d, ()
     recs = [lsm.LSMRecord(i.requested_time, i.completion_time or i.requested_time, i.shown_action.value)
@@ -300,16 +345,18 @@ def plan(s: HistoryState, cfg: ArchivalConfig, ctx: RetentionContext = Retention
     files = [f for i in d.to_archive for f in _files_of(s, i)]
     pending = sorted(f for f in files if f.state is not State.COMPLETED)
     done = sorted(f for f in files if f.state is State.COMPLETED)
-    steps = lsm.write_steps(recs) + tuple(DeleteActiveFile(f) for f in pending + done) + (CompactLevel(0),)
+    order = done + pending if design.completed_first else pending + done
+    steps = (lsm.write_steps(recs, design.version_before_manifest) + tuple(DeleteActiveFile(f) for f in order)
+             + (CompactLevel(0),))
     return d, steps
 
 
-def start(s: HistoryState, cfg: ArchivalConfig, ctx: RetentionContext = RetentionContext()
+def start(s: HistoryState, cfg: ArchivalConfig, ctx: RetentionContext = RetentionContext(), design: Design = HUDI
           ) -> tuple[ArchivalDecision, HistoryState]:
     """Begin an archival run (``archiveIfRequired`` under the table lock): the job is the planned steps."""
     if s.job:
         raise ArchivalStepRefused("start", "an archival job is running")
-    d, steps = plan(s, cfg, ctx)
+    d, steps = plan(s, cfg, ctx, design)
     return d, replace(s, job=steps, deleted=())
 
 
@@ -331,8 +378,8 @@ def guard(s: HistoryState, st: JobStep) -> str | None:
     return lsm.guard(s.lsm, st)
 
 
-def apply(s: HistoryState, st: JobStep, cfg: ArchivalConfig = ArchivalConfig(),
-          candidates=lsm.compaction_candidates) -> HistoryState:
+def apply(s: HistoryState, st: JobStep, cfg: ArchivalConfig = ArchivalConfig(), design: Design = HUDI
+          ) -> HistoryState:
     """Run ``st`` (not necessarily the job's head: drivers normally use :func:`step`). ``CompactLevel`` and
     ``CleanLSM`` change no file: they put their concrete steps at the head of the job."""
     why = guard(s, st)
@@ -341,7 +388,8 @@ def apply(s: HistoryState, st: JobStep, cfg: ArchivalConfig = ArchivalConfig(),
     if isinstance(st, DeleteActiveFile):
         return replace(s, active=s.active - {st.file}, deleted=s.deleted + (st.file,))
     if isinstance(st, CompactLevel):
-        steps, did = lsm.compact_steps(s.lsm, st.level, cfg.compaction_batch, candidates)
+        steps, did = lsm.compact_steps(s.lsm, st.level, cfg.compaction_batch, lsm.CANDIDATE_RULES[design.compaction],
+                                       design.version_before_manifest)
         more = (CompactLevel(st.level + 1),) if did else (CleanLSM(st.level),)
         return replace(s, job=steps + more + s.job)
     if isinstance(st, CleanLSM):
@@ -349,13 +397,12 @@ def apply(s: HistoryState, st: JobStep, cfg: ArchivalConfig = ArchivalConfig(),
     return replace(s, lsm=lsm.apply(s.lsm, st))
 
 
-def step(s: HistoryState, cfg: ArchivalConfig = ArchivalConfig(), candidates=lsm.compaction_candidates
-         ) -> HistoryState:
+def step(s: HistoryState, cfg: ArchivalConfig = ArchivalConfig(), design: Design = HUDI) -> HistoryState:
     """Run the job's next step."""
     if not s.job:
         raise ArchivalStepRefused("step", "no archival job is running")
     head, rest = s.job[0], s.job[1:]
-    return apply(replace(s, job=rest), head, cfg, candidates)
+    return apply(replace(s, job=rest), head, cfg, design)
 
 
 def crash(s: HistoryState) -> HistoryState:
@@ -363,22 +410,21 @@ def crash(s: HistoryState) -> HistoryState:
     return replace(s, job=())
 
 
-def run_to_end(s: HistoryState, cfg: ArchivalConfig = ArchivalConfig(), candidates=lsm.compaction_candidates
-               ) -> HistoryState:
+def run_to_end(s: HistoryState, cfg: ArchivalConfig = ArchivalConfig(), design: Design = HUDI) -> HistoryState:
     while s.job:
-        s = step(s, cfg, candidates)
+        s = step(s, cfg, design)
     return s
 
 
-def archive(s: HistoryState, cfg: ArchivalConfig = ArchivalConfig(), ctx: RetentionContext = RetentionContext()
-            ) -> tuple[ArchivalDecision, HistoryState]:
+def archive(s: HistoryState, cfg: ArchivalConfig = ArchivalConfig(), ctx: RetentionContext = RetentionContext(),
+            design: Design = HUDI) -> tuple[ArchivalDecision, HistoryState]:
     """A whole archival run without crashes."""
-    d, s = start(s, cfg, ctx)
-    return d, run_to_end(s, cfg)
+    d, s = start(s, cfg, ctx, design)
+    return d, run_to_end(s, cfg, design)
 
 
 __all__ = [
-    "COMMIT_ACTIONS", "ArchivalConfig", "ArchivalConfigError", "FLINK", "PRESETS", "RetentionContext",
+    "Design", "HUDI", "Variant", "VARIANTS", "COMMIT_ACTIONS", "ArchivalConfig", "ArchivalConfigError", "FLINK", "PRESETS", "RetentionContext",
     "completed_commits", "earliest_instant_to_retain", "ArchivalDecision", "decide", "v1_blocks", "ActiveFile",
     "DeleteActiveFile", "CompactLevel", "CleanLSM", "HistoryState", "active_timeline", "plan", "start",
     "ArchivalStepRefused", "guard", "apply", "step", "crash", "run_to_end", "archive",

@@ -277,6 +277,7 @@ class WriteManifest:
 
     remove: tuple[str, ...]
     add: str
+    ahead: bool = False  # (broken design "version-before-manifest": _version_ already names the new version)
     kind: str = "write-manifest"
 
 
@@ -293,6 +294,7 @@ class WriteVersionFile:
     (``None``: the greatest manifest present, which is that version when one archiver runs at a time)."""
 
     version: int | None = None
+    ahead: bool = False  # (broken design "version-before-manifest": the version the next manifest will have)
     kind: str = "write-version-file"
 
 
@@ -335,6 +337,8 @@ def do_write_data_file(s: LSMState, st: WriteDataFile) -> LSMState:
 def may_write_manifest(s: LSMState, st: WriteManifest) -> str | None:
     if s.file(st.add) is None:
         return f"{st.add} does not exist (getFileEntry reads its length)"
+    if st.ahead:
+        return None
     try:
         latest_manifest(s)
     except LSMReadError as e:
@@ -343,7 +347,13 @@ def may_write_manifest(s: LSMState, st: WriteManifest) -> str | None:
 
 
 def do_write_manifest(s: LSMState, st: WriteManifest) -> LSMState:
+    if st.ahead:  # the broken order: the new version is already in _version_, the base is the one before
+        v_new = max(latest_version(s), 1)
+        names = [n for n in (s.manifest(v_new - 1) or ()) if n not in st.remove and n != st.add] + [st.add]
+        return s.with_manifest(v_new, names)
     v = latest_version(s)
+    if not st.remove and st.add in latest_manifest(s):
+        return s  # ``#write`` returned early: the file is already committed (no new manifest)
     names = [n for n in latest_manifest(s) if n not in st.remove and n != st.add] + [st.add]
     return s.with_manifest(1 if v < 0 else v + 1, names)
 
@@ -353,7 +363,10 @@ def do_delete_version_file(s: LSMState, st: DeleteVersionFile) -> LSMState:
 
 
 def do_write_version_file(s: LSMState, st: WriteVersionFile) -> LSMState:
-    v = st.version if st.version is not None else max(s.manifest_versions(), default=0)
+    if st.ahead:
+        v = latest_version(s) + 1 if latest_version(s) >= 0 else 1
+    else:
+        v = st.version if st.version is not None else max(s.manifest_versions(), default=0)
     return replace(s, version=v, version_readable=True)
 
 
@@ -409,19 +422,22 @@ class LSMStepRefused(ModelError):
         return f"[{self.kind}] {self.why}"
 
 
-def commit_steps(remove: tuple[str, ...], add: str) -> tuple[Step, ...]:
-    """``#updateManifest``: manifest, then ``_version_`` (delete, recreate)."""
+def commit_steps(remove: tuple[str, ...], add: str, version_first: bool = False) -> tuple[Step, ...]:
+    """``#updateManifest``: manifest, then ``_version_`` (delete, recreate). ``version_first`` is the broken order
+    (``_version_`` names a manifest not written yet) the suites must catch."""
+    if version_first:
+        return (DeleteVersionFile(), WriteVersionFile(ahead=True), WriteManifest(remove, add, ahead=True))
     return (WriteManifest(remove, add), DeleteVersionFile(), WriteVersionFile())
 
 
-def write_steps(batch: Iterable[LSMRecord]) -> tuple[Step, ...]:
+def write_steps(batch: Iterable[LSMRecord], version_first: bool = False) -> tuple[Step, ...]:
     """``LSMTimelineWriter#write`` of one archival batch: one L0 file named by the first and last instant time
     of the batch (sorted), then the manifest update."""
     recs = tuple(sorted(batch))
     if not recs:
         return ()
     name = data_file_name(recs[0].instant_time, recs[-1].instant_time, 0)
-    return (WriteDataFile(name, recs),) + commit_steps((), name)
+    return (WriteDataFile(name, recs),) + commit_steps((), name, version_first)
 
 
 def compaction_candidates(names: Iterable[str], level: int, batch: int = DEFAULT_COMPACTION_BATCH) -> list[str]:
@@ -434,6 +450,19 @@ def compaction_candidates(names: Iterable[str], level: int, batch: int = DEFAULT
     return picked if len(picked) >= 2 else []
 
 
+def compaction_candidates_every_other(names: Iterable[str], level: int, batch: int = DEFAULT_COMPACTION_BATCH
+                                       ) -> list[str]:
+    """BROKEN (for the suites): every other file of the level -- not consecutive in instant order."""
+    files = sorted((parse_data_file_name(n), n) for n in names if parse_data_file_name(n).level == level)
+    if len(files) < batch:
+        return []
+    picked = [n for _, n in files[::2]][:batch]
+    return picked if len(picked) >= 2 else []
+
+
+CANDIDATE_RULES = {"consecutive": compaction_candidates, "every-other": compaction_candidates_every_other}
+
+
 def compacted_name(sources: Iterable[str]) -> str:
     """``#compactedFileName``: union bounds, next level."""
     parsed = [parse_data_file_name(n) for n in sources]
@@ -441,7 +470,7 @@ def compacted_name(sources: Iterable[str]) -> str:
 
 
 def compact_steps(s: LSMState, level: int, batch: int = DEFAULT_COMPACTION_BATCH,
-                  candidates=compaction_candidates) -> tuple[tuple[Step, ...], bool]:
+                  candidates=compaction_candidates, version_first: bool = False) -> tuple[tuple[Step, ...], bool]:
     """The steps of compacting ``level`` of the latest manifest (and whether it compacts): write the merged
     file, then commit (sources removed, result added). ``candidates`` is the selection rule (a broken one may be
     passed to show the invariants catch it)."""
@@ -454,7 +483,8 @@ def compact_steps(s: LSMState, level: int, batch: int = DEFAULT_COMPACTION_BATCH
         for r in s.file(n):
             recs.setdefault(r.instant_time, r)
     target = compacted_name(src)
-    return (WriteDataFile(target, tuple(sorted(recs.values()))),) + commit_steps(tuple(src), target), True
+    return ((WriteDataFile(target, tuple(sorted(recs.values()))),)
+            + commit_steps(tuple(src), target, version_first)), True
 
 
 def clean_steps(s: LSMState, compacted_layers: int, retained: int = MANIFESTS_RETAINED) -> tuple[Step, ...]:
@@ -477,5 +507,5 @@ __all__ = [
     "is_temp_manifest", "LSMRecord", "LSMState", "EMPTY", "latest_version", "latest_manifest", "read_files",
     "load_instants", "records", "WriteDataFile", "WriteManifest", "DeleteVersionFile", "WriteVersionFile",
     "DeleteManifest", "DeleteDataFile", "Step", "guard", "apply", "commit_steps", "write_steps",
-    "compaction_candidates", "compacted_name", "compact_steps", "clean_steps",
+    "compaction_candidates", "compaction_candidates_every_other", "CANDIDATE_RULES", "compacted_name", "compact_steps", "clean_steps",
 ]

@@ -13,6 +13,7 @@ function                               invariants
 ``completion_found(view, expected)``   ``H.completion-found``
 ``reads_preserved(hist, ghost, ...)``  ``H.reads-preserved``
 ``active_bounded(timeline, cfg, ctx)``  ``H.active-bounded``
+``no_write_lost(read, contents, ids)``  ``H.no-write-lost``
 ``history_verdicts(state, cfg)``       the state predicates above that need only the state
 =====================================  ====================================================================
 
@@ -27,6 +28,7 @@ from typing import Iterable, Mapping
 from .. import archival as A
 from .. import lsm
 from ..instant import Action, State
+from ..errors import ModelError
 from . import Verdict
 
 _WRITE_STARTS = A.WRITE_START_ACTIONS
@@ -176,7 +178,10 @@ def completion_found(view, expected: Mapping[str, str]) -> Verdict:
     time by the lookup across active timeline and history (``view``: a ``CompletionTimeQueryView``)."""
     bad = []
     for t, c in sorted(expected.items()):
-        got = view.completion_time(t)
+        try:
+            got = view.completion_time(t)
+        except ModelError as e:  # the history cannot be read (e.g. _version_ names a missing manifest)
+            return Verdict("H.completion-found", False, f"lookup of {t} failed: {e}", (t,))
         if got != c:
             bad.append(f"{t}: {got} != {c}")
     return Verdict("H.completion-found", not bad, "; ".join(bad[:3]), tuple(b.split(":")[0] for b in bad[:5]))
@@ -205,6 +210,27 @@ def reads_preserved(hist_view, ghost_view, ranges: Iterable[tuple] = ((None, Non
     return Verdict("H.reads-preserved", not diffs, "; ".join(diffs))
 
 
+def snapshot_records(read_view, contents: Mapping[str, Iterable[str]]) -> set[str]:
+    """The records a snapshot read returns: each slice's base file content and the content of its admitted logs
+    (``contents``: file name -> record ids)."""
+    out: set[str] = set()
+    for sl in read_view.slices:
+        if sl.base_file is not None:
+            out |= set(contents.get(sl.base_file.name, ()))
+    for lg in read_view.visible_log_files():
+        out |= set(contents.get(lg.name, ()))
+    return out
+
+
+def no_write_lost(read_view, contents: Mapping[str, Iterable[str]], committed: Iterable[str]) -> Verdict:
+    """Every record of a completed write (``committed``: record ids) is in the snapshot read (the completeness half
+    of I8, here threatened by a lookup that misses archived instants: the log looks uncommitted and a compaction
+    plan leaves it out)."""
+    got = snapshot_records(read_view, contents)
+    lost = sorted(set(committed) - got)
+    return Verdict("H.no-write-lost", not lost, f"records of completed writes not read: {lost[:5]}", tuple(lost[:5]))
+
+
 def active_bounded(tl, cfg: A.ArchivalConfig, ctx: A.RetentionContext = A.RetentionContext()) -> Verdict:
     """After an archival run the active timeline holds at most keep.max + batch completed commits, unless no commit
     may be archived (retention or savepoint) -- then the excess is what the retention keeps."""
@@ -224,4 +250,4 @@ def history_verdicts(s: A.HistoryState, cfg: A.ArchivalConfig) -> list[Verdict]:
 
 
 __all__ = ["lsm_verdicts", "lsm_step_verdicts", "decision_verdicts", "archival_verdicts", "delete_order",
-           "completion_found", "reads_preserved", "active_bounded", "history_verdicts"]
+           "completion_found", "reads_preserved", "snapshot_records", "no_write_lost", "active_bounded", "history_verdicts"]
