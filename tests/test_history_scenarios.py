@@ -311,3 +311,20 @@ def test_active_bounded_holds_after_runs_and_fails_when_archival_is_skipped():
     assert H.active_bounded(A.active_timeline(s), cfg).holds
     assert not H.active_bounded(timeline(45), cfg).holds
     assert H.active_bounded(timeline(45, pending_at=0), cfg).holds  # nothing archivable: retention keeps them
+
+
+def test_rewriting_a_committed_file_or_going_back_a_version_breaks_i15():
+    """I15.immutable-files and I15.version-monotone fail on the steps that break them (no archiver design of the
+    suites rewrites a committed file or lowers the version, so the broken steps are made by hand)."""
+    s = _run_commits(40).lsm
+    name = lsm.latest_manifest(s)[0]
+    rewritten = s.with_file(name, (lsm.LSMRecord(t(1), t(2), "commit"),))
+    v = {x.invariant: x for x in H.lsm_step_verdicts(s, rewritten)}
+    assert not v["I15.immutable-files"].holds and name in v["I15.immutable-files"].involved
+    # the L0 step of a rerun whose file is committed leaves it alone (LSMTimelineWriter#write skips it)
+    same = lsm.apply(s, lsm.WriteDataFile(name, (lsm.LSMRecord(t(1), t(2), "commit"),)))
+    assert same == s and all(x.holds for x in H.lsm_step_verdicts(s, same))
+    back = lsm.LSMState(s.files, s.manifests, s.version - 1, True, ())
+    back = back.with_manifest(s.version - 1, lsm.latest_manifest(s))
+    v = {x.invariant: x for x in H.lsm_step_verdicts(s, back)}
+    assert not v["I15.version-monotone"].holds
