@@ -61,6 +61,10 @@ class Design:
     version_before_manifest: bool = False  # write _version_ before the manifest it names
     compaction: str = "consecutive"        # "every-other": compact non-consecutive files
     lookup_history: bool = True            # False: completion-time lookups miss archived instants
+    trigger_at_min: bool = False           # trigger when commits > keep.min instead of keep.max
+    ignore_keep_min: bool = False          # archive every eligible commit (down to 0 instead of keep.min)
+    ignore_savepoint: bool = False         # archive past the first savepoint
+    max_per_run: int | None = None         # archive at most this many commits a run (a lagging archiver)
 
 
 HUDI = Design()
@@ -86,6 +90,16 @@ VARIANTS: dict[str, Variant] = {
     "non-consecutive-compaction": Variant(Design("non-consecutive-compaction", compaction="every-other"),
                                           "LSM compaction merges every other file of a level",
                                           ("I15.compaction-shape",)),
+    "early-trigger": Variant(Design("early-trigger", trigger_at_min=True),
+                             "archival triggers once commits exceed keep.min (not keep.max)", ("I16.trigger",)),
+    "archive-below-min": Variant(Design("archive-below-min", ignore_keep_min=True),
+                                 "every eligible commit is archived, leaving fewer than keep.min",
+                                 ("I16.keeps-min",)),
+    "archive-past-savepoint": Variant(Design("archive-past-savepoint", ignore_savepoint=True),
+                                      "the first savepoint does not stop archival", ("I16.savepoint",)),
+    "lagging-archiver": Variant(Design("lagging-archiver", max_per_run=1),
+                                "one commit archived per run: the active timeline outgrows keep.max + batch",
+                                ("H.active-bounded",)),
     "lookup-misses-archived": Variant(Design("lookup-misses-archived", lookup_history=False),
                                       "completion-time lookups read the active timeline only (no LSM, no "
                                       "isArchived): logs of archived deltacommits look uncommitted and the "
@@ -227,7 +241,7 @@ def decide(tl: Timeline, cfg: ArchivalConfig, ctx: RetentionContext = RetentionC
     """``TimelineArchiverV2#getInstantsToArchive`` over a model timeline."""
     commits = completed_commits(tl)
     n = len(commits)
-    if n <= cfg.max_commits:
+    if n <= (cfg.min_commits if design.trigger_at_min else cfg.max_commits):
         return ArchivalDecision(n, False, None, (), None, (), (), f"{n} completed commits <= keep.max {cfg.max_commits}")
     bound, cands, mdt_blocks = earliest_instant_to_retain(tl, ctx, design)
     if mdt_blocks:
@@ -239,12 +253,14 @@ def decide(tl: Timeline, cfg: ArchivalConfig, ctx: RetentionContext = RetentionC
         if cfg.beyond_savepoint:
             if c.requested_time in sps:
                 continue
-        elif first_sp is not None and c.requested_time >= first_sp:
+        elif first_sp is not None and c.requested_time >= first_sp and not design.ignore_savepoint:
             continue
         if bound is not None and c.requested_time >= bound:
             continue
         out.append(c)
-    out = out[:n - cfg.min_commits]
+    out = out[:n - (0 if design.ignore_keep_min else cfg.min_commits)]
+    if design.max_per_run is not None:
+        out = out[:design.max_per_run]
     extra = []
     if out:
         last = out[-1].requested_time
