@@ -9,14 +9,15 @@ slices -- or as of a time -- under a slicing rule, and the verdicts of
 from __future__ import annotations
 
 import time
+from struct import error as struct_error
 from dataclasses import dataclass, field
 from typing import Any
 
 from lakeio.errors import UserError
 from lakeio.ondisk import read_table
-from lakeio.ondisk.reader import Table
+from lakeio.ondisk.reader import Table, check_readable
 from model import filenames as fn
-from model.instant import Action, normalize_time, to_millis
+from model.instant import TIME_LEN, Action, normalize_time, time_problem, to_millis
 from model.invariants import Verdict, violations
 from model.invariants.timeline import table_verdicts
 
@@ -46,10 +47,17 @@ def check_as_of(value: str | None) -> str | None:
     """``--as-of``: a 14- or 17-digit instant time, normalised to 17 digits."""
     if value is None:
         return None
+    if value.isdigit() and len(value) > TIME_LEN:
+        # Hudi cuts longer times to 17 digits when parsing; an argument that long is a mistake
+        raise UserError(f"--as-of: instant time {value!r} has {len(value)} digits; expected 14 or 17")
     try:
-        return normalize_time(value)
+        t = normalize_time(value)
     except ValueError as exc:
         raise UserError(f"--as-of: {exc}") from None
+    problem = time_problem(t)
+    if problem is not None:
+        raise UserError(f"--as-of: instant time {value!r} {problem}")
+    return t
 
 
 def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> AuditResult:
@@ -72,9 +80,17 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     plan_logs = {tc: [fn.LogFile.parse(p, op.get("partitionPath") or "") for op in ops
                       for p in op.get("deltaFilePaths") or []]
                  for tc, ops in table.compaction_plans.items()}
+    # the latest snapshot of the files completed commits name must be on disk and readable
+    named_view = table.named_view(rule)
+    listed = {f.path for f in table.base_files} | {f.path for f in table.log_files}
+    check_readable(table.base_path, [f for s in named_view.latest_merged_file_slices()
+                                     for f in ([s.base_file] if s.base_file is not None else []) + list(s.log_files)],
+                   listed)
     verdicts = table_verdicts(table.timeline, view, table.base_files, table.log_files, rule=rule,
                               compaction_plans=plan_logs, replaced=table.replaced,
-                              pending_clustering_instants=pending_cl)
+                              pending_clustering_instants=pending_cl,
+                              compaction_inputs=compaction_inputs_on_disk(table),
+                              log_blocks=log_blocks_on_disk(table), named_view=named_view)
     notes = []
     if rule != table.default_rule:
         notes.append(f"slicing rule {rule} overrides the table version's rule {table.default_rule}")
@@ -86,6 +102,64 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
         notes.append(f"{len(left)} leftover temporary file(s) of interrupted timeline writes skipped, as Hudi's "
                      f"listing skips them: {', '.join(left[:3])}" + (", ..." if len(left) > 3 else ""))
     return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes)
+
+
+def compaction_inputs_on_disk(table: Table) -> dict[str, list]:
+    """Per compaction instant, the base and log files its plan (``<tc>.compaction.requested``) merges:
+    each operation's ``dataFilePath`` and ``deltaFilePaths`` in its ``partitionPath``
+    (``HoodieCompactionOperation``). ``I8.snapshot-completeness`` uses them to tell which older files
+    a compaction's base file holds. Names are taken after the last ``/`` (plans may hold paths); a
+    name that is not a data file name is bad input naming the plan.
+    """
+    out: dict[str, list] = {}
+    for tc, ops in table.compaction_plans.items():
+        files: list = []
+        for op in ops or []:
+            part = op.get("partitionPath") or ""
+            names = ([op["dataFilePath"]] if op.get("dataFilePath") else []) + list(op.get("deltaFilePaths") or [])
+            for name in names:
+                try:
+                    f = fn.parse_data_file(str(name).rsplit("/", 1)[-1], part)
+                except fn.CodecError as e:
+                    raise UserError(f"compaction plan {tc}: {e}") from None
+                if f is None:
+                    raise UserError(f"compaction plan {tc}: {name!r} is not a base or log file name")
+                files.append(f)
+        out[tc] = files
+    return out
+
+
+def log_blocks_on_disk(table: Table) -> dict | None:
+    """Every log file's blocks as the model's :class:`model.logblocks.LogBlock` values (block type and
+    the ``INSTANT_TIME`` / ``TARGET_INSTANT_TIME`` headers), for ``I8.log-blocks`` and tv6
+    ``I9.compaction-plan`` by blocks. A file that does not start with Hudi's block magic (a skeleton
+    table's placeholder) has no known blocks and is left out (names decide for it); bytes that stop
+    being a block sequence after the magic end in a corrupt block, as Hudi's reader treats them.
+    ``None`` when no log file holds blocks. Never writes.
+    """
+    from lakeio.hudiformat import logfile as lf_io  # heavy (pyarrow): imported only when auditing logs
+    from model import logblocks as lb
+
+    kinds = {lf_io.COMMAND_BLOCK: lb.BlockKind.COMMAND, lf_io.DELETE_BLOCK: lb.BlockKind.DELETE}
+    out: dict = {}
+    for lf in table.log_files:
+        path = table.base_path / lf.path
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise UserError(f"{path}: cannot read log file ({e.strerror or e})") from None
+        if not data.startswith(lf_io.MAGIC):
+            continue
+        blocks = []
+        try:
+            for b in lf_io.read_blocks(data):
+                kind = kinds.get(b.block_type, lb.BlockKind.DATA if b.block_type != 2 else lb.BlockKind.CORRUPT)
+                target = b.header.get(lf_io.TARGET_INSTANT_TIME) if kind is lb.BlockKind.COMMAND else None
+                blocks.append(lb.LogBlock(kind, b.instant, target))
+        except (ValueError, struct_error, UnicodeDecodeError, EOFError):
+            blocks.append(lb.LogBlock(lb.BlockKind.CORRUPT, ""))
+        out[lf] = tuple(blocks)
+    return out or None
 
 
 # ------------------------------------------------------------------------------ presentation
