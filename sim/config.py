@@ -181,6 +181,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "skews_ms": Key(list, [1.0, 50.0, 200.0], 0, 60_000, "ms", "max expected skew bounds"),
         "request_every_s": _num(10.0, 0, DAY, "s", "mean time between a writer's requests", lo_open=True),
         "lock_service_ms": _num(2.0, 0, 60_000, "ms", "lock-service time per acquisition (shared)"),
+        "resolutions_ms": Key(list, [1], choices=(1, 1000),
+                              doc="clock resolutions: 1 (17-digit instants) and/or 1000 (legacy 14-digit)"),
     },
     "history": {  # sim/history.py
         "days": _num(7.0, 0, 366, "days", "simulated time (one commit per commit_every_s)", lo_open=True),
@@ -394,6 +396,9 @@ def _cross_checks(exp: Experiment) -> None:
             raise UserError(f"{src}: collisions.writers: a collision needs >= 2 writers; allowed: integers >= 2")
         if any(t <= 0 for t in p["collisions"]["periods_s"]):
             raise UserError(f"{src}: collisions.periods_s: periods must be > 0 s")
+    table = {"collisions": "collisions", "truetime": "truetime_study"}.get(exp.kind)
+    if table and not p[table]["resolutions_ms"]:
+        raise UserError(f"{src}: {table}.resolutions_ms: must be a non-empty list; allowed: a list of 1, 1000")
     if exp.kind == "history":
         from model.archival import ArchivalConfigError
         from sim.history import archival_config

@@ -176,9 +176,10 @@ def _truetime(exp, out, seed, quick, modes, progress, grid) -> Outcome:
     from . import truetime_study
 
     st = exp.params["truetime_study"]
-    total = len(st["skews_ms"]) * len(st["tables"]) * len(st["writers"])
+    total = len(st["skews_ms"]) * len(st["tables"]) * len(st["writers"]) * len(st["resolutions_ms"])
     rows = truetime_study.run(exp.params, seed, quick, _tick(progress, "points", total))
-    failures = [f"{r['invariant']} (tables={r['tables']} writers={r['writers']} skew={r['skew_ms']:g} ms)"
+    failures = [f"{r['invariant']} (tables={r['tables']} writers={r['writers']} skew={r['skew_ms']:g} ms "
+                f"resolution={r['resolution_ms']} ms, {r['duplicate_times']} duplicate times)"
                 for r in rows if r["invariant"] != "ok" or r["duplicate_times"]]
     paths = plots.truetime(rows, out, f"{exp.name}: instant-request latency under the TrueTime lock")
     return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
