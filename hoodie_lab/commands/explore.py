@@ -39,6 +39,12 @@ def add_parser(subparsers) -> None:
         description=__doc__.splitlines()[0] + " Unspecified design options come from --variant "
         "(default hudi-1.1; --mode blocking without --variant means hudi-1.1-blocking).")
     p.add_argument("--variant", metavar="NAME", help="named protocol variant (default hudi-1.1)")
+    p.add_argument("--machine", choices=("protocol", "table"), default="protocol",
+                   help="the writer-coordinator protocol (default) or the table-level state machine "
+                        "(hoodie_lab/commands/explore_table.py; its options are listed below)")
+    from .explore_table import add_table_arguments
+
+    add_table_arguments(p)  # the table machine's options (an argument group)
     p.add_argument("--writers", type=int, default=2, metavar="W", help="writer tasks (1-8, default 2)")
     p.add_argument("--checkpoints", type=int, default=2, metavar="C",
                    help="checkpoints that may be triggered (0-20, default 2)")
@@ -173,6 +179,10 @@ class _Progress:
 
 # --------------------------------------------------------------------------- run
 def run(args) -> int:
+    if args.machine == "table":
+        from .explore_table import run_table
+
+        return run_table(args)
     from checker import SystemModel, draw_graph, explore
 
     name, cfg = build_config(args)

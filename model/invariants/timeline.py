@@ -399,7 +399,8 @@ def check_log_blocks_read(view, tl, log_blocks: Mapping, *, reader=_lb.scan) -> 
 def check_compaction_plan_blocks(tl, plans: Mapping[str, Iterable], log_blocks: Mapping) -> Verdict:
     """I9.compaction-plan (table version 6, by blocks): every data/delete block older than ``tc`` in a
     log that the plan of compaction ``tc`` lists was written by a deltacommit completed before ``tc``
-    -- unless a rollback older than ``tc`` rolled it back (the compactor's log reader then drops it).
+    -- unless a rollback older than ``tc`` rolled it back (a ROLLBACK command block in any planned log of
+    the same file group: the compactor's log reader then drops it).
 
     tv6 log names carry the slice's base instant, so the writers are read from the blocks (several
     writers share one tv6 log). A block of a write that was pending when the plan was made, or of a
@@ -410,9 +411,14 @@ def check_compaction_plan_blocks(tl, plans: Mapping[str, Iterable], log_blocks: 
     first_active = min((i.requested_time for i in tl.instants()), default=None)
     bad = []
     for tc, logs in plans.items():
+        logs = list(logs)
         for lf in logs:
             blocks = list(log_blocks.get(lf, ()))
-            undone_before = {b.target_instant for b in blocks
+            # a rollback writes its command block into a new log file of the slice (log.N+1), which the
+            # plan lists too: the compactor's reader scans every planned log of the file group
+            undone_before = {b.target_instant for other in logs
+                             if (other.partition, other.file_id) == (lf.partition, lf.file_id)
+                             for b in log_blocks.get(other, ())
                              if b.kind is _lb.BlockKind.COMMAND and b.instant_time < tc}
             for b in blocks:
                 if not b.carries_data or not b.instant_time < tc or b.instant_time in undone_before:
