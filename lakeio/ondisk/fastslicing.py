@@ -72,6 +72,7 @@ def _build_file_groups(base_files, log_files, pending_compactions, times, rule) 
     by_name = rule is slice_key_instant_time
     by_completion = rule is slice_key_completion_time
     done, cur = times._completion, times._cursor  # noqa: SLF001 - CompletionTimes.completion_time inlined
+    done_get = done.get
     out: dict[FileGroupId, FileGroup] = {}
     for k in sorted(groups):
         gbases, glogs = groups[k]
@@ -89,30 +90,37 @@ def _build_file_groups(base_files, log_files, pending_compactions, times, rule) 
         if glogs:
             if len(glogs) > 1:
                 glogs.sort(key=_log_key)
-            keys = sorted(slices)
-            for lg in glogs:
-                t = lg.instant_time
-                if by_name:
-                    key = t
-                elif by_completion:
-                    if not keys:
-                        key = t
+            if by_name:  # slice_key_instant_time: the log's own instant, no keys needed
+                for lg in glogs:
+                    t = lg.instant_time
+                    s = slices.get(t)
+                    if s is None:
+                        slices[t] = [None, [lg]]
                     else:
-                        c = done.get(t)
-                        if c is None and cur is not None and t < cur:
-                            c = t
-                        if c is None:
-                            key = keys[-1]
+                        s[1].append(lg)
+            else:
+                keys = sorted(slices)
+                for lg in glogs:
+                    t = lg.instant_time
+                    if by_completion:
+                        if not keys:
+                            key = t
                         else:
-                            i = bisect_right(keys, c)
-                            key = keys[i - 1] if i else t
-                else:
-                    key = rule(lg, list(keys), times)
-                s = slices.get(key)
-                if s is None:
-                    slices[key] = s = [None, []]
-                    insort(keys, key)
-                s[1].append(lg)
+                            c = done_get(t)
+                            if c is None and cur is not None and t < cur:
+                                c = t
+                            if c is None:
+                                key = keys[-1]
+                            else:
+                                i = bisect_right(keys, c)
+                                key = keys[i - 1] if i else t
+                    else:
+                        key = rule(lg, list(keys), times)
+                    s = slices.get(key)
+                    if s is None:
+                        slices[key] = s = [None, []]
+                        insort(keys, key)
+                    s[1].append(lg)
         out[gid] = _make_group(gid, tuple([_make_slice(gid, t, slices[t][0], tuple(slices[t][1]))
                                            for t in sorted(slices, reverse=True)]))
     return out
