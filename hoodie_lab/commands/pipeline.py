@@ -14,6 +14,8 @@ from pathlib import Path
 
 from lakeio.errors import UserError
 
+from .common import add_progress_arg, check_out_dir, check_seed, progress_enabled, say
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("pipeline", help="run the PySpark streaming pipeline into a real Hudi table",
@@ -39,10 +41,12 @@ def add_parser(subparsers) -> None:
                    help="SIGKILL the driver the N-th time it reaches POINT, then restart (repeatable)")
     r.add_argument("--crashes", type=int, default=0, help="this many kills at seeded random kill points")
     r.add_argument("--diff", action="store_true", help="run `hoodie-lab diff` on the run dir at the end")
+    add_progress_arg(r)
     r.set_defaults(func=run)
     s = sub.add_parser("resume", help="restart a run on its checkpoint (after a crash or an interrupt)")
     s.add_argument("run_dir", type=Path)
     s.add_argument("--master", default=None)
+    add_progress_arg(s)
     s.set_defaults(func=resume)
     k = sub.add_parser("kill-points", help="list the kill points of the crash harness")
     k.set_defaults(func=kill_points)
@@ -64,6 +68,11 @@ def run(args) -> int:
 
     if args.crashes < 0:
         raise UserError(f"--crashes: {args.crashes}; expected >= 0")
+    check_seed(args.seed)
+    if args.out is not None:  # checked before anything is written; prepare_run makes the directory
+        check_out_dir(args.out, create=False)
+    if args.table is not None:
+        check_out_dir(args.table, create=False, arg="--table")
     try:
         plan = [KillSpec.parse(k) for k in args.kill]
     except ValueError as exc:
@@ -77,6 +86,7 @@ def run(args) -> int:
     print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
           f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
     t0 = time.monotonic()
+    say(progress_enabled(args), f"starting Spark ({args.master or 'local[2]'})… (the first start takes 10-30 s)")
     if plan:
         run_with_crashes(rd.root, plan, progress=lambda s: print(s, flush=True))
         print(f"finished after {len(plan)} planned kill(s) in {time.monotonic() - t0:.1f} s")
@@ -109,6 +119,7 @@ def _after(root: Path, diff: bool) -> int:
 def resume(args) -> int:
     from pipeline.job import run_job
 
+    say(progress_enabled(args), "starting Spark…")
     summary = run_job(args.run_dir, progress=lambda s: print(s, flush=True))
     print(f"resumed: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
     return _after(args.run_dir, False)
