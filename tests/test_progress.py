@@ -107,12 +107,15 @@ def test_pipeline_says_starting_spark_before_the_session_starts(tmp_path, monkey
     seen = {}
 
     def recording_run_job(root, progress=None):
-        seen["stderr"] = capsys.readouterr().err
+        seen["stdout"], seen["stderr"] = capsys.readouterr()
         return {"batch_seconds": [], "batches": 0, "records": 0, "quarantined": 0, "commits": [], "seconds": 0.0}
 
     monkeypatch.setattr(job, "run_job", recording_run_job)
     rc = main(["pipeline", "run", "--out", str(tmp_path / "run"), "--records", "10", "--batches", "1", "--progress"])
     assert rc == 0
     assert seen["stderr"].startswith("starting Spark (local[2])…")
+    # the batch lines' columns are explained before them, and the last line's figures are labelled as totals
+    assert "per batch: checkpoint = " in seen["stdout"] and "files = data files it wrote" in seen["stdout"]
+    assert capsys.readouterr().out.startswith("finished, totals: 0 batches")
     rc = main(["pipeline", "run", "--out", str(tmp_path / "run2"), "--records", "10", "--batches", "1"])
     assert "starting Spark" not in seen["stderr"] + capsys.readouterr().err  # off: stderr is not a terminal

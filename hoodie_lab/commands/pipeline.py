@@ -53,6 +53,12 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
+#: What the coordinator's per-batch line shows (printed once before the batches).
+BATCH_LEGEND = ("per batch: checkpoint = the batch's checkpoint id, instant = the instant it wrote, records = its "
+                "well-formed records, files = data files it wrote, quarantined = its malformed records, (s) = its "
+                "wall time")
+
+
 def _default_out(args) -> Path:
     base = Path("runs") / "pipeline" / f"{args.mode}-{args.table_type}-seed{args.seed}"
     out, n = base, 1
@@ -85,6 +91,7 @@ def run(args) -> int:
                      table=str(args.table) if args.table else None)
     print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
           f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
+    print(BATCH_LEGEND, flush=True)
     t0 = time.monotonic()
     say(progress_enabled(args), f"starting Spark ({args.master or 'local[2]'})… (the first start takes 10-30 s)")
     if plan:
@@ -93,7 +100,7 @@ def run(args) -> int:
     else:
         summary = run_job(rd.root, progress=lambda s: print(s, flush=True))
         lat = summary["batch_seconds"]
-        print(f"finished: {summary['batches']} batches, {summary['records']} records, "
+        print(f"finished, totals: {summary['batches']} batches, {summary['records']} records, "
               f"{summary['quarantined']} quarantined, {len(summary['commits'])} commits in "
               f"{summary['seconds']:.1f} s" + (f" (batch p50 {sorted(lat)[len(lat) // 2]:.2f} s)" if lat else ""))
     return _after(rd.root, args.diff)
@@ -120,8 +127,9 @@ def resume(args) -> int:
     from pipeline.job import run_job
 
     say(progress_enabled(args), "starting Spark…")
+    print(BATCH_LEGEND, flush=True)
     summary = run_job(args.run_dir, progress=lambda s: print(s, flush=True))
-    print(f"resumed: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
+    print(f"resumed, totals: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
     return _after(args.run_dir, False)
 
 
