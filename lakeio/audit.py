@@ -9,6 +9,7 @@ slices -- or as of a time -- under a slicing rule, and the verdicts of
 from __future__ import annotations
 
 import time
+from struct import error as struct_error
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +75,9 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
                  for tc, ops in table.compaction_plans.items()}
     verdicts = table_verdicts(table.timeline, view, table.base_files, table.log_files, rule=rule,
                               compaction_plans=plan_logs, replaced=table.replaced,
-                              pending_clustering_instants=pending_cl)
+                              pending_clustering_instants=pending_cl,
+                              compaction_inputs=compaction_inputs_on_disk(table),
+                              log_blocks=log_blocks_on_disk(table))
     notes = []
     if rule != table.default_rule:
         notes.append(f"slicing rule {rule} overrides the table version's rule {table.default_rule}")
@@ -86,6 +89,64 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
         notes.append(f"{len(left)} leftover temporary file(s) of interrupted timeline writes skipped, as Hudi's "
                      f"listing skips them: {', '.join(left[:3])}" + (", ..." if len(left) > 3 else ""))
     return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes)
+
+
+def compaction_inputs_on_disk(table: Table) -> dict[str, list]:
+    """Per compaction instant, the base and log files its plan (``<tc>.compaction.requested``) merges:
+    each operation's ``dataFilePath`` and ``deltaFilePaths`` in its ``partitionPath``
+    (``HoodieCompactionOperation``). ``I8.snapshot-completeness`` uses them to tell which older files
+    a compaction's base file holds. Names are taken after the last ``/`` (plans may hold paths); a
+    name that is not a data file name is bad input naming the plan.
+    """
+    out: dict[str, list] = {}
+    for tc, ops in table.compaction_plans.items():
+        files: list = []
+        for op in ops or []:
+            part = op.get("partitionPath") or ""
+            names = ([op["dataFilePath"]] if op.get("dataFilePath") else []) + list(op.get("deltaFilePaths") or [])
+            for name in names:
+                try:
+                    f = fn.parse_data_file(str(name).rsplit("/", 1)[-1], part)
+                except fn.CodecError as e:
+                    raise UserError(f"compaction plan {tc}: {e}") from None
+                if f is None:
+                    raise UserError(f"compaction plan {tc}: {name!r} is not a base or log file name")
+                files.append(f)
+        out[tc] = files
+    return out
+
+
+def log_blocks_on_disk(table: Table) -> dict | None:
+    """Every log file's blocks as the model's :class:`model.logblocks.LogBlock` values (block type and
+    the ``INSTANT_TIME`` / ``TARGET_INSTANT_TIME`` headers), for ``I8.log-blocks`` and tv6
+    ``I9.compaction-plan`` by blocks. A file that does not start with Hudi's block magic (a skeleton
+    table's placeholder) has no known blocks and is left out (names decide for it); bytes that stop
+    being a block sequence after the magic end in a corrupt block, as Hudi's reader treats them.
+    ``None`` when no log file holds blocks. Never writes.
+    """
+    from lakeio.hudiformat import logfile as lf_io  # heavy (pyarrow): imported only when auditing logs
+    from model import logblocks as lb
+
+    kinds = {lf_io.COMMAND_BLOCK: lb.BlockKind.COMMAND, lf_io.DELETE_BLOCK: lb.BlockKind.DELETE}
+    out: dict = {}
+    for lf in table.log_files:
+        path = table.base_path / lf.path
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise UserError(f"{path}: cannot read log file ({e.strerror or e})") from None
+        if not data.startswith(lf_io.MAGIC):
+            continue
+        blocks = []
+        try:
+            for b in lf_io.read_blocks(data):
+                kind = kinds.get(b.block_type, lb.BlockKind.DATA if b.block_type != 2 else lb.BlockKind.CORRUPT)
+                target = b.header.get(lf_io.TARGET_INSTANT_TIME) if kind is lb.BlockKind.COMMAND else None
+                blocks.append(lb.LogBlock(kind, b.instant, target))
+        except (ValueError, struct_error, UnicodeDecodeError, EOFError):
+            blocks.append(lb.LogBlock(lb.BlockKind.CORRUPT, ""))
+        out[lf] = tuple(blocks)
+    return out or None
 
 
 # ------------------------------------------------------------------------------ presentation

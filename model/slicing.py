@@ -54,6 +54,8 @@ COMPLETION_TIME = "completion-time"
 
 #: Actions whose completed instants produce a compacted base file (no new data).
 _COMPACTIONS = frozenset({Action.COMPACTION, Action.LOGCOMPACTION})
+#: Data writes the 0.x compaction-scheduling guard waits for (``getCommitsTimeline().filterPendingExcludingCompaction``).
+DATA_WRITES_FOR_GUARD = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
 #: Actions of pending instants that write base files readers must not see (``isBaseFileDueToPendingClustering``).
 _CLUSTERING = frozenset({Action.CLUSTERING, Action.REPLACECOMMIT})
 
@@ -352,6 +354,21 @@ class FileSystemView:
     def file_group(self, gid: tuple) -> FileGroup | None:
         return self._groups.get(FileGroupId(*gid))
 
+    def slice_for_write(self, gid: tuple, instant: str) -> str | None:
+        """The base instant a tv6 (0.x) writer at ``instant`` names its new log after.
+
+        The newest slice with base instant ``<= instant``, the empty slice of a pending
+        compaction included (``getLatestFileSliceBeforeOrOn`` / the small-file lookup
+        ``getLatestFileSlicesBeforeOrOn(partition, instant, includePendingCompaction=true)``;
+        a writer does not append to a slice that starts after its own instant -- inferred).
+        ``None`` when the group has no such slice (the writer starts a new file group).
+        Under the instant-time rule the log then belongs to that slice (I7).
+        """
+        fg = self._groups.get(FileGroupId(*gid))
+        if fg is None:
+            return None
+        return next((s.base_instant for s in fg.slices if s.base_instant <= instant), None)
+
     def slice_of(self, f: BaseFile | LogFile) -> FileSlice | None:
         """The slice a file was placed in."""
         fg = self._groups.get(FileGroupId(f.partition, f.file_id))
@@ -618,8 +635,36 @@ class FileSystemView:
         return out
 
 
+def compaction_schedule_refusal(timeline: Timeline, tc: str) -> str | None:
+    """0.x ``ScheduleCompactionActionExecutor#execute`` (single writer, eager rollback): why a
+    compaction may not be scheduled at ``tc``, or ``None`` when it may.
+
+    0.x refuses while a write instant *older* than ``tc`` is pending ("Earliest write inflight
+    instant time must be later than compaction time"): such a write may still append a log to the
+    slice the plan is about to compact. The check sees only *published* instants: a writer that has
+    generated its time but not yet created its requested file is invisible to it -- generating a
+    time and publishing it are two steps unless one lock covers both (``hudi-semantics.md`` 1.8,
+    ``BaseHoodieWriteClient.startCommit`` inside ``txnManager.beginTransaction``; HUDI-8464).
+    """
+    older = sorted(i.requested_time for i in timeline.pending(DATA_WRITES_FOR_GUARD) if i.requested_time < tc)
+    if older:
+        return f"write {older[0]} is pending and older than compaction {tc}"
+    return None
+
+
+def compaction_inputs(plans: Mapping[str, Mapping[tuple, FileSlice]]) -> dict[str, tuple]:
+    """Per compaction instant, the base and log files its plan merges (``HoodieCompactionOperation``
+    per file group: ``dataFilePath`` and ``deltaFilePaths``; ``CompactionUtils.buildFromFileSlice``).
+
+    ``plans``: compaction instant -> the slices it compacts (:meth:`FileSystemView.compaction_plan_files`
+    when it was scheduled). ``I8.snapshot-completeness`` uses this to know what a compaction's base
+    file holds (:func:`model.invariants.timeline.compaction_holds`).
+    """
+    return {tc: tuple(f for s in slices.values() for f in s.files) for tc, slices in plans.items()}
+
+
 __all__ = [
     "INSTANT_TIME", "COMPLETION_TIME", "FileGroupId", "FileSlice", "FileGroup", "CompletionTimes",
     "slice_key_instant_time", "slice_key_completion_time", "RULES", "rule_for_version", "build_file_groups",
-    "ReadView", "IncrementalView", "FileSystemView",
+    "ReadView", "IncrementalView", "FileSystemView", "compaction_schedule_refusal", "compaction_inputs",
 ]

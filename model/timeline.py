@@ -12,6 +12,17 @@ they differ in file naming (see :mod:`model.filenames`), in where the completion
 time lives (layout 1: file modification time, modelled as the same value), and
 in which actions exist (``clustering`` is layout 2 only).
 
+Storage (``storage``): ``"put-if-absent"`` (HDFS, local file systems, object stores with conditional
+writes) makes ``createImmutableFileInPath`` fail when the file exists, so a second create of one
+instant is refused (``I3.create-once``). ``"overwrite"`` models an object store without
+put-if-absent: the create silently replaces the file. Then two processes that obtained the same
+instant time (a collision, see :mod:`model.truetime`) both "create" it, and later writes of one
+replace the other's requested/inflight/completed files. Each record keeps who wrote each of its
+state files (``writers``, a history variable; callers name themselves with ``by=``), and
+``I3.single-writer`` (:func:`model.invariants.timeline.check_single_writer`) flags an instant whose
+files were written by more than one process. TrueTime's lock makes the times unique, so no two
+processes ever write one instant's files, whatever the storage.
+
 This is the specification: a plain mapping of records, copied in full by :meth:`Timeline.copy`.
 The engine runs :class:`engine.timeline.Timeline`, the same API with copy-on-write records and
 memoised keys; ``tests/test_fastpaths.py`` keeps the two equal.
@@ -37,6 +48,11 @@ from .instant import (
 
 LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
 
+PUT_IF_ABSENT = "put-if-absent"
+OVERWRITE = "overwrite"
+#: Storage modes: whether an existing file makes an immutable create fail (``createImmutableFileInPath``).
+STORAGE_MODES = (PUT_IF_ABSENT, OVERWRITE)
+
 
 def layout_for_version(table_version: int) -> int:
     """Timeline layout of a table version (``HoodieTableVersion`` / ``TimelineLayoutVersion``)."""
@@ -56,6 +72,13 @@ class _Record:
     action: Action  # the action the instant was started with
     states: set[State] = field(default_factory=set)
     completion_time: str | None = None
+    #: history: per state file, every process that wrote it, in order (only callers that pass ``by``)
+    writers: dict = field(default_factory=dict)
+
+    def wrote(self, state: State, by: str | None) -> None:
+        """Record that ``by`` wrote (or overwrote) the ``state`` file."""
+        if by is not None:
+            self.writers.setdefault(state, []).append(by)
 
     @property
     def state(self) -> State:
@@ -84,9 +107,12 @@ class Timeline:
     ['20250101000000000->20250101000000100.commit[completed]']
     """
 
-    def __init__(self, table_version: int = 9):
+    def __init__(self, table_version: int = 9, *, storage: str = PUT_IF_ABSENT):
         self.table_version = table_version
         self.layout = layout_for_version(table_version)
+        if storage not in STORAGE_MODES:
+            raise ValueError(f"unknown storage mode {storage!r}; expected one of {STORAGE_MODES}")
+        self.storage = storage
         self._records: dict[InstantKey, _Record] = {}
         self._pending: set[InstantKey] = set()
 
@@ -104,9 +130,10 @@ class Timeline:
 
     def copy(self) -> "Timeline":
         """An independent copy: every record is copied (its own set of state files)."""
-        other = Timeline(self.table_version)
+        other = Timeline(self.table_version, storage=self.storage)
         for key, rec in self._records.items():
-            other._records[key] = _Record(rec.requested_time, rec.action, set(rec.states), rec.completion_time)
+            other._records[key] = _Record(rec.requested_time, rec.action, set(rec.states), rec.completion_time,
+                                          {st: list(w) for st, w in rec.writers.items()})
         other._pending = set(self._pending)
         return other
 
@@ -136,12 +163,16 @@ class Timeline:
             self._pending.add(key)
         return rec.view()
 
-    def create(self, requested_time: str, action: Action, *, allow_during_restore: bool = False) -> Instant:
+    def create(self, requested_time: str, action: Action, *, allow_during_restore: bool = False,
+               by: str | None = None) -> Instant:
         """``createNewInstant``: write the first state file (requested; inflight for savepoint).
 
         Guards: a canonical time; an action valid in this layout; the file must not
         exist (immutable create, so an instant is created once); no new data write
         while a restore is pending (I5, ``BaseHoodieWriteClient.startCommit``).
+        ``by`` names the writing process (recorded in ``writers``). On ``overwrite``
+        storage the immutable create cannot fail: creating an existing instant of the
+        same action rewrites its first state file (:meth:`_overwrite`).
         """
         action = Action(action)
         if not is_time(requested_time):
@@ -150,6 +181,9 @@ class Timeline:
             raise TimelineError("I4.layout-action",
                                 f"action {action.value} does not exist in timeline layout 1 (table version 6)")
         key = self._key(requested_time, action)
+        first = State.INFLIGHT if action in STARTS_INFLIGHT else State.REQUESTED
+        if key in self._records and self.storage == OVERWRITE and self._records[key].action is action:
+            return self._overwrite(self._records[key], first, by)
         if key in self._records:
             raise TimelineError("I3.create-once",
                                 f"instant {requested_time}.{action.value} already exists ({self._records[key].view()})")
@@ -160,30 +194,63 @@ class Timeline:
                 raise TimelineError("I5.no-write-during-restore",
                                     f"cannot start {requested_time}.{action.value}: restore "
                                     f"{pending_restore[0]} is pending")
-        first = State.INFLIGHT if action in STARTS_INFLIGHT else State.REQUESTED
         rec = _Record(requested_time, action, {first})
+        rec.wrote(first, by)
         self._records[key] = rec
         self._pending.add(key)
         return rec.view()
 
-    def transition_to_inflight(self, requested_time: str, action: Action) -> Instant:
-        """``transitionRequestedToInflight``: the requested file must exist, the inflight must not."""
+    def _overwrite(self, rec: _Record, state: State, by: str | None) -> Instant:
+        """``overwrite`` storage: a create of a file that exists replaces it (no put-if-absent).
+
+        The visible state is unchanged (the file was already there, or a higher one is); the
+        write is recorded, so ``I3.single-writer`` sees a second process writing this instant.
+        """
+        rec.states.add(state)
+        rec.wrote(state, by)
+        return rec.view()
+
+    def transition_to_inflight(self, requested_time: str, action: Action, *, by: str | None = None) -> Instant:
+        """``transitionRequestedToInflight``: the requested file must exist, the inflight must not.
+
+        On ``overwrite`` storage "must not exist" cannot be enforced: with the requested file
+        present, an existing inflight file is rewritten (:meth:`_overwrite`).
+        """
         rec = self._record(requested_time, action, "I3.legal-transition")
+        if self.storage == OVERWRITE and rec.state is not State.REQUESTED and State.REQUESTED in rec.states:
+            return self._overwrite(rec, State.INFLIGHT, by)
         if rec.state is not State.REQUESTED:
             raise TimelineError("I3.legal-transition",
                                 f"{rec.view()} cannot move to inflight: it is {rec.state.label}, not requested")
         rec.states.add(State.INFLIGHT)
+        rec.wrote(State.INFLIGHT, by)
         return rec.view()
 
-    def complete(self, requested_time: str, action: Action, completion_time: str) -> Instant:
+    def complete(self, requested_time: str, action: Action, completion_time: str, *,
+                 by: str | None = None) -> Instant:
         """``saveAsComplete``: inflight -> completed with a completion time (I2, I3).
 
         The completion time must come from the same TrueTime lock section as the
         creation of the completed file; the timeline checks what it can: the time
         is canonical and strictly after the requested time, and the instant has
         never completed.
+
+        On ``overwrite`` storage a second completion is not refused: in layout 1 it
+        replaces ``t.<action>`` (the earlier commit metadata is lost; the completion
+        time, the file's modification time, becomes the new one); in layout 2 it adds a
+        second ``t_c2.<action>`` beside ``t_c1.<action>``; the model keeps the first
+        completion time visible (which one Hudi's listing keeps is not fixed -- inferred).
         """
         rec = self._record(requested_time, action, "I3.legal-transition")
+        if rec.state is State.COMPLETED and self.storage == OVERWRITE:
+            if not is_time(completion_time):
+                raise TimelineError("I1.time-format", f"completion time {completion_time!r} is not 17 digits")
+            if not completion_time > requested_time:
+                raise TimelineError("I2.requested-before-completion",
+                                    f"completion time {completion_time} is not after requested time {requested_time}")
+            if self.layout == 1:
+                rec.completion_time = completion_time
+            return self._overwrite(rec, State.COMPLETED, by)
         if rec.state is State.COMPLETED:
             raise TimelineError("I3.complete-once", f"{rec.view()} is already completed")
         if rec.state is not State.INFLIGHT:
@@ -196,6 +263,7 @@ class Timeline:
                                 f"completion time {completion_time} is not after requested time {requested_time}")
         rec.states.add(State.COMPLETED)
         rec.completion_time = completion_time
+        rec.wrote(State.COMPLETED, by)
         self._pending.discard(self._key(requested_time, action))
         return rec.view()
 
@@ -252,6 +320,11 @@ class Timeline:
     def find(self, requested_time: str) -> list[Instant]:
         """Instants with this requested time (normally at most one)."""
         return [r.view() for k, r in self._records.items() if k.requested_time == requested_time]
+
+    def writers_of(self, requested_time: str, action: Action) -> dict[State, tuple[str, ...]]:
+        """Who wrote each state file of an instant, in order (empty when no caller named itself)."""
+        rec = self._records.get(self._key(requested_time, action))
+        return {} if rec is None else {st: tuple(w) for st, w in rec.writers.items()}
 
     def states_present(self, requested_time: str, action: Action) -> frozenset[State]:
         rec = self._records.get(self._key(requested_time, action))

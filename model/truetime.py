@@ -15,6 +15,12 @@ Hudi facts encoded here (``hudi-semantics.md`` section 2 and 1.4, invariants I1/
   inferred as 1 when the lock provider is ``InProcessLockProvider`` (also the default provider).
 * 0.x (no TrueTime): ``createNewInstantTime`` = the same per-JVM loop over ``currentTimeMillis``
   without lock or wait -- :class:`NaiveGenerator`.
+* Clock resolution (``hudi-semantics.md`` 1.4): instants are ``yyyyMMddHHmmssSSS``; tables and clocks
+  of the legacy second granularity write ``yyyyMMddHHmmss`` (14 digits), which
+  ``HoodieInstantTimeGenerator.fixInstantTimeCompatibility`` parses by appending ``999``.
+  ``TimeGeneratorConfig.resolution_ms`` (1 or 1000) truncates every clock reading to that
+  resolution; at 1000 a generated time is written with 14 digits (``GeneratedTime.written``) and
+  compared in its parsed 17-digit form (``GeneratedTime.time``, ending in ``999``).
 
 Model abstraction (what the rest of the model may assume)
 ---------------------------------------------------------
@@ -34,7 +40,10 @@ lock hand-off (acquisition latency). Then ``read_B(tb) - read_A(ta) >= W + gap -
 increasing therefore needs ``W + gap > S``: ``W >= S`` with at least 1 ms of hand-off, or
 ``W > S`` with instantaneous hand-off. (Real clocks are read with millisecond truncation, so the
 same off-by-one exists in Hudi: a wait equal to the skew can produce equal times across JVMs.)
-:func:`guarantee_holds` states the condition.
+With a clock read to a resolution of ``R`` ms (truncated), two readings ``R - 1`` ms apart can
+still be equal, so the condition becomes ``W + gap >= S + R`` (``R = 1``: the one above). A
+second-resolution clock therefore needs a wait of about a second: the default 200 ms wait does not
+make second-granular times unique. :func:`guarantee_holds` states the condition.
 
 Time units and epoch
 --------------------
@@ -98,7 +107,7 @@ from enum import Enum
 from typing import Any, Callable, Iterable
 
 from .errors import RuleViolation
-from .instant import format_millis, to_millis
+from .instant import LEGACY_TIME_LEN, format_millis, normalize_time, to_millis
 
 #: True time 0 is this epoch instant when formatting (2025-01-01T00:00:00.000Z).
 DEFAULT_EPOCH_MS = to_millis("20250101000000000")
@@ -109,6 +118,28 @@ DEFAULT_MAX_EXPECTED_SKEW_MS = 200
 IN_PROCESS_SKEW_MS = 1
 
 STEP_RULE = "TT.step-order"
+
+#: Clock resolutions: milliseconds (17-digit instants) and seconds (14-digit legacy instants).
+RESOLUTIONS_MS = (1, 1000)
+
+
+def truncate(local_ms: int, resolution_ms: int) -> int:
+    """A clock reading as a clock of ``resolution_ms`` shows it (truncated, as ``currentTimeMillis``
+    formatted to ``yyyyMMddHHmmss`` drops the milliseconds)."""
+    return (local_ms // resolution_ms) * resolution_ms
+
+
+def format_time(epoch_ms: int, local_ms: int, resolution_ms: int = 1) -> tuple[str, str]:
+    """``(parsed, written)``: the 17-digit time as Hudi parses it and the string as written.
+
+    Millisecond resolution: both are ``yyyyMMddHHmmssSSS``. Second resolution: written is the
+    14-digit ``yyyyMMddHHmmss``; parsed appends ``999`` (``fixInstantTimeCompatibility``).
+    """
+    full = format_millis(epoch_ms + truncate(local_ms, resolution_ms))
+    if resolution_ms == 1:
+        return full, full
+    written = full[:LEGACY_TIME_LEN]
+    return normalize_time(written), written
 
 
 # ---------------------------------------------------------------------------------------- clocks
@@ -173,9 +204,10 @@ def actual_skew(clocks: Iterable[Clock], start: int, end: int) -> int:
 def guarantee_holds(config: "TimeGeneratorConfig", skew_ms: int, min_handoff_ms: int) -> bool:
     """Whether the model guarantees strictly increasing times across processes.
 
-    Needs the lock and ``wait + min_handoff > skew`` (module docstring).
+    Needs the lock and ``wait + min_handoff >= skew + resolution`` (module docstring; at millisecond
+    resolution: ``wait + min_handoff > skew``).
     """
-    return config.use_lock and config.max_expected_skew_ms + min_handoff_ms > skew_ms
+    return config.use_lock and config.max_expected_skew_ms + min_handoff_ms >= skew_ms + config.resolution_ms
 
 
 # ------------------------------------------------------------------------------------------ lock
@@ -221,16 +253,22 @@ class TimeGeneratorConfig:
     """``HoodieTimeGeneratorConfig`` as the model needs it.
 
     ``max_expected_skew_ms`` is the wait after reading the clock; ``use_lock`` false models
-    ``skipLocking`` / no shared lock provider; ``guard`` is the per-JVM ``LAST_INSTANT_TIME`` loop.
+    ``skipLocking`` / no shared lock provider; ``guard`` is the per-JVM ``LAST_INSTANT_TIME`` loop;
+    ``resolution_ms`` is the clock's resolution: 1 (``yyyyMMddHHmmssSSS``) or 1000 (legacy
+    ``yyyyMMddHHmmss``, 14 digits, parsed with ``999`` appended).
     """
 
     max_expected_skew_ms: int = DEFAULT_MAX_EXPECTED_SKEW_MS
     use_lock: bool = True
     guard: bool = True
+    resolution_ms: int = 1
 
     def __post_init__(self):
         if self.max_expected_skew_ms < 0:
             raise ValueError("max_expected_skew_ms must be >= 0")
+        if self.resolution_ms not in RESOLUTIONS_MS:
+            raise ValueError(f"resolution_ms must be one of {RESOLUTIONS_MS} (millisecond or legacy second "
+                             f"instants), not {self.resolution_ms!r}")
 
     @staticmethod
     def in_process() -> "TimeGeneratorConfig":
@@ -261,10 +299,17 @@ class GeneratedTime:
     attempts: int
     seq: int
     locked: bool
+    resolution_ms: int = 1
 
     @property
     def duration_ms(self) -> int:
         return self.released_at - self.requested_at
+
+    @property
+    def written(self) -> str:
+        """The time as written in a file name: 17 digits, or 14 at second resolution (``time`` is the
+        parsed 17-digit form either way, so comparisons and invariants use ``time``)."""
+        return self.time[:LEGACY_TIME_LEN] if self.resolution_ms == 1000 else self.time
 
 
 class Phase(str, Enum):
@@ -322,9 +367,14 @@ class TimeGenerator:
     def clock(self, process: str) -> Clock:
         return self.clocks.get(process, PERFECT_CLOCK)
 
+    @property
+    def resolution_ms(self) -> int:
+        return self.config.resolution_ms
+
     def format(self, local_ms: int) -> str:
-        """``HoodieInstantTimeGenerator.formatDate`` in UTC: epoch + local reading, 17 digits."""
-        return format_millis(self.epoch_ms + local_ms)
+        """``HoodieInstantTimeGenerator.formatDate`` in UTC: epoch + local reading, as parsed (17 digits;
+        at second resolution the 14-digit written form with ``999`` appended)."""
+        return format_time(self.epoch_ms, local_ms, self.config.resolution_ms)[0]
 
     def copy(self) -> "TimeGenerator":
         return _copy.deepcopy(self)
@@ -417,7 +467,7 @@ class TimeGenerator:
 
     def _read(self, p: _Pending, now: int) -> int:
         p.read_at = now
-        p.local_ms = self.clock(p.process).read(now)
+        p.local_ms = truncate(self.clock(p.process).read(now), self.config.resolution_ms)
         p.phase = Phase.READ
         return p.local_ms
 
@@ -454,8 +504,11 @@ class TimeGenerator:
             last = self.last_time.get(process)
             if last is not None and t <= last:
                 # Hudi loops: generate again. A retry re-reads strictly later (a busy loop advances
-                # currentTimeMillis), so the next request is at least 1 ms after this read.
-                retry_at = max(now, p.read_at + 1)
+                # currentTimeMillis), so the next request is at least 1 ms after this read; at second
+                # resolution the loop spins until the reading ticks: retry when the (undrifted) local
+                # clock reaches its next full second.
+                raw = self.clock(process).read(p.read_at)
+                retry_at = max(now, p.read_at + self.config.resolution_ms - raw % self.config.resolution_ms)
                 p.requested_at = retry_at
                 p.latency = self.lock.draw_latency() if self.config.use_lock else 0
                 p.phase = Phase.QUEUED
@@ -469,7 +522,7 @@ class TimeGenerator:
                             requested_at=p.first_requested_at, acquired_at=p.acquired_at,
                             read_at=p.read_at, released_at=now, lock_wait_ms=p.lock_wait_ms,
                             waited_ms=p.waited_ms, attempts=p.attempts, seq=self.generated,
-                            locked=self.config.use_lock)
+                            locked=self.config.use_lock, resolution_ms=self.config.resolution_ms)
         del self.pending[process]
         self.generated += 1
         if self.keep_history:
@@ -547,8 +600,9 @@ class NaiveGenerator(TimeGenerator):
     """0.x ``createNewInstantTime``: read the clock, no lock, no wait; the per-JVM guard only."""
 
     def __init__(self, clocks: dict[str, Clock] | None = None, epoch_ms: int = DEFAULT_EPOCH_MS,
-                 guard: bool = True, keep_history: bool = True):
-        super().__init__(TimeGeneratorConfig(max_expected_skew_ms=0, use_lock=False, guard=guard),
+                 guard: bool = True, keep_history: bool = True, resolution_ms: int = 1):
+        super().__init__(TimeGeneratorConfig(max_expected_skew_ms=0, use_lock=False, guard=guard,
+                                             resolution_ms=resolution_ms),
                          clocks=clocks, lock=Lock(), epoch_ms=epoch_ms, keep_history=keep_history)
 
 
@@ -564,5 +618,5 @@ __all__ = [
     "Clock", "PERFECT_CLOCK", "Lock", "TimeGeneratorConfig", "GeneratedTime", "TimeGenerator",
     "SkewAdjustingTimeGenerator", "NaiveGenerator", "generator_for", "actual_skew",
     "guarantee_holds", "DEFAULT_EPOCH_MS", "DEFAULT_MAX_EXPECTED_SKEW_MS", "IN_PROCESS_SKEW_MS",
-    "STEP_RULE", "Phase",
+    "STEP_RULE", "Phase", "RESOLUTIONS_MS", "truncate", "format_time",
 ]

@@ -180,6 +180,10 @@ def run_with_crashes(run_root: Path, plan: list[KillSpec], *, timeout: float = 3
         if progress:
             state = "killed" if a.killed else f"exit {a.returncode}"
             progress(f"attempt {len(attempts)}: kill at {kill or '-'}: {state} ({a.seconds:.1f} s)")
+        if not a.killed and a.returncode == 1 and "run stalled" in a.stderr_tail:  # PipelineStalled: one line
+            from pipeline.run_dir import PipelineStalled
+            line = next(ln for ln in reversed(a.stderr_tail.splitlines()) if "run stalled" in ln)
+            raise PipelineStalled(line.split("error: ", 1)[-1])
         if not a.killed and a.returncode != 0:
             raise RuntimeError(f"pipeline job failed (exit {a.returncode}, kill {kill}):\n{a.stderr_tail}")
     return attempts

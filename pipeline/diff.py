@@ -17,7 +17,10 @@ compared with what is on disk, read independently of the pipeline:
   against Spark reading the latest base parquet files (the file slices hudi-rs lists) when a SparkSession is
   given;
 * **exactly once** -- for a finished run, every well-formed input record committed exactly once (model), and
-  the quarantine holding exactly the malformed input lines.
+  the quarantine holding exactly the malformed input lines;
+* **the run reached its end** -- a run whose last driver did not finish (a batch failed and never committed,
+  the query ended early, or the driver was killed and not resumed) is a difference, with one line saying
+  which batch stalled and why (:func:`run_unfinished`).
 
 Exit status of the command: 0 no difference, 1 differences (each printed), 2 a bad run dir.
 """
@@ -32,7 +35,7 @@ from lakeio.errors import UserError
 from model.instant import to_millis
 from pipeline import source as src
 from pipeline.coordinator import CHECKPOINT_KEY, TASK, replay_system
-from pipeline.run_dir import RunDir
+from pipeline.run_dir import RunDir, stall_message, uncommitted_batches
 
 DATA_COLUMNS = ("key", "ts", "partition", "payload")
 
@@ -94,15 +97,36 @@ def diff_run(root: Path, spark=None) -> DiffReport:
     _rows_hudi_rs(report, predicted, rd.table)
     if spark is not None and table.table_type == "COPY_ON_WRITE":
         _rows_spark(report, predicted, rd.table, spark)
-    finished = any(e["kind"] == "finished" for e in rd.read_events()[-1:])
-    if finished:
+    unfinished = run_unfinished(rd)
+    if unfinished is None:
         _exactly_once(report, system, records)
         _quarantine(report, rd, inputs)
-    else:
-        report.checked.append("(the run did not finish -- its last driver was killed or interrupted: the table "
-                              f"may lag the model by one step; `hoodie-lab pipeline resume {rd.root}` finishes it)")
     _model_invariants(report, system)
+    if unfinished is not None:  # first: the reason the rest may differ
+        report.differences.insert(0, unfinished)
     return report
+
+
+def run_unfinished(rd: RunDir) -> str | None:
+    """None when the run reached the end of its input (its last driver logged ``finished`` and Spark committed
+    every input file's batch), else one line saying why not: a stalled run (a batch failed and never
+    committed, or the query ended early) or a driver that was killed or interrupted. Either is a failure of
+    the run, never a clean diff."""
+    events = rd.read_events()
+    missing = uncommitted_batches(rd)
+    if events and events[-1]["kind"] == "finished" and not missing:
+        return None
+    starts = [i for i, e in enumerate(events) if e["kind"] == "start"]
+    since = events[starts[-1]:] if starts else events
+    stalled = [e for e in since if e["kind"] == "stalled"]
+    if stalled:
+        return stall_message(rd, f"the run stalled ({stalled[-1]['reason']})")
+    n = len(missing)
+    return (f"{rd.root}: the run did not reach the end of its input: {n} batch(es) not committed by Spark "
+            f"{missing[:5]}{' ...' if n > 5 else ''}; its last driver was killed or interrupted "
+            f"(`hoodie-lab pipeline resume {rd.root}` finishes it)" if missing else
+            f"{rd.root}: the run did not reach its end: its last driver did not log `finished` "
+            f"(`hoodie-lab pipeline resume {rd.root}` finishes it)")
 
 
 # ------------------------------------------------------------------------------------------------ instants

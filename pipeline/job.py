@@ -3,38 +3,43 @@
 ``prepare_run`` creates a run dir (config, generated inputs); ``run_job`` runs (or resumes, on the same Spark
 checkpoint) the streaming query on it:
 
-* source: the file stream source over ``RUN_DIR/input`` with the fixed schema of :mod:`pipeline.source`,
-  ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)`` (deterministic: file i is batch i of a fresh
-  run; a restart replays the first batch Spark has not committed, with the same file);
+* source: the file stream source over ``RUN_DIR/input`` reading raw lines (the text source, ``lineSep="\\n"``,
+  each line cast to bytes), ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)`` (deterministic: file i
+  is batch i of a fresh run; a restart replays the first batch Spark has not committed, with the same file);
 * sink: ``foreachBatch``. The micro-batch is collected to the driver as Arrow (``DataFrame.toArrow``; fine at
   these sizes -- a limitation: the batch must fit in the driver's memory, and the data files are written by the
-  driver, not by executors), split into well-formed records and malformed ones (quarantined with a reason,
-  see :func:`split_batch`), and handed to :class:`pipeline.coordinator.PipelineCoordinator`;
+  driver, not by executors), split by :func:`pipeline.source.parse_line` -- the one validation, also behind the
+  coordinator's expected records and the diff -- into well-formed records and malformed ones (quarantined
+  with a reason, see :func:`split_batch`), and handed to :class:`pipeline.coordinator.PipelineCoordinator`;
 * acks: Spark's commit of batch n (``checkpoint/commits/n``, written after foreachBatch(n) returned and before
-  batch n+1 is planned) is read at the start of every batch and once more when the query has ended.
+  batch n+1 is planned) is read at the start of every batch and once more when the query has ended;
+* stalls: a batch that raises is logged (``batch-failed``, with the error) and the query fails; ``run_job``
+  then ends with :class:`pipeline.run_dir.PipelineStalled` (one line, exit 1), as it does when the query ends
+  or times out before Spark committed every input file. Only a run that reached its end logs ``finished``.
 
 ``python -m pipeline.job RUN_DIR`` runs the job in its own process (the crash harness uses this).
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 import time
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakeio.errors import UserError
 from pipeline import source as src
-from pipeline.run_dir import RunDir, atomic_write_bytes
+from pipeline.run_dir import (PipelineStalled, RunDir, atomic_write_bytes, stall_message,  # noqa: F401
+                              uncommitted_batches)
 
 MODES = ("blocking", "async", "spark-sink")
 TABLE_TYPES = ("cow", "mor")
 TABLE_VERSIONS = (8, 6)
-DATA_COLUMNS = ["key", "ts", "partition", "payload"]
+RECORD_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
+                           ("payload", pa.string())])
 QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 
 
@@ -93,25 +98,25 @@ def open_run(root: Path) -> tuple[RunDir, dict]:
 def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
     """Well-formed records (columns key, ts, partition, payload) and the malformed ones as (reason, raw).
 
-    A row is malformed when Spark could not parse it (``_corrupt_record`` set: the reason comes from
-    :func:`pipeline.source.parse_line` on the raw line) or when a required field is null."""
-    corrupt = batch.column("_corrupt_record").is_valid()
-    missing = pc.or_(pc.or_(batch.column("key").is_null(), batch.column("ts").is_null()),
-                     batch.column("partition").is_null())
-    bad_mask = pc.or_(corrupt, missing)
-    good = batch.filter(pc.invert(bad_mask)).select(DATA_COLUMNS)
+    ``batch`` has one binary column ``line``: the raw bytes of each input line Spark's text source read (in file
+    order). Each line goes through :func:`pipeline.source.parse_line`, the same validation the coordinator's
+    expected records and the diff use, so the two can never disagree on what the batch holds. Blank lines are
+    skipped as :func:`pipeline.source.input_lines` skips them. ``raw`` is the line as text (bytes that are not
+    UTF-8 as backslash escapes)."""
+    good: list[src.Record] = []
     bad = []
-    for row in batch.filter(bad_mask).to_pylist():
-        raw = row["_corrupt_record"]
-        if raw is not None:
-            reason = src.parse_line(raw)[1] or "unparseable record"
+    for line in batch.column("line").to_pylist():
+        if not line.strip():
+            continue
+        rec, reason = src.parse_line(line)
+        if rec is None:
+            bad.append((reason, line.decode("utf-8", errors="backslashreplace")))
         else:
-            reason = src.validate(row["key"], row["ts"], row["partition"]) or "invalid record"
-            raw = json.dumps({k: row[k] for k in DATA_COLUMNS}, sort_keys=True)
-        bad.append((reason, raw))
-    good = good.cast(pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
-                                ("payload", pa.string())]))
-    return good, bad
+            good.append(rec)
+    table = pa.table({"key": [r.key for r in good], "ts": [r.ts for r in good],
+                      "partition": [r.partition for r in good], "payload": [r.payload for r in good]},
+                     schema=RECORD_SCHEMA)
+    return table, bad
 
 
 def write_quarantine(rd: RunDir, batch_id: int, bad: list[tuple[str, str]]) -> None:
@@ -134,6 +139,13 @@ def read_quarantine(rd: RunDir) -> pa.Table:
     return pa.concat_tables([pq.read_table(f) for f in files])
 
 
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message (a Py4J/Spark wrapper's message
+    begins with the Python error raised inside foreachBatch)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+
+
 # ------------------------------------------------------------------------------------------------ the query
 def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) -> dict:
     """Run (or resume) the streaming query of the run dir ``root`` to the end of its input.
@@ -150,27 +162,41 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
             from pipeline.spark import get_spark
             spark = get_spark(cfg.get("master"))
         t0 = time.monotonic()
-        stream = (spark.readStream.schema(src.spark_schema()).option("maxFilesPerTrigger", 1)
-                  .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt_record")
-                  .json(str(rd.input)))
+        # raw lines (bytes, exactly as in the file): the one validation, source.parse_line, judges them
+        stream = (spark.readStream.option("maxFilesPerTrigger", 1).option("lineSep", "\n")
+                  .text(str(rd.input)).selectExpr("CAST(value AS BINARY) AS line"))
 
         def sink(df, batch_id: int) -> None:
             started = time.monotonic()
-            coord.deliver_spark_acks()  # blocking mode: the previous instant commits here
-            good, bad = split_batch(df.toArrow())
-            write_quarantine(rd, batch_id, bad)
-            coord.on_batch(batch_id, good, len(bad), started=started)
+            try:
+                coord.deliver_spark_acks()  # blocking mode: the previous instant commits here
+                good, bad = split_batch(df.toArrow())
+                write_quarantine(rd, batch_id, bad)
+                coord.on_batch(batch_id, good, len(bad), started=started)
+            except BaseException as exc:  # the batch will not commit: say which and why, then let Spark fail
+                rd.log("batch-failed", batch=batch_id, pid=os.getpid(), error=_one_line(exc))
+                raise
 
         query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(rd.checkpoint))
                  .trigger(availableNow=True).start())
         try:
             if not query.awaitTermination(timeout_s):
                 query.stop()
-                raise RuntimeError(f"streaming query did not finish within {timeout_s:.0f} s")
+                raise PipelineStalled(stall_message(rd, f"the streaming query did not finish within {timeout_s:.0f} s"))
+        except PipelineStalled:
+            rd.log("stalled", pid=os.getpid(), reason="timeout")
+            raise
+        except Exception as exc:  # the query failed: a batch raised (logged above) or Spark itself failed
+            rd.log("stalled", pid=os.getpid(), reason=_one_line(exc))
+            raise PipelineStalled(stall_message(rd, _one_line(exc))) from None
         finally:
             if query.isActive:
                 query.stop()
         coord.deliver_spark_acks()  # the last batch's commit is written after its foreachBatch returned
+        missing = uncommitted_batches(rd)
+        if missing:  # the query ended without committing every input file: the run did not reach its end
+            rd.log("stalled", pid=os.getpid(), reason=f"batches {missing} not committed")
+            raise PipelineStalled(stall_message(rd, "the streaming query ended before the end of its input"))
         coord.finish()
         summary = coord.summary()
         summary["seconds"] = time.monotonic() - t0

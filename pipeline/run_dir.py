@@ -7,7 +7,8 @@ Layout (``RUN_DIR``)::
     times.jsonl         every instant time the driver generated (TrueTime over the wall clock), so replays of
                         the trace reproduce them; ``{"void": [...]}`` voids times a killed driver never used
     events.jsonl        what the pipeline did: batch -> checkpoint, instants started, commits, rollbacks (with
-                        their rollback instant), restarts, crashes, sink skips
+                        their rollback instant), restarts, crashes, sink skips, failed batches (``batch-failed``
+                        with the error) and stalls (``stalled``: the run stopped before the end of its input)
     input/              the generated input files (pipeline/source.py), one per micro-batch
     checkpoint/         Spark's checkpoint dir (offsets/, commits/, sources/)
     table/              the Hudi table (unless --table points elsewhere)
@@ -22,12 +23,15 @@ the new file. Append-only logs are fsynced per line and a torn last line is igno
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from lakeio.errors import UserError
+from pipeline.source import INPUT_GLOB
 
 RUN_FILE = "run.json"
 
@@ -156,8 +160,39 @@ class RunDir:
 
 
 
+# ------------------------------------------------------------------------------------------------ stalls
+class PipelineStalled(UserError):
+    """The run stopped before the end of its input (a batch failed and never committed, or the query ended or
+    timed out early): one line, exit 1. Nothing is lost: ``pipeline resume`` retries from the failed batch."""
+
+    def __init__(self, message: str):
+        super().__init__(message, exit_code=1)
+
+
+def input_batches(rd: RunDir) -> int:
+    return len(list(rd.input.glob(INPUT_GLOB)))
+
+
+def uncommitted_batches(rd: RunDir) -> list[int]:
+    """Input files (= batch ids of the run) Spark has not committed (``checkpoint/commits/<n>`` missing)."""
+    done = set(rd.spark_committed_batches())
+    return [b for b in range(input_batches(rd)) if b not in done]
+
+
+def stall_message(rd: RunDir, why: str) -> str:
+    """One line: the run stalled -- which batch never committed and why, how far it got, what to do."""
+    failed = [e for e in rd.read_events() if e["kind"] == "batch-failed"]
+    missing = uncommitted_batches(rd)
+    n = input_batches(rd)
+    where = (f"batch {failed[-1]['batch']} failed and never committed ({failed[-1]['error']})" if failed
+             and failed[-1]["batch"] in missing else why)
+    return (f"{rd.root}: run stalled: {where}; {n - len(missing)} of {n} batches committed; "
+            f"`hoodie-lab pipeline resume {rd.root}` retries from batch {missing[0] if missing else '-'}")
+
+
 # ---------------------------------------------------------------------------------------------- the table lock
 LOCK_NAME = "hoodie-lab-pipeline.lock"
+LOCK_WAIT_S = 0.5  # how long acquire retries a lock that is busy (a check() probing it holds it for microseconds)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -171,48 +206,90 @@ def _pid_alive(pid: int) -> bool:
 
 
 class TableLock:
-    """One pipeline per table: ``<table>/.hoodie/.aux/hoodie-lab-pipeline.lock`` holds the writer's pid.
+    """One pipeline per table: ``<table>/.hoodie/.aux/hoodie-lab-pipeline.lock``, held with ``fcntl.flock``.
 
-    A lock whose pid is dead (a killed run) is taken over; a live one is refused with one line.
-    Created with O_EXCL so two starting pipelines cannot both win.
+    The kernel's lock on the open file is the truth, not the file's content: it is taken atomically
+    (``LOCK_EX | LOCK_NB``) and released by the kernel when its holder dies, so the lock file a SIGKILLed
+    pipeline leaves behind is simply locked again by the next one (no "is the pid alive, then delete" race,
+    no pid-reuse trap). The holder writes its pid into the file for the refusal message. After taking the
+    lock, the holder checks the path still names the file it locked (a releasing holder unlinks it; a
+    process that opened the old file before the unlink must not count its lock) and retries otherwise.
+    The file is opened close-on-exec, so the Spark JVM the driver starts never inherits the lock.
+    Limitation: flock is per host; the table must not be written by pipelines on two hosts at once.
     """
 
     def __init__(self, table: Path):
         self.path = Path(table) / ".hoodie" / ".aux" / LOCK_NAME
         self.held = False
+        self._fd: int | None = None
 
-    def holder(self) -> int | None:
-        """The pid of a live pipeline holding the lock (not this process), else None."""
+    def _pid_in_file(self) -> int | None:
         try:
-            pid = int(self.path.read_text().strip() or 0)
+            return int(self.path.read_text().strip() or 0) or None
         except (OSError, ValueError):
             return None
-        return pid if pid and pid != os.getpid() and _pid_alive(pid) else None
+
+    def holder(self) -> int | None:
+        """The pid of another live process holding the lock (0 if its pid is not written yet), else None.
+        None when this process holds it."""
+        if self.held:
+            return None
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = self._pid_in_file()
+            return 0 if pid is None else pid
+        finally:
+            os.close(fd)  # closing drops a shared lock taken just now
+        return None
+
+    def _refuse(self, pid: int | None) -> UserError:
+        return UserError(f"{self.path.parent.parent.parent}: another pipeline (pid {pid or '?'}) is writing this "
+                         f"table (lock {self.path})")
 
     def check(self) -> None:
         pid = self.holder()
         if pid is not None:
-            raise UserError(f"{self.path.parent.parent.parent}: another pipeline (pid {pid}) is writing this table "
-                            f"(lock {self.path})")
+            raise self._refuse(pid)
 
     def acquire(self) -> None:
+        if self.held:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(2):
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                self.check()
-                self.path.unlink(missing_ok=True)  # stale: its writer is gone
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if time.monotonic() >= deadline:
+                    raise self._refuse(self._pid_in_file()) from None
+                time.sleep(0.01)
                 continue
-            with os.fdopen(fd, "w") as f:
-                f.write(f"{os.getpid()}\n")
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:  # its holder released (unlinked) it between our open and our flock: try again
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            os.fsync(fd)
+            self._fd = fd
             self.held = True
             return
-        raise UserError(f"{self.path}: could not take the table lock")
 
     def release(self) -> None:
         if self.held:
-            self.path.unlink(missing_ok=True)
+            self.path.unlink(missing_ok=True)  # while still locked: the next holder creates a fresh file
+            os.close(self._fd)
+            self._fd = None
             self.held = False
 
     def __enter__(self):

@@ -12,10 +12,13 @@ One input file per micro-batch (the job reads them with ``maxFilesPerTrigger=1``
 
 Malformed records (``malformed`` of them in all, spread with the same seed) are one of: a line that is not
 JSON, a record without a key, a record whose ordering field is not a number, a record without a partition.
-They must land in the quarantine table with a reason and never reach the Hudi table.
+They must land in the quarantine table with a reason and never reach the Hudi table. What is malformed is
+decided in one place, :func:`parse_line` (with :func:`validate`): besides those four, a line that is not
+UTF-8, a JSON value that is not an object (an array line), a non-string or empty key, a ``ts`` beyond int64,
+a partition value that is not one path segment, a non-string payload, a lone surrogate.
 
-``expected_records(input_dir)`` reads the files back into the well-formed records, in arrival order; the
-diff and the tests use it together with the model's predictions.
+``read_inputs(input_dir)`` reads the files back into parsed lines (record or reason), in arrival order; the
+coordinator, the diff and the tests use it together with the model's predictions.
 """
 
 from __future__ import annotations
@@ -114,39 +117,97 @@ def write_inputs(input_dir: Path, records: int, batches: int, seed: int, *, upda
     return paths
 
 
-def parse_line(line: str) -> tuple[Record | None, str | None]:
-    """One input line -> (record, None) or (None, reason). The same rules as the job's quarantine split."""
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def input_lines(data: bytes) -> list[bytes]:
+    """The lines of an input file as the stream reads them: split on ``\\n`` only (the job's text source runs
+    with ``lineSep="\\n"``), blank lines skipped. A ``\\r`` before the ``\\n`` stays in the line (JSON
+    whitespace)."""
+    return [line for line in data.split(b"\n") if line.strip()]
+
+
+def parse_line(line: bytes | str) -> tuple[Record | None, str | None]:
+    """One input line -> (record, None) or (None, reason).
+
+    The one validation of input records: :func:`read_inputs` (the coordinator's expected records, the diff's
+    prediction) and the job's quarantine split (:func:`pipeline.job.split_batch`, on the raw bytes of each line
+    Spark read) both call it, so a record the table receives is exactly a record this accepts."""
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, f"not UTF-8 (byte {exc.start})"
     try:
         obj = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None, "malformed JSON"
     if not isinstance(obj, dict):
-        return None, "malformed JSON"
-    reason = validate(obj.get("key"), obj.get("ts"), obj.get("partition"))
+        return None, f"not a JSON object (a JSON {type(obj).__name__})"
+    reason = validate(obj.get("key"), obj.get("ts"), obj.get("partition"), obj.get("payload"))
     if reason:
         return None, reason
-    return Record(obj["key"], int(obj["ts"]), obj["partition"], obj.get("payload") or ""), None
+    return Record(obj["key"], obj["ts"], obj["partition"], obj.get("payload") or ""), None
 
 
-def validate(key, ts, partition) -> str | None:
-    """The reason a record is malformed, or None. ``ts`` must be an integer (not a bool, not a string)."""
-    if not key:
+def validate(key, ts, partition, payload=None) -> str | None:
+    """The reason a record is malformed, or None.
+
+    * ``key``: a non-empty string (a number is refused, not coerced: ``"7"`` and ``7`` must not become one
+      record key);
+    * ``ts``: an integer (not a bool, not a string, not a float) within int64, the ordering field's type
+      (a long in the table schema);
+    * ``partition``: a non-empty string that is one path segment: no ``/`` or ``\\`` (it would nest
+      partition folders), not starting with ``.`` (``.hoodie``, ``..``, hidden folders readers skip), no
+      control characters;
+    * ``payload``: a string or absent;
+    * every string encodable as UTF-8 (JSON can spell a lone surrogate, ``"\\ud800"``; parquet cannot
+      store it)."""
+    if key is None or key == "":
         return "missing record key"
+    if not isinstance(key, str):
+        return f"record key is not a string (a JSON {_json_type(key)})"
     if ts is None or isinstance(ts, bool) or not isinstance(ts, int):
         return "missing or non-integer ordering field ts"
-    if not partition:
+    if not INT64_MIN <= ts <= INT64_MAX:
+        return "ordering field ts out of the int64 range"
+    if partition is None or partition == "":
         return "missing partition"
+    if not isinstance(partition, str):
+        return f"partition is not a string (a JSON {_json_type(partition)})"
+    if "/" in partition or "\\" in partition or partition.startswith(".") or any(ord(c) < 32 for c in partition):
+        return "partition value is not a single path segment (contains / or \\ or a control character, " \
+               "or starts with .)"
+    if payload is not None and not isinstance(payload, str):
+        return f"payload is not a string (a JSON {_json_type(payload)})"
+    for name, value in (("key", key), ("partition", partition), ("payload", payload)):
+        if value is not None and not _utf8_encodable(value):
+            return f"{name} holds a lone UTF-16 surrogate (not encodable as UTF-8)"
     return None
+
+
+def _json_type(value) -> str:
+    return {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}.get(type(value), "value")
+
+
+def _utf8_encodable(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_inputs(input_dir: Path) -> list[list[tuple[Record | None, str | None]]]:
     """Every input file (in name order), each as its parsed lines."""
     files = sorted(Path(input_dir).glob(INPUT_GLOB))
-    return [[parse_line(line) for line in f.read_text().splitlines() if line.strip()] for f in files]
+    return [[parse_line(line) for line in input_lines(f.read_bytes())] for f in files]
 
 
 def spark_schema():
-    """The schema the stream reads with; malformed lines land in ``_corrupt_record`` (PERMISSIVE)."""
+    """The records' schema for Spark's JSON reader (``_corrupt_record`` for lines it cannot parse). The job does
+    not read with it (it reads raw lines and validates them with :func:`parse_line`); the benchmark's
+    plain-Spark ceiling does."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     return StructType([

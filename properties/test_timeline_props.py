@@ -20,7 +20,7 @@ the printed ``@reproduce_failure`` blob or ``pytest --hypothesis-seed=N``.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, event, settings
+from hypothesis import HealthCheck, Phase, event, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -413,3 +413,95 @@ def test_invariant_checks_flag_a_broken_timeline_directly():
     low.transition_to_inflight("20250101000000100", Action.DELTACOMMIT)
     v = check_visible_state_is_highest(low)
     assert not v.holds and "requested" in v.detail
+
+
+# ------------------------------------------------------------------------------------------------
+# Storage with and without put-if-absent (issue #15 item 7): writers colliding on one instant time.
+#
+# Each process runs one write: obtain a requested time, create, go inflight, complete (completion
+# time from consume_time with the completed-file write inside the lock section), steps interleaved
+# as drawn. Property I3.single-writer: no instant's files are written by two processes. It holds
+# with TrueTime's lock on either storage (times are unique), and with put-if-absent storage for any
+# generator (the loser's create is refused: its write fails, nothing is lost). The broken variant
+# -- a naive 0.x generator on overwrite storage -- is found and shrunk by Hypothesis.
+
+from model.invariants.timeline import check_single_writer  # noqa: E402
+from model.timeline import OVERWRITE, PUT_IF_ABSENT  # noqa: E402
+
+WRITE_STEPS = ("create", "inflight", "complete")
+storage_schedule = st.tuples(
+    st.lists(st.integers(-3, 3), min_size=2, max_size=3),             # clock offsets (ms) of the writers
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4)), min_size=1, max_size=12),  # (writer, gap ms)
+    st.sampled_from([6, 8]),
+)
+
+
+def run_writers(schedule, generator: str, storage: str):
+    """Drive the writers; returns the timeline and how many creates put-if-absent refused."""
+    offsets, moves, version = schedule
+    names = [f"w{i}" for i in range(len(offsets))]
+    clocks = {n: Clock(offset_ms=o) for n, o in zip(names, offsets)}
+    gen = (NaiveGenerator(clocks=clocks) if generator == "naive" else
+           SkewAdjustingTimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=7), clocks=clocks,
+                                      lock=Lock(latency_ms=1)))
+    tl = Timeline(version, storage=storage)
+    progress = {n: 0 for n in names}  # next step index; 3 = done, -1 = failed
+    mine: dict[str, str] = {}
+    refused = 0
+    now = 0
+    for w, gap in moves:
+        now += gap
+        p = names[w % len(names)]
+        step = progress[p]
+        if step < 0 or step >= len(WRITE_STEPS):
+            continue
+        try:
+            if step == 0:
+                rec = gen.generate(p, now)
+                now = max(now, rec.released_at)
+                mine[p] = rec.time
+                tl.create(rec.time, Action.COMMIT, by=p)
+            elif step == 1:
+                tl.transition_to_inflight(mine[p], Action.COMMIT, by=p)
+            else:
+                rec, _ = gen.consume_time(p, now, lambda c: tl.complete(mine[p], Action.COMMIT, c, by=p))
+                now = max(now, rec.released_at)
+            progress[p] += 1
+        except TimelineError as e:
+            # put-if-absent refuses a colliding create (and the loser's later steps); a naive generator
+            # can also hand out a completion time equal to the requested one (no lock, no wait)
+            allowed = ({"I3.create-once", "I3.legal-transition"} if storage == PUT_IF_ABSENT else set()) | \
+                ({"I2.requested-before-completion"} if generator == "naive" else set())
+            assert e.rule in allowed, str(e)
+            refused += e.rule == "I3.create-once"
+            progress[p] = -1  # the writer fails; it wrote nothing it does not own
+    return tl, refused
+
+
+@pytest.mark.parametrize("generator,storage", [("truetime", OVERWRITE), ("truetime", PUT_IF_ABSENT),
+                                               ("naive", PUT_IF_ABSENT)])
+@settings(max_examples=300, deadline=None)
+@given(schedule=storage_schedule)
+def test_one_writer_per_instant(generator, storage, schedule):
+    tl, refused = run_writers(schedule, generator, storage)
+    v = check_single_writer(tl)
+    assert v.holds, f"{v}\n{schedule}"
+    if generator == "truetime":
+        assert refused == 0  # unique times: put-if-absent never has to refuse
+
+
+def test_naive_generator_on_overwrite_storage_is_caught_and_shrunk(capsys):
+    """The broken variant: no TrueTime lock and storage without put-if-absent. Two writers that read
+    the same millisecond write one instant's files; I3.single-writer fails."""
+
+    def fails(schedule):
+        return not check_single_writer(run_writers(schedule, "naive", OVERWRITE)[0]).holds
+
+    shrunk = find(storage_schedule, fails, settings=settings(max_examples=3000, database=None, deadline=None,
+                                                             phases=[Phase.generate, Phase.shrink]))
+    tl, _ = run_writers(shrunk, "naive", OVERWRITE)
+    v = check_single_writer(tl)
+    assert not v.holds and "2 processes" in v.detail
+    assert len(shrunk[1]) <= 4, shrunk  # two creates at one millisecond suffice
+    with capsys.disabled():
+        print(f"\n[naive generator, overwrite storage] shrunk: {shrunk}\n  => {v}")

@@ -16,7 +16,11 @@ counterexample (``hypothesis.find``), printing the shrunk schedule:
 * the lock but a wait below the skew;
 * no lock (0.x: read the clock, per-JVM guard only);
 * the lock and a wait exactly equal to the skew with instantaneous lock hand-off (millisecond
-  truncation: equal times across processes are possible -- the off-by-one noted in model.truetime).
+  truncation: equal times across processes are possible -- the off-by-one noted in model.truetime);
+* clocks read to the second (legacy 14-digit instants) with a wait that covers the skew but not the
+  resolution (``wait + hand-off >= skew + resolution`` is needed).
+
+The clock resolution is a parameter of every property (``RESOLUTIONS``: milliseconds and seconds).
 
 Replay a failure of the @given property with the printed ``@reproduce_failure`` blob or
 ``pytest --hypothesis-seed=N``.
@@ -121,9 +125,15 @@ def time_violations(gen: TimeGenerator) -> list:
 
 
 # ------------------------------------------------------------------------------------ properties
+#: Clock resolutions the properties run with: 17-digit millisecond and 14-digit second instants.
+RESOLUTIONS = (1, 1000)
+
+
+@pytest.mark.parametrize("resolution_ms", RESOLUTIONS)
 @pytest.mark.parametrize("latency_ms,skew_ms", [(1, WAIT_MS), (0, WAIT_MS - 1), (3, WAIT_MS + 2)])
-def test_truetime_strictly_increasing_when_wait_covers_skew(latency_ms, skew_ms):
-    config = TimeGeneratorConfig(max_expected_skew_ms=WAIT_MS)
+def test_truetime_strictly_increasing_when_wait_covers_skew(latency_ms, skew_ms, resolution_ms):
+    # the wait covers the skew plus the resolution less one (WAIT_MS at millisecond resolution)
+    config = TimeGeneratorConfig(max_expected_skew_ms=WAIT_MS + resolution_ms - 1, resolution_ms=resolution_ms)
 
     @given(schedules(skew_ms))
     def prop(schedule):
@@ -137,10 +147,12 @@ def test_truetime_strictly_increasing_when_wait_covers_skew(latency_ms, skew_ms)
     prop()
 
 
-@given(schedules(WAIT_MS), st.integers(0, 2))
-def test_per_process_guard_alone_keeps_each_process_increasing(schedule, latency_ms):
-    """Even without the lock, each process's own ``generate`` times strictly increase (LAST_INSTANT_TIME)."""
-    gen, _ = run_schedule(schedule, TimeGeneratorConfig(max_expected_skew_ms=0, use_lock=False), latency_ms)
+@given(schedules(WAIT_MS), st.integers(0, 2), st.sampled_from(RESOLUTIONS))
+def test_per_process_guard_alone_keeps_each_process_increasing(schedule, latency_ms, resolution_ms):
+    """Even without the lock, each process's own ``generate`` times strictly increase (LAST_INSTANT_TIME),
+    at either clock resolution (at seconds the loop spins until the reading ticks)."""
+    gen, _ = run_schedule(schedule, TimeGeneratorConfig(max_expected_skew_ms=0, use_lock=False,
+                                                        resolution_ms=resolution_ms), latency_ms)
     for p in {r.process for r in gen.history}:
         mine = [r.time for r in gen.history if r.process == p and r.kind == "generate"]
         v = check_times_strictly_increasing(mine)
@@ -156,6 +168,8 @@ WEAKER = {
     "lock, wait below the skew": (TimeGeneratorConfig(max_expected_skew_ms=10), 1, 3 * WAIT_MS),
     "no lock (0.x)": (TimeGeneratorConfig(max_expected_skew_ms=0, use_lock=False), 0, WAIT_MS),
     "lock, wait == skew, instant hand-off": (TimeGeneratorConfig(max_expected_skew_ms=WAIT_MS), 0, WAIT_MS),
+    "lock, second clocks, wait covers the skew only": (
+        TimeGeneratorConfig(max_expected_skew_ms=WAIT_MS + 1, resolution_ms=1000), 1, WAIT_MS),
 }
 
 

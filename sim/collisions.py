@@ -3,7 +3,7 @@
 N writers of one table each start a commit every ``T (1 ± jitter)`` seconds (uniform jitter, random phase)
 for a simulated day and take the requested time from their own millisecond clock. Without TrueTime that is
 0.x's ``createNewInstantTime`` (:class:`model.truetime.NaiveGenerator`: read the clock, no lock, no wait);
-two writers that read the same millisecond produce the same instant time: a collision. With TrueTime every
+two writers that read the same clock tick produce the same instant time: a collision. With TrueTime every
 time comes from :class:`model.truetime.SkewAdjustingTimeGenerator` (one lock per table, the skew wait) and
 the count must be zero.
 
@@ -17,6 +17,14 @@ Expected collisions without TrueTime (for the plot): a pair of writers collides 
 the same millisecond as one of the other's, which happens with probability ``1 ms / T`` per request, so a
 pair expects ``(86 400 / T) * (1 / (1000 T)) = 86.4 / T^2`` collisions per day and N writers
 ``C(N, 2) * 86.4 / T^2`` (times ``days``).
+
+Clock resolution (``collisions.resolutions_ms``, 1 or 1000): clocks read to the second write the legacy
+14-digit instants (:class:`model.truetime.TimeGeneratorConfig` ``resolution_ms``). A tick is then ``R`` ms
+wide, the collision probability per request ``R / T`` and the expectation ``C(N, 2) * 86.4 R / T^2``
+(a first-order approximation, good while ``R`` is well below ``1000 T``). At second resolution a writer can
+read the same second twice; the per-process guard then spins to the next second (``naive_times`` applies
+it), and TrueTime needs a wait of ``skew + R`` (``model.truetime.guarantee_holds``): the default 200 ms wait
+does not keep second-granular times unique.
 """
 
 from __future__ import annotations
@@ -46,9 +54,20 @@ def request_schedule(rng: np.random.Generator, writers: int, period_s: float, ji
     return out
 
 
-def naive_times(schedule: list[np.ndarray], offsets_ms: list[int]) -> list[np.ndarray]:
-    """Local millisecond readings ``floor(t) + offset`` (``Clock(offset).read(int(t))``) per writer."""
-    return [np.floor(t).astype(np.int64) + off for t, off in zip(schedule, offsets_ms)]
+def naive_times(schedule: list[np.ndarray], offsets_ms: list[int], resolution_ms: int = 1) -> list[np.ndarray]:
+    """Local readings ``floor(t) + offset`` (``Clock(offset).read(int(t))``) truncated to the resolution, per
+    writer, after the per-process guard (``LAST_INSTANT_TIME``): a reading not after the writer's previous
+    time becomes previous + one tick (``t'_i = max(t_i, t'_(i-1) + R)``), which is what
+    :class:`model.truetime.NaiveGenerator` returns. At millisecond resolution and these periods the guard
+    never fires."""
+    out = []
+    for t, off in zip(schedule, offsets_ms):
+        r = ((np.floor(t).astype(np.int64) + off) // resolution_ms) * resolution_ms
+        if resolution_ms > 1 and len(r) > 1:
+            steps = np.arange(len(r), dtype=np.int64) * resolution_ms
+            r = np.maximum.accumulate(r - steps) + steps
+        out.append(r)
+    return out
 
 
 def count_collisions(times: list[np.ndarray]) -> int:
@@ -63,17 +82,19 @@ def count_collisions(times: list[np.ndarray]) -> int:
 
 
 def naive_run(seed: int, writers: int, period_s: float, jitter: float, days: float,
-              clock_offset_ms: float) -> int:
+              clock_offset_ms: float, resolution_ms: int = 1) -> int:
     rng = np.random.default_rng(seed)
     sched = request_schedule(rng, writers, period_s, jitter, days * DAY_MS)
     off = int(clock_offset_ms)
     offsets = [int(x) for x in rng.integers(-off, off + 1, size=writers)] if off else [0] * writers
-    return count_collisions(naive_times(sched, offsets))
+    return count_collisions(naive_times(sched, offsets, resolution_ms))
 
 
-def naive_generator_times(schedule: list[np.ndarray], offsets_ms: list[int]) -> list[list[int]]:
+def naive_generator_times(schedule: list[np.ndarray], offsets_ms: list[int],
+                          resolution_ms: int = 1) -> list[list[int]]:
     """The same readings through :class:`model.truetime.NaiveGenerator` (for cross-checking; slow)."""
-    gen = NaiveGenerator(clocks={f"w{i}": Clock(offset_ms=o) for i, o in enumerate(offsets_ms)})
+    gen = NaiveGenerator(clocks={f"w{i}": Clock(offset_ms=o) for i, o in enumerate(offsets_ms)},
+                         resolution_ms=resolution_ms)
     events = sorted((int(t), i) for i, ts in enumerate(schedule) for t in np.floor(ts).astype(np.int64))
     out: list[list[int]] = [[] for _ in schedule]
     for t, i in events:
@@ -82,7 +103,7 @@ def naive_generator_times(schedule: list[np.ndarray], offsets_ms: list[int]) -> 
 
 
 def truetime_run(seed: int, writers: int, period_s: float, jitter: float, days: float, clock_offset_ms: float,
-                 max_skew_ms: float, lock_ms: float) -> dict:
+                 max_skew_ms: float, lock_ms: float, resolution_ms: int = 1) -> dict:
     """All writers of one table share one :class:`SkewAdjustingTimeGenerator`.
 
     A writer's next request is at its next scheduled time or when its previous call returned, whichever is
@@ -94,7 +115,8 @@ def truetime_run(seed: int, writers: int, period_s: float, jitter: float, days: 
     sched = request_schedule(rng, writers, period_s, jitter, duration_ms)
     off = int(clock_offset_ms)
     offsets = [int(x) for x in rng.integers(-off, off + 1, size=writers)] if off else [0] * writers
-    gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=int(max_skew_ms)),
+    gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=int(max_skew_ms),
+                                                         resolution_ms=resolution_ms),
                                      clocks={f"w{i}": Clock(offset_ms=o) for i, o in enumerate(offsets)},
                                      lock=Lock(latency_ms=int(lock_ms)))
     heap = [(int(s[0]), i, 0) for i, s in enumerate(sched) if len(s)]
@@ -119,8 +141,8 @@ def truetime_run(seed: int, writers: int, period_s: float, jitter: float, days: 
             "lock_wait_ms_mean": waits / n if n else 0.0, "call_ms_mean": durations / n if n else 0.0}
 
 
-def expected_collisions(writers: int, period_s: float, days: float) -> float:
-    return math.comb(writers, 2) * 86.4 / period_s ** 2 * days
+def expected_collisions(writers: int, period_s: float, days: float, resolution_ms: int = 1) -> float:
+    return math.comb(writers, 2) * 86.4 * resolution_ms / period_s ** 2 * days
 
 
 def run(params: dict, seed: int, quick: bool = False, progress=None) -> list[dict]:
@@ -132,25 +154,25 @@ def run(params: dict, seed: int, quick: bool = False, progress=None) -> list[dic
     tt_days = c["truetime_days"] / (4 if quick else 1)
     master = random.Random(seed)
     rows = []
-    for n in c["writers"]:
-        for period in c["periods_s"]:
-            counts = [naive_run(master.getrandbits(63), n, period, c["jitter"], c["days"], c["clock_offset_ms"])
-                      for _ in range(runs)]
-            tt_res = [truetime_run(master.getrandbits(63), n, period, c["jitter"], tt_days,
-                                   c["clock_offset_ms"], tt["max_skew_ms"], tt["lock_acquire_ms"])
-                      for _ in range(tt_runs)]
-            rows.append({
-                "writers": n, "period_s": period, "runs": runs, "days": c["days"],
-                "p_collision_per_day": float(np.mean([x > 0 for x in counts])),
-                "mean_collisions_per_day": float(np.mean(counts)) / c["days"],
-                "expected_collisions_per_day": expected_collisions(n, period, 1.0),
-                "truetime_runs": tt_runs, "truetime_days": tt_days,
-                "truetime_collisions": int(sum(r["collisions"] for r in tt_res)),
-                "truetime_calls": int(sum(r["calls"] for r in tt_res)),
-                "truetime_lock_wait_ms_mean": float(np.mean([r["lock_wait_ms_mean"] for r in tt_res]))
-                if tt_res else float("nan"),
-                "truetime_invariant": next((r["invariant"] for r in tt_res if r["invariant"] != "ok"), "ok"),
-            })
-            if progress:
-                progress()
+    for res, n, period in ((r, n, p) for r in c.get("resolutions_ms", [1]) for n in c["writers"]
+                           for p in c["periods_s"]):
+        counts = [naive_run(master.getrandbits(63), n, period, c["jitter"], c["days"], c["clock_offset_ms"],
+                            res) for _ in range(runs)]
+        tt_res = [truetime_run(master.getrandbits(63), n, period, c["jitter"], tt_days,
+                               c["clock_offset_ms"], tt["max_skew_ms"], tt["lock_acquire_ms"], res)
+                  for _ in range(tt_runs)]
+        rows.append({
+            "writers": n, "period_s": period, "resolution_ms": res, "runs": runs, "days": c["days"],
+            "p_collision_per_day": float(np.mean([x > 0 for x in counts])),
+            "mean_collisions_per_day": float(np.mean(counts)) / c["days"],
+            "expected_collisions_per_day": expected_collisions(n, period, 1.0, res),
+            "truetime_runs": tt_runs, "truetime_days": tt_days,
+            "truetime_collisions": int(sum(r["collisions"] for r in tt_res)),
+            "truetime_calls": int(sum(r["calls"] for r in tt_res)),
+            "truetime_lock_wait_ms_mean": float(np.mean([r["lock_wait_ms_mean"] for r in tt_res]))
+            if tt_res else float("nan"),
+            "truetime_invariant": next((r["invariant"] for r in tt_res if r["invariant"] != "ok"), "ok"),
+        })
+        if progress:
+            progress()
     return rows

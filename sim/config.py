@@ -190,6 +190,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "truetime_days": _num(0.05, 0, 365, "days", "simulated time per TrueTime run", lo_open=True),
         "clock_offset_ms": _num(0.0, 0, 3.6e6, "ms", "writer clock offsets drawn from [-x, x]"),
         "quick_runs": _int(20, 1, 10**7, doc="runs with --quick"),
+        "resolutions_ms": Key(list, [1], choices=(1, 1000),
+                              doc="clock resolutions: 1 (17-digit instants) and/or 1000 (legacy 14-digit)"),
     },
     "truetime_study": {
         "writers": Key(list, [1, 2, 4, 8, 16, 32], 1, 100_000, doc="writers per table"),

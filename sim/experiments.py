@@ -187,8 +187,10 @@ def _collisions(exp, out, seed, quick, modes, progress, grid) -> Outcome:
     from . import collisions
 
     c = exp.params["collisions"]
-    rows = collisions.run(exp.params, seed, quick, _tick(progress, "points", len(c["writers"]) * len(c["periods_s"])))
-    failures = [f"{r['truetime_collisions']} collisions with TrueTime at N={r['writers']} T={r['period_s']}: "
+    points = len(c["writers"]) * len(c["periods_s"]) * len(c.get("resolutions_ms", [1]))
+    rows = collisions.run(exp.params, seed, quick, _tick(progress, "points", points))
+    failures = [f"{r['truetime_collisions']} collisions with TrueTime at N={r['writers']} T={r['period_s']} "
+                f"resolution={r.get('resolution_ms', 1)} ms: "
                 f"{r['truetime_invariant']}" for r in rows if r["truetime_collisions"] or r["truetime_invariant"] != "ok"]
     paths = plots.collisions(rows, out, f"{exp.name}: instant-time collisions per simulated day")
     return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)

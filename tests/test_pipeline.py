@@ -127,11 +127,13 @@ def test_refuses_a_second_pipeline_on_the_same_table(tmp_path, capsys):
     table = tmp_path / "t"
     _props(table, **{"hoodie.table.name": TABLE_NAME, "hoodie.table.version": "8",
                      "hoodie.table.type": "MERGE_ON_READ"})
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # another process holds the lock for real (flock); SIGKILLed afterwards, as a crashed pipeline
+    other = subprocess.Popen([sys.executable, "-c", "import sys, time; from pipeline.run_dir import TableLock; "
+                              f"TableLock({str(table)!r}).acquire(); print('ready', flush=True); time.sleep(60)"],
+                             stdout=subprocess.PIPE, text=True)
     try:
+        assert other.stdout.readline().strip() == "ready"
         lock = TableLock(table)
-        lock.path.parent.mkdir(parents=True, exist_ok=True)
-        lock.path.write_text(f"{other.pid}\n")
         rc = cli(["pipeline", "run", "--records", "10", "--batches", "1", "--out", str(tmp_path / "run"),
                   "--table", str(table)])
         err = capsys.readouterr().err.strip().splitlines()
@@ -187,10 +189,9 @@ def test_quarantine_split():
 
     from pipeline.job import split_batch
 
-    batch = pa.table({"key": ["k000001", None, "bad1", "k000002"], "ts": [1, 5, None, 2],
-                      "partition": ["p1", "p0", "p0", None], "payload": ["a", "b", "c", "d"],
-                      "_corrupt_record": [None, None, '{"key": "bad1", "ts": "x", "partition": "p0"}', None]})
-    good, bad = split_batch(batch)
+    lines = [b'{"key": "k000001", "ts": 1, "partition": "p1", "payload": "a"}', b'{"ts": 5, "partition": "p0"}',
+             b'{"key": "bad1", "ts": "x", "partition": "p0"}', b"  ", b'{"key": "k000002", "ts": 2}']
+    good, bad = split_batch(pa.table({"line": pa.array(lines, pa.binary())}))
     assert good.column("key").to_pylist() == ["k000001"]
     assert [r for r, _ in bad] == ["missing record key", "missing or non-integer ordering field ts",
                                    "missing partition"]

@@ -9,8 +9,8 @@ For EVERY zip under the fixtures dir (discovered, not listed):
    ``get_completed_commits/deltacommits/replacecommits`` (a completed compaction is a ``commit``, a
    completed clustering a ``replacecommit``, in both);
 4. at every completed write instant X, the rows hudi-rs merges from the model's as-of slices
-   (``HudiFileGroupReader.read_file_slice_from_paths``) equal hudi-rs ``read()`` as of X, sorted
-   by record key.
+   (``read_file_slice_from_paths`` of a reader bound to the table) equal hudi-rs ``read()`` as of X,
+   sorted by record key, with the same Arrow schema.
 
 Legitimate differences, handled explicitly (``hudi-rs-oracle.md`` section 2):
 
@@ -18,11 +18,17 @@ Legitimate differences, handled explicitly (``hudi-rs-oracle.md`` section 2):
   snapshot at X is taken at X's **completion** time (logs are visible once completed); with the
   sequential writers of these fixtures both select the same instants. For tv6 the model uses the
   requested time, as hudi-rs does.
+* slices are read through a reader bound to the table
+  (``HudiTable.create_file_group_reader_with_options``), so rows come out as Hudi reads the table:
+  the table's schema (a plain ``HudiFileGroupReader(base_uri)`` types the meta columns nullable, and
+  would type columns by each file's own schema where a table's column types changed between
+  commits, or where ``hoodie.populate.meta.fields=false``), and the table's merge settings.
 * tv6 log names carry the slice's base instant, not the writer, so the model cannot tell which
   appended blocks are newer than X; Hudi (and hudi-rs) drop them when reading blocks. For tv6 the
-  per-slice read therefore uses a reader bound to the same ``as_of``
-  (``HudiTable.create_file_group_reader_with_options``), which filters blocks; for tv8/9 it uses a
-  plain ``HudiFileGroupReader(base_uri)``: the model must choose exactly the right log files.
+  reader is bound to the same ``as_of``, which filters blocks; for tv8/9 it is bound to the table
+  *without* ``as_of``: it drops no block of a completed instant, so the model must choose exactly the
+  right log files (an ``as_of``-bound reader would hide a wrong choice --
+  ``test_as_of_comparison_catches_a_naive_as_of`` shows both).
 * a pending compaction is shown by hudi-rs as the merged slice (previous base + all logs): tables
   with one are compared against the model's ``latest_merged_file_slices`` (none of the current
   fixtures has one, so that branch is asserted unused below rather than silently skipped).
@@ -69,6 +75,27 @@ def _rows(batches, key: str):
     return sorted(rows, key=lambda r: (str(r.get(key)), repr(sorted(r.items()))))
 
 
+def slice_reader(table, version: int, opts):
+    """The per-slice reader (module doc): bound to the table; tv6 also to the ``as_of`` of ``opts``."""
+    return table.create_file_group_reader_with_options(opts) if version == 6 else \
+        table.create_file_group_reader_with_options()
+
+
+def read_slices(reader, slices) -> list:
+    """``read_file_slice_from_paths`` of every slice with a base file (log-only file groups are not
+    supported by hudi-rs, oracle section 2; none in the fixtures)."""
+    return [reader.read_file_slice_from_paths(s.base_file.path, [lf.path for lf in s.log_files])
+            for s in slices if s.base_file is not None]
+
+
+def same_schema(got: list, expected: list) -> bool:
+    """Every batch read per slice has the schema of ``read()`` (field names, types, nullability)."""
+    if not got or not expected:
+        return True
+    want = expected[0].schema
+    return all(b.schema.equals(want, check_metadata=False) for b in got)
+
+
 def test_audit_passes(table_path, capsys):
     result = audit_table(table_path)
     assert result.ok, [str(v) for v in result.verdicts if not v.holds]
@@ -102,7 +129,6 @@ def test_as_of_rows_match_hudi_rs(table_path):
     t = read_table(table_path)
     assert not t.pending_compactions, "fixture with a pending compaction: compare merged slices (see module doc)"
     table = hudi.HudiTable(str(table_path))
-    plain_reader = hudi.HudiFileGroupReader(str(table_path))
     key = "_hoodie_record_key"
     view = t.view()
     writes = [i for i in t.timeline.completed()
@@ -111,37 +137,48 @@ def test_as_of_rows_match_hudi_rs(table_path):
         rs_time = inst.requested_time
         model_time = inst.requested_time if t.version == 6 else inst.completion_time
         opts = hudi.HudiReadOptions().with_as_of_timestamp(rs_time)
-        expected = _rows(table.read(opts), key)
+        read = table.read(opts)
         # tv6: a reader bound to the as-of time drops log blocks of later instants, as read() does;
         # tv8/9: no block filtering, so the model's choice of log files alone decides the rows
-        reader = table.create_file_group_reader_with_options(opts) if t.version == 6 else plain_reader
-        got = []
-        for s in view.as_of_read(model_time, mode="spec").slices:
-            if s.base_file is None:
-                continue  # log-only file groups: not supported by hudi-rs (oracle section 2); none in fixtures
-            logs = [lf.path for lf in s.log_files]
-            got.extend(reader.read_file_slice_from_paths(s.base_file.path, logs).to_pylist())
-        got = sorted(got, key=lambda r: (str(r.get(key)), repr(sorted(r.items()))))
-        assert got == expected, f"as of {inst}"
+        batches = read_slices(slice_reader(table, t.version, opts), view.as_of_read(model_time, mode="spec").slices)
+        assert _rows(batches, key) == _rows(read, key), f"as of {inst}"
+        assert same_schema(batches, read), f"as of {inst}: {batches[0].schema} != {read[0].schema}"
 
 
-def test_as_of_comparison_catches_a_naive_as_of(fixtures_dir):
+@pytest.mark.parametrize("stem", ["v8_trips_8i3u1d", "v9_txns_simple_nometa"])
+def test_as_of_comparison_catches_a_naive_as_of(fixtures_dir, stem):
     """The row comparison above is able to fail: a naive as-of that keeps every log of the chosen
-    slice (later logs too, like ``latest_file_slices_as_of``) gives wrong rows on a tv8 MOR table."""
+    slice (later logs too, like ``latest_file_slices_as_of``) gives wrong rows on a tv8/9 MOR table
+    through the same table-bound reader. A reader bound to ``as_of`` would hide the wrong choice
+    (it drops the later blocks itself) -- why tv8/9 slices are read without it."""
+    z = next((z for z in ZIPS if z.stem == stem and "mor" in z.parts), None)
+    if z is None:
+        pytest.skip(f"{stem}.zip (MOR) not found")
+    path = extract_table(z)
+    t = read_table(path)
+    table, view = hudi.HudiTable(str(path)), t.view()
+    key = "_hoodie_record_key"
+    mismatches = hidden = 0
+    for inst in t.timeline.completed([Action.DELTACOMMIT]):
+        opts = hudi.HudiReadOptions().with_as_of_timestamp(inst.requested_time)
+        expected = _rows(table.read(opts), key)
+        naive = view.latest_file_slices_as_of(inst.requested_time)
+        mismatches += _rows(read_slices(slice_reader(table, t.version, opts), naive), key) != expected
+        hidden += _rows(read_slices(table.create_file_group_reader_with_options(opts), naive), key) != expected
+    assert mismatches > 0 and hidden == 0
+
+
+def test_schema_comparison_catches_a_plain_reader(fixtures_dir):
+    """The schema comparison is able to fail: a plain ``HudiFileGroupReader`` reads the meta columns
+    nullable, where ``read()`` (and the table-bound reader) give the table's schema."""
     z = next((z for z in ZIPS if z.stem == "v8_trips_8i3u1d"), None)
     if z is None:
         pytest.skip("v8_trips_8i3u1d.zip not found")
     path = extract_table(z)
-    t = read_table(path)
-    table, reader, view = hudi.HudiTable(str(path)), hudi.HudiFileGroupReader(str(path)), t.view()
-    mismatches = 0
-    for inst in t.timeline.completed([Action.DELTACOMMIT]):
-        expected = _rows(table.read(hudi.HudiReadOptions().with_as_of_timestamp(inst.requested_time)),
-                         "_hoodie_record_key")
-        got = [r for s in view.latest_file_slices_as_of(inst.requested_time) if s.base_file is not None
-               for r in reader.read_file_slice_from_paths(s.base_file.path, [lf.path for lf in s.log_files]).to_pylist()]
-        mismatches += sorted(got, key=lambda r: (str(r.get("_hoodie_record_key")), repr(sorted(r.items())))) != expected
-    assert mismatches > 0
+    table, slices = hudi.HudiTable(str(path)), read_table(path).view().latest_file_slices()
+    read = table.read()
+    assert same_schema(read_slices(table.create_file_group_reader_with_options(), slices), read)
+    assert not same_schema(read_slices(hudi.HudiFileGroupReader(str(path)), slices), read)
 
 
 @pytest.mark.parametrize("version", [6, 8, 9])

@@ -20,7 +20,6 @@ Functions and contexts here take the writer (:class:`.table.HudiTableWriter`, wh
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from lakeio.errors import UserError
@@ -31,7 +30,7 @@ from model.instant import Action, State
 
 from . import logfile
 from .mor import next_log_version
-from .timeline_ops import timeline_path, write_completed
+from .timeline_ops import clean_temp, timeline_path, write_completed
 
 
 def _abs(w, part: str, name: str) -> str:
@@ -112,6 +111,7 @@ def rollback(w, instant_time: str, rollback_time: str, completion_time: str) -> 
         w._timeline_gen += 1
     path = timeline_path(w, rollback_time, Action.ROLLBACK, State.COMPLETED, completion_time)
     write_completed(w, path, md.encode_rollback_metadata(meta), completion_time)
+    clean_temp(w, rollback_time)
     return finish_rollback(w, instant_time, action, path)
 
 
@@ -122,7 +122,7 @@ def finish_rollback(w, instant_time: str, action: Action, path: Path) -> Path:
             timeline_path(w, instant_time, action, st).unlink()
         except FileNotFoundError:
             pass
-    shutil.rmtree(w.hoodie_dir / ".temp" / instant_time, ignore_errors=True)
+    clean_temp(w, instant_time)
     with w._lock:
         w.timeline.delete(instant_time, action)
         w._timeline_gen += 1

@@ -208,6 +208,7 @@ class HudiTableWriter:
         self._index = SimpleIndex(self.base_path)
         tableconfig.init_or_check(self)
         self.refresh()
+        timeline_ops.clean_completed_temp(self)
 
     # ---------------------------------------------------------------------------------------- table set-up
 

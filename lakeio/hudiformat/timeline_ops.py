@@ -90,8 +90,34 @@ def commit(w, instant_time: str, completion_time: str, result,
         if instant_time not in w._written and result is not None:
             w._index.clear()  # another process's files join the view: drop the cached key index
         w._written.pop(instant_time, None)
-    shutil.rmtree(w.hoodie_dir / ".temp" / instant_time, ignore_errors=True)
+    clean_temp(w, instant_time)
     return path
+
+
+def clean_temp(w, instant_time: str) -> None:
+    """Delete what ``.hoodie/.temp`` holds for an instant that is done (committed, rolled back, or a completed
+    rollback): its marker folder ``.temp/<t>`` (``WriteMarkers.quietDeleteMarkerDir``; data-file temporaries
+    live there too) and the temporary files of its timeline writes (``.<t>.<action>...<random>.tmp``, left by
+    a writer killed between writing and linking them). Temporary files of other instants stay."""
+    temp = w.hoodie_dir / ".temp"
+    shutil.rmtree(temp / instant_time, ignore_errors=True)
+    if temp.is_dir():
+        for p in temp.glob(f".{instant_time}*.tmp"):
+            rest = p.name[len(instant_time) + 1:]
+            if rest[:1] in (".", "_"):  # <t>.<action>... or <t>_<completion>.<action> (layout 2 completed)
+                p.unlink(missing_ok=True)
+
+
+def clean_completed_temp(w) -> None:
+    """At open: the temporaries of every completed instant (a writer killed after completing an instant and
+    before its clean-up leaves them; nothing writes them again)."""
+    temp = w.hoodie_dir / ".temp"
+    if not temp.is_dir() or not any(temp.iterdir()):
+        return
+    with w._lock:
+        done = [i.requested_time for i in w.timeline.completed()]
+    for t in done:
+        clean_temp(w, t)
 
 
 def completed_instants(w) -> list[tuple[str, str, str | None]]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
+import uuid
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -392,7 +392,10 @@ def write_timeline_file(path: str | os.PathLike, data: bytes) -> Path:
         raise FileExistsError(f"{path}: timeline files are immutable; refusing to overwrite")
     tmp_dir = temp_dir_for(path)
     tmp_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=tmp_dir)
+    # created like Hadoop's FileSystem.create (Hudi): mode 0666 less the umask, not mkstemp's 0600 (readers
+    # running as another user of the group must be able to read the timeline)
+    tmp = str(tmp_dir / f".{path.name}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 import zlib
 from pathlib import Path
 
@@ -150,6 +151,22 @@ def write_hoodie_properties(path: str | os.PathLike, props: dict[str, str]) -> P
     props = {k: str(v) for k, v in props.items()}
     props["hoodie.table.checksum"] = str(table_checksum(props))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "x", encoding="latin-1") as fh:
-        fh.write(format_properties(props, "Properties saved by hoodie-lab"))
+    # all bytes to a temporary file in .hoodie/.temp, fsynced, then hard-linked to the final name: a kill
+    # leaves no file or the whole file, never an empty one that every later open refuses (Hudi guards its
+    # updates the same way: HoodieTableConfig.modify keeps hoodie.properties.backup, recoverIfNeeded restores
+    # from it); os.link refuses an existing name
+    tmp_dir = path.parent / ".temp"
+    tmp_dir.mkdir(exist_ok=True)
+    tmp = tmp_dir / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "x", encoding="latin-1") as fh:
+            fh.write(format_properties(props, "Properties saved by hoodie-lab"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise FileExistsError(f"{path}: exists; write_hoodie_properties creates new tables only") from None
+    finally:
+        tmp.unlink(missing_ok=True)
     return path

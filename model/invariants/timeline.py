@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable, Mapping
 
+from .. import logblocks as _lb
 from ..instant import COMPLETED_ACTION, DATA_WRITE_ACTIONS, STARTS_INFLIGHT, Action, State
 from . import Verdict
 from . import times as _times
@@ -96,6 +97,28 @@ def check_state_files(tl) -> Verdict:
 def check_visible_state(tl) -> Verdict:
     """I3.visible-state: the visible state is the highest state present."""
     return _times.check_visible_state_is_highest(tl)
+
+
+def check_single_writer(tl) -> Verdict:
+    """I3.single-writer: all state files of one instant were written by one process.
+
+    With put-if-absent storage (``createImmutableFileInPath`` fails on an existing file) a
+    second process that obtained the same instant time is refused at create, so this holds by
+    construction. Without it (object stores that overwrite) the second process's requested,
+    inflight and completed files replace the first's: the loser's plan or commit metadata is gone
+    and its data files are referenced by nothing (``Timeline(storage="overwrite")``). Writers are a
+    history kept only when callers name themselves (``by=``); a timeline read from storage has
+    none, and the check holds there vacuously.
+    """
+    bad = []
+    for i in tl.instants():
+        ws = tl.writers_of(i.requested_time, i.action)
+        who = sorted({w for files in ws.values() for w in files})
+        if len(who) > 1:
+            files = "; ".join(f"{st.label} by {', '.join(w)}" for st, w in sorted(ws.items()))
+            bad.append((f"{i.requested_time}.{i.action.value}",
+                        f"{i.requested_time}.{i.action.value} has files written by {len(who)} processes ({files})"))
+    return _verdict("I3.single-writer", bad, "instant(s) whose files more than one process wrote")
 
 
 # ----------------------------------------------------------------------------------- I4
@@ -220,16 +243,47 @@ def check_reader_visibility(view, tl, *, replaced: Mapping[tuple[str, str], str]
     return _verdict("I8.reader-visibility", bad, "file(s) a reader must not see")
 
 
-def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_logs: Iterable) -> Verdict:
+def compaction_holds(gid, base, f, f_slice: str, compaction_inputs: Mapping[str, Iterable] | None) -> bool:
+    """Whether the committed base file ``base`` of file group ``gid`` holds the data of file ``f``, which
+    lies in the slice with base instant ``f_slice``.
+
+    A base file written by a compaction whose inputs are known holds exactly what its plan merged
+    (``HoodieCompactionOperation``: the slice's base file ``dataFilePath`` and its
+    ``deltaFilePaths``; ``CompactionUtils.buildFromFileSlice``), and transitively what the merged base
+    file held. A base file written by a commit (a copy-on-write rewrite, an insert) -- or by a
+    compaction whose plan is not known -- is taken to hold every file of an older slice of its group
+    (the assumption the check made before compaction inputs were tracked).
+    """
+    if not f_slice < base.instant_time:
+        return False
+    inputs = None if compaction_inputs is None else compaction_inputs.get(base.instant_time)
+    if inputs is None:
+        return True
+    mine = [x for x in inputs if (x.partition, x.file_id) == tuple(gid)]
+    if f in mine:
+        return True
+    return any(not hasattr(x, "version") and x != base
+               and compaction_holds(gid, x, f, f_slice, compaction_inputs) for x in mine)
+
+
+def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_logs: Iterable, *,
+                                      compaction_inputs: Mapping[str, Iterable] | None = None) -> Verdict:
     """I8.snapshot-completeness: a snapshot reader reads the data of every committed write.
 
     A snapshot of a file group reads its latest merged slice
     (``getLatestMergedFileSlicesBeforeOrOn``). A committed base or log file that is not
-    in that slice is only legitimately skipped when a newer slice of the group starts
-    with a committed base file: that base file (a compaction, or a rewrite by a commit)
-    holds the older data. Anything else is committed data no reader will ever return —
-    what the instant-time rule does to a write that overlaps a compaction
-    (``hudi-semantics.md`` 3.2; RFC-66 "Non-Serial Compaction Plan Schedule").
+    in that slice is only legitimately skipped when the newest committed base file of the
+    group holds its data (:func:`compaction_holds`): a compaction's base holds what its plan
+    merged, a base rewritten by a commit holds everything older. Anything else is committed
+    data no reader will ever return -- what the instant-time rule does to a write that
+    overlaps a compaction (``hudi-semantics.md`` 3.2; RFC-66 "Non-Serial Compaction Plan
+    Schedule"), and what a compaction whose plan missed a log does under either rule (a
+    completion-time lookup that could not see a deltacommit, a write whose instant time was
+    generated before the compaction's and published after it).
+
+    ``compaction_inputs`` maps a compaction instant to the base and log files its plan merged
+    (``model.slicing.compaction_inputs`` for model tables, the plans on disk for ``audit``);
+    ``None`` keeps the older assumption that every newer committed base holds all older data.
     Replaced file groups are exempt (their data lives in the replacing group).
     """
     read: set = set()
@@ -240,7 +294,7 @@ def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_
     committed = set(committed_base) | set(committed_logs)
     newest_base: dict = {}
     for fg in view.file_groups():
-        newest_base[fg.id] = next((sl.base_instant for sl in fg.slices
+        newest_base[fg.id] = next((sl.base_file for sl in fg.slices
                                    if sl.base_file is not None and sl.base_file in committed), None)
     bad = []
     for f in sorted(committed - read, key=lambda f: f.path):
@@ -251,8 +305,12 @@ def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_
         if getattr(view, "_replaced_by", None) and view._replaced_by(gid, None):  # noqa: SLF001
             continue
         nb = newest_base.get(gid)
-        if nb is not None and sl.base_instant < nb:
-            continue  # superseded by a newer committed base file
+        if nb is not None and sl.base_instant < nb.instant_time:
+            if compaction_holds(gid, nb, f, sl.base_instant, compaction_inputs):
+                continue  # superseded by a newer committed base file that holds its data
+            bad.append((f.path, f"{f.path} (slice {sl.base_instant}) is committed but compaction {nb.instant_time}, "
+                                f"whose base file supersedes it, did not merge it: no snapshot reads it"))
+            continue
         bad.append((f.path, f"{f.path} (slice {sl.base_instant}) is committed but no snapshot reads it"))
     return _verdict("I8.snapshot-completeness", bad, "committed file(s) lost to snapshot readers")
 
@@ -282,22 +340,84 @@ def check_compaction_plans(tl, plans: Mapping[str, Iterable]) -> Verdict:
                     f"{len(plans)} plan(s)")
 
 
+def check_log_blocks_read(view, tl, log_blocks: Mapping, *, reader=_lb.scan) -> Verdict:
+    """I8.log-blocks: the blocks a snapshot reader merges from each latest merged slice hold no block
+    of an instant that is not committed (completed on the timeline, or archived: older than the
+    active timeline) and no block of an instant a rollback command block in the file group targets
+    (``AbstractHoodieLogRecordReader#scanInternal``; tech spec "Reader Expectations": blocks with a
+    ROLLBACK command block mask the previous block, blocks of non-completed instants are skipped).
+
+    ``log_blocks`` maps each log file to its blocks (:mod:`model.logblocks`); ``reader`` is the scan
+    (a broken one is passed by the suites to show the check fails).
+    """
+    ok = _lb.committed_for_reader(tl)
+    bad = []
+    for s in view.latest_merged_file_slices():
+        group_blocks = [b for fg in [view.file_group(s.group)] if fg for sl in fg.slices
+                        for lf in sl.log_files for b in log_blocks.get(lf, ())]
+        undone = _lb.rolled_back(group_blocks)
+        for b in reader(_lb.slice_blocks(s.log_files, log_blocks), tl):
+            where = f"{s.partition}/{s.file_id}"
+            if b.instant_time in undone:
+                bad.append((where, f"{where}: a reader merges {b}, which rollback command blocks roll back"))
+            elif not ok(b.instant_time):
+                bad.append((where, f"{where}: a reader merges {b} of non-completed instant {b.instant_time}"))
+    return _verdict("I8.log-blocks", bad, "log block(s) a reader must not merge")
+
+
+def check_compaction_plan_blocks(tl, plans: Mapping[str, Iterable], log_blocks: Mapping) -> Verdict:
+    """I9.compaction-plan (table version 6, by blocks): every data/delete block older than ``tc`` in a
+    log that the plan of compaction ``tc`` lists was written by a deltacommit completed before ``tc``
+    -- unless a rollback older than ``tc`` rolled it back (the compactor's log reader then drops it).
+
+    tv6 log names carry the slice's base instant, so the writers are read from the blocks (several
+    writers share one tv6 log). A block of a write that was pending when the plan was made, or of a
+    deltacommit rolled back after it (its instant gone from the timeline), is data the compacted base
+    file may hold although the table does not. Archived instants (older than the active timeline)
+    count as completed before.
+    """
+    first_active = min((i.requested_time for i in tl.instants()), default=None)
+    bad = []
+    for tc, logs in plans.items():
+        for lf in logs:
+            blocks = list(log_blocks.get(lf, ()))
+            undone_before = {b.target_instant for b in blocks
+                             if b.kind is _lb.BlockKind.COMMAND and b.instant_time < tc}
+            for b in blocks:
+                if not b.carries_data or not b.instant_time < tc or b.instant_time in undone_before:
+                    continue
+                t = b.instant_time
+                c = tl.completion_time(t)
+                if c is None and first_active is not None and t < first_active:
+                    continue
+                if c is None:
+                    bad.append((lf.name, f"compaction {tc} plans {lf.name}, which holds {b} of {t}, not completed "
+                                         f"(pending, or rolled back after the plan)"))
+                elif not c < tc:
+                    bad.append((lf.name, f"compaction {tc} plans {lf.name}, which holds {b} of {t} completed at {c} >= {tc}"))
+    return _verdict("I9.compaction-plan", bad, "planned log block(s) not completed before the plan",
+                    f"{len(plans)} plan(s), by blocks")
+
+
 # ----------------------------------------------------------------------------------- all
 def timeline_verdicts(tl) -> list[Verdict]:
     """The checks that need only the timeline (I1-I5)."""
     out = [check_time_format(tl), check_unique_times(tl)]
     if tl.layout == 2:
         out.append(check_requested_before_completion(tl))
-    out += [check_state_files(tl), check_visible_state(tl), check_completed_action(tl),
+    out += [check_state_files(tl), check_visible_state(tl), check_single_writer(tl), check_completed_action(tl),
             check_no_write_during_restore(tl)]
     return out
 
 
-def committed_files(tl, base_files: Iterable, log_files: Iterable) -> tuple[list, list]:
+def committed_files(tl, base_files: Iterable, log_files: Iterable, log_blocks: Mapping | None = None
+                    ) -> tuple[list, list]:
     """Base and log files written by completed instants (or instants older than the active timeline).
 
     tv8 logs are attributed to the deltacommit in their name; tv6 log names carry the slice's base
-    instant, not the writer, so every tv6 log counts (the reader filters its blocks instead).
+    instant, not the writer, so every tv6 log counts (the reader filters its blocks instead) --
+    unless ``log_blocks`` gives its blocks: then it counts when it holds a data/delete block of a
+    committed instant that no rollback command block targets.
     """
     completed = {i.requested_time for i in tl.completed()}
     first_active = min((i.requested_time for i in tl.instants()), default=None)
@@ -306,6 +426,12 @@ def committed_files(tl, base_files: Iterable, log_files: Iterable) -> tuple[list
         return t in completed or (first_active is not None and t < first_active)
 
     bases = [b for b in base_files if ok(b.instant_time)]
+    if tl.layout == 1 and log_blocks is not None:
+        undone = _lb.rolled_back(b for bl in log_blocks.values() for b in bl)
+        logs = [lf for lf in log_files
+                if lf not in log_blocks or any(b.carries_data and ok(b.instant_time) and b.instant_time not in undone
+                                               for b in log_blocks[lf])]
+        return bases, logs
     logs = [lf for lf in log_files if tl.layout == 1 or ok(lf.delta_commit_time)]
     return bases, logs
 
@@ -313,22 +439,35 @@ def committed_files(tl, base_files: Iterable, log_files: Iterable) -> tuple[list
 def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule: str,
                    compaction_plans: Mapping[str, Iterable] = {},
                    replaced: Mapping[tuple[str, str], str] = {},
-                   pending_clustering_instants: Iterable[str] = ()) -> list[Verdict]:
-    """Every invariant that applies to a table state, in I1..I9 order."""
+                   pending_clustering_instants: Iterable[str] = (),
+                   compaction_inputs: Mapping[str, Iterable] | None = None,
+                   log_blocks: Mapping | None = None) -> list[Verdict]:
+    """Every invariant that applies to a table state, in I1..I9 order.
+
+    ``compaction_inputs``: compaction instant -> base and log files its plan merged (for
+    ``I8.snapshot-completeness``; ``None`` assumes a newer base holds all older data).
+    ``log_blocks``: log file -> its blocks (:mod:`model.logblocks`); adds ``I8.log-blocks`` and, for
+    table version 6, ``I9.compaction-plan`` by blocks.
+    """
     out = timeline_verdicts(tl)
-    bases, logs = committed_files(tl, base_files, log_files)
+    bases, logs = committed_files(tl, base_files, log_files, log_blocks)
     out.append(check_files_in_one_slice(view, bases, logs, rule=rule))
     out.append(check_reader_visibility(view, tl, replaced=replaced,
                                        pending_clustering_instants=pending_clustering_instants))
-    out.append(check_snapshot_reads_every_commit(view, bases, logs))
+    out.append(check_snapshot_reads_every_commit(view, bases, logs, compaction_inputs=compaction_inputs))
+    if log_blocks is not None:
+        out.append(check_log_blocks_read(view, tl, log_blocks))
     if tl.layout == 2:
         out.append(check_compaction_plans(tl, compaction_plans))
+    elif log_blocks is not None:
+        out.append(check_compaction_plan_blocks(tl, compaction_plans, log_blocks))
     return out
 
 
 __all__ = [
     "check_time_format", "check_unique_times", "check_requested_before_completion", "check_state_files",
-    "check_visible_state", "check_completed_action", "check_no_write_during_restore",
-    "check_files_in_one_slice", "check_reader_visibility", "check_snapshot_reads_every_commit", "check_compaction_plans",
+    "check_visible_state", "check_single_writer", "check_completed_action", "check_no_write_during_restore",
+    "check_files_in_one_slice", "check_reader_visibility", "check_snapshot_reads_every_commit", "compaction_holds",
+    "check_compaction_plans", "check_log_blocks_read", "check_compaction_plan_blocks",
     "timeline_verdicts", "committed_files", "table_verdicts",
 ]

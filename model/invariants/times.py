@@ -64,26 +64,46 @@ def check_times_strictly_increasing(times: Sequence[str]) -> Verdict:
     return Verdict("I1.strictly-increasing", True, f"{len(times)} times")
 
 
+def _ended(r: _Record) -> tuple[int, int]:
+    """When a generation ended, as a sort key: (release ms, tie-break).
+
+    Under the lock, generations at the same millisecond are ordered by ``seq`` (the lock order).
+    Without it, a tie at one millisecond is concurrent: the end sorts after every start at that
+    millisecond (see :func:`_began`), so only a release strictly before an acquisition orders two
+    generations.
+    """
+    return (r.released_at, r.seq if getattr(r, "locked", True) else 1)
+
+
+def _began(r: _Record) -> tuple[int, int]:
+    """When a generation began (accepted attempt's acquisition), as a sort key comparable with :func:`_ended`."""
+    return (r.acquired_at, r.seq if getattr(r, "locked", True) else 0)
+
+
 def check_generation_order(records: Sequence[_Record]) -> Verdict:
     """I1.generation-order: a generation that began after another ended got a strictly greater time.
 
     "Began" is the accepted attempt's lock acquisition (``acquired_at``) and "ended" is the release
-    (``released_at``); ties at the same millisecond are ordered by ``seq`` (completion order). Under
+    (``released_at``); under the lock, ties at the same millisecond are ordered by ``seq``
+    (completion order = lock order); without the lock a tie at one millisecond is concurrent. Under
     the TrueTime lock every pair of generations is ordered this way, so this is the global order;
     without the lock, overlapping generations are concurrent and only the ordered pairs are checked.
-    O(n log n): prefix maxima over records sorted by release.
+    A generation that takes no time (release = acquisition, e.g. the naive 0.x generator) still
+    orders every later one: a record is compared with every record that ended strictly before it
+    began, never with itself. O(n log n): prefix maxima over records sorted by end.
     """
-    by_release = sorted(records, key=lambda r: (r.released_at, r.seq))
-    by_start = sorted(records, key=lambda r: (r.acquired_at, r.seq))
+    by_end = sorted(records, key=_ended)
+    by_start = sorted(records, key=_began)
     j = 0
-    best: _Record | None = None  # record with the max time among those released so far
+    best: _Record | None = None  # record with the max time among those ended before the current start
     for b in by_start:
-        while j < len(by_release) and (by_release[j].released_at, by_release[j].seq) <= (b.acquired_at, b.seq):
-            a = by_release[j]
-            if a is not b and (best is None or a.time > best.time):
+        start = _began(b)
+        while j < len(by_end) and _ended(by_end[j]) < start:
+            a = by_end[j]
+            if best is None or a.time > best.time:
                 best = a
             j += 1
-        if best is not None and best is not b and not b.time > best.time:
+        if best is not None and not b.time > best.time:
             return Verdict("I1.generation-order", False,
                            f"{b.process} acquired at {b.acquired_at} and got {b.time}, not after "
                            f"{best.time} that {best.process} generated and released at {best.released_at}",
