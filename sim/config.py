@@ -430,16 +430,17 @@ def _check_samples(exp: Experiment) -> None:
 def collision_work(params: dict) -> tuple[int, int, int]:
     """(largest run's requests, requests of all no-TrueTime runs, TrueTime calls of all runs) of a
     collisions experiment, counted from its parameters as :func:`sim.collisions.run` makes them
-    (``--quick`` runs fewer; the larger of ``runs`` and ``quick_runs`` is counted)."""
+    (``--quick`` runs fewer; the larger of ``runs`` and ``quick_runs`` is counted), for every clock resolution."""
     c = params["collisions"]
-    runs = max(c["runs"], c["quick_runs"])
+    runs = max(c["runs"], c["quick_runs"]) * max(1, len(c.get("resolutions_ms", [1])))  # runs per resolution
+    tt_runs = c["truetime_runs"] * max(1, len(c.get("resolutions_ms", [1])))
     per_run = total = calls = 0
     for n in c["writers"]:
         for period in c["periods_s"]:
             req = n * math.ceil(c["days"] * DAY / (period * (1 - c["jitter"])))
             per_run = max(per_run, req)
             total += runs * req
-            calls += c["truetime_runs"] * n * math.ceil(c["truetime_days"] * DAY / (period * (1 - c["jitter"])))
+            calls += tt_runs * n * math.ceil(c["truetime_days"] * DAY / (period * (1 - c["jitter"])))
     return per_run, total, calls
 
 

@@ -130,3 +130,10 @@ def test_collision_work_counts_what_the_runs_make():
 def test_names_that_are_not_a_plain_directory_name_are_refused(name):
     with pytest.raises(UserError, match=r"x\.toml: name: "):
         cfg.from_dict({"name": name}, "x.toml")
+
+
+def test_collision_work_counts_every_clock_resolution():
+    one = cfg.from_dict({"kind": "collisions", "collisions": {"resolutions_ms": [1]}}).params
+    two = cfg.from_dict({"kind": "collisions", "collisions": {"resolutions_ms": [1, 1000]}}).params
+    a, b = cfg.collision_work(one), cfg.collision_work(two)
+    assert b == (a[0], 2 * a[1], 2 * a[2])
