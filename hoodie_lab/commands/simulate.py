@@ -81,6 +81,13 @@ LEGEND = {
 }
 
 
+#: Where a header means something else in one kind of experiment.
+LEGEND_OF_KIND = {
+    "truetime": {"p50 s": "median time to obtain an instant time (lock service, lock, skew wait), seconds",
+                 "p99 s": "99th percentile of the time to obtain an instant time, seconds"},
+}
+
+
 def print_outcome(outcome, kind: str = "stream", limit: int = 40) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -94,9 +101,10 @@ def print_outcome(outcome, kind: str = "stream", limit: int = 40) -> None:
     for r in rows[:limit]:
         table.add_row(*[_fmt(r.get(c, "")) for c, _ in cols])
     console.print(table)
-    known = [h for _, h in cols if h in LEGEND]
+    legend = {**LEGEND, **LEGEND_OF_KIND.get(kind, {})}
+    known = [h for _, h in cols if h in legend]
     if known:
-        console.print("columns: " + "; ".join(f"{h} = {LEGEND[h]}" for h in known), highlight=False,
+        console.print("columns: " + "; ".join(f"{h} = {legend[h]}" for h in known), highlight=False,
                       soft_wrap=True)
     if len(rows) > limit:
         console.print(f"... {len(rows) - limit} more rows in {outcome.table}")
