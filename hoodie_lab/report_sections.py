@@ -14,6 +14,7 @@ Builders in report order (:data:`BUILDERS`):
   is imported here): examples run and verdicts of each property, and the shrunk counterexamples the
   suites' own searches print for the deliberately broken variants;
 * :func:`simulation_section` -- blocking vs async instant generation (:func:`sim.experiments.run_named`);
+* :func:`history_section` -- archival and the LSM timeline over a simulated week (experiment ``history``);
 * :func:`exploration_section` -- bounded exhaustive exploration of the protocol (:mod:`hoodie_lab.explore`);
 * :func:`pipeline_section` -- a small PySpark pipeline run and its diff against the model (:mod:`pipeline`);
 * :func:`real_tables_section` -- every real fixture table: Gantt chart and invariant verdicts
@@ -220,6 +221,44 @@ def simulation_section(ctx: Context) -> Section:
 
 def _num(v):
     return f"{v:.4g}" if isinstance(v, float) else v
+
+
+# ------------------------------------------------------------------------------------- history
+def history_section(ctx: Context) -> Section:
+    """The timeline's history: archival and the LSM timeline over a simulated week"""
+    cmd = f"hoodie-lab simulate history --seed {ctx.seed}" + (" --quick" if ctx.quick else "")
+    title = "History: archival and the LSM timeline"
+    try:
+        from sim.experiments import run_named
+        from model import archival
+    except ImportError as exc:
+        return _missing(title, cmd, exc)
+    s = Section(title, cmd)
+    out = ctx.out_dir / "sim" / "history"
+    outcome = run_named("history", out, seed=ctx.seed, quick=ctx.quick)
+    s.paragraphs.append(
+        "<p>One commit a minute, with and without archival. With archival the active timeline stays between "
+        "keep.min and keep.max completed commits (decisions by <code>model.archival</code>, Hudi's "
+        "<code>TimelineArchiverV2</code>); the archived instants go to the LSM timeline (one L0 file a run, "
+        "10 files of a level compacted into one of the next). Without it the timeline load grows with every "
+        "commit until commits queue. Every archival run is checked by <code>model.invariants.history</code> "
+        "(I15, I16, every completion time found).</p>")
+    cols = ["mode", "commits", "commits_per_hour", "latency_mean_s", "latency_p99_s", "listing_ms_last",
+            "lookup_ms_max", "active_instants_max", "lsm_files", "lsm_levels", "invariants"]
+    s.paragraphs.append(table(cols, [[_num(r.get(c, "")) for c in cols] for r in outcome.rows]))
+    decisions = (out / "decisions.txt").read_text().splitlines()
+    s.paragraphs.append(f"<h3>Archival decisions ({len(decisions)} runs; the first three)</h3>"
+                        + pre("\n".join(decisions[:3])))
+    broken = [[n, v.description, ", ".join(v.breaks)] for n, v in archival.VARIANTS.items() if v.breaks]
+    s.paragraphs.append("<h3>Broken designs the history suite must catch</h3>"
+                        "<p>Each is caught by <code>pytest properties/test_history_broken.py</code> "
+                        "(<code>HISTORY_SHRINK=1</code> prints the shrunk counterexamples).</p>"
+                        + table(["design", "what it does", "invariants it breaks"], broken))
+    s.figures.extend(_copy_plots(outcome.plots, ctx, "history"))
+    if outcome.failures:
+        s.ok = False
+        s.paragraphs.append("<p class='bad'>Invariant violations:</p>" + pre("\n".join(outcome.failures[:20])))
+    return s
 
 
 # -------------------------------------------------------------------------- property suites
@@ -502,6 +541,7 @@ BUILDERS: list[Callable[[Context], Section]] = [
     slicing_section,
     properties_section,
     simulation_section,
+    history_section,
     exploration_section,
     pipeline_section,
     real_tables_section,

@@ -15,9 +15,9 @@ from typing import Any
 
 from lakeio.errors import UserError
 from lakeio.ondisk import read_table
-from lakeio.ondisk.reader import Table
+from lakeio.ondisk.reader import Table, check_readable
 from model import filenames as fn
-from model.instant import Action, normalize_time, to_millis
+from model.instant import TIME_LEN, Action, normalize_time, time_problem, to_millis
 from model.invariants import Verdict, violations
 from model.invariants.timeline import table_verdicts
 
@@ -33,6 +33,8 @@ class AuditResult:
     verdicts: list[Verdict]
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: the table's history (:class:`HistoryAudit`), None when it has none on disk
+    history: Any = None
 
     @property
     def ok(self) -> bool:
@@ -47,10 +49,17 @@ def check_as_of(value: str | None) -> str | None:
     """``--as-of``: a 14- or 17-digit instant time, normalised to 17 digits."""
     if value is None:
         return None
+    if value.isdigit() and len(value) > TIME_LEN:
+        # Hudi cuts longer times to 17 digits when parsing; an argument that long is a mistake
+        raise UserError(f"--as-of: instant time {value!r} has {len(value)} digits; expected 14 or 17")
     try:
-        return normalize_time(value)
+        t = normalize_time(value)
     except ValueError as exc:
         raise UserError(f"--as-of: {exc}") from None
+    problem = time_problem(t)
+    if problem is not None:
+        raise UserError(f"--as-of: instant time {value!r} {problem}")
+    return t
 
 
 def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> AuditResult:
@@ -61,7 +70,9 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     t0 = time.perf_counter()
     table = read_table(path)
     rule = rule or table.default_rule
-    view = table.view(rule)
+    history = audit_history(table, as_of)
+    view = history_view(table, rule, history) if history is not None and history.times is not None \
+        else table.view(rule)
     # as of T: the slices a time-travel read at T plans (tech spec "Reader Expectations": base =
     # greatest requested <= T; tv8 logs completed <= T), not getLatestFileSlicesBeforeOrOn, which
     # still lists logs of later deltacommits
@@ -73,11 +84,17 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     plan_logs = {tc: [fn.LogFile.parse(p, op.get("partitionPath") or "") for op in ops
                       for p in op.get("deltaFilePaths") or []]
                  for tc, ops in table.compaction_plans.items()}
+    # the latest snapshot of the files completed commits name must be on disk and readable
+    named_view = table.named_view(rule)
+    listed = {f.path for f in table.base_files} | {f.path for f in table.log_files}
+    check_readable(table.base_path, [f for s in named_view.latest_merged_file_slices()
+                                     for f in ([s.base_file] if s.base_file is not None else []) + list(s.log_files)],
+                   listed)
     verdicts = table_verdicts(table.timeline, view, table.base_files, table.log_files, rule=rule,
                               compaction_plans=plan_logs, replaced=table.replaced,
                               pending_clustering_instants=pending_cl,
                               compaction_inputs=compaction_inputs_on_disk(table),
-                              log_blocks=log_blocks_on_disk(table))
+                              log_blocks=log_blocks_on_disk(table), named_view=named_view)
     notes = []
     if rule != table.default_rule:
         notes.append(f"slicing rule {rule} overrides the table version's rule {table.default_rule}")
@@ -88,7 +105,129 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
         left = table.leftover_temp_files
         notes.append(f"{len(left)} leftover temporary file(s) of interrupted timeline writes skipped, as Hudi's "
                      f"listing skips them: {', '.join(left[:3])}" + (", ..." if len(left) > 3 else ""))
-    return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes)
+    if history is not None:
+        verdicts = verdicts + history.verdicts
+        notes.extend(history.notes)
+    return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes, history)
+
+
+# ------------------------------------------------------------------------------ history (archival, LSM timeline)
+#: archival settings a table may record in hoodie.properties (hoodie-lab's writers do; Hudi keeps them in the
+#: write config): hoodie.properties key -> model.archival.ArchivalConfig field
+ARCHIVAL_KEYS = {"hoodie.keep.max.commits": "max_commits", "hoodie.keep.min.commits": "min_commits",
+                 "hoodie.commits.archival.batch": "batch",
+                 "hoodie.timeline.compaction.batch.size": "compaction_batch",
+                 "hoodie.cleaner.commits.retained": "cleaner_commits_retained"}
+
+
+@dataclass
+class HistoryAudit:
+    """What ``audit`` shows and checks of a table's history (:mod:`lakeio.ondisk.history`)."""
+
+    summary: dict[str, Any]
+    verdicts: list[Verdict]
+    #: the spec's CompletionTimeQueryView over active timeline + history (tv8/9), None for tv6
+    times: Any = None
+    notes: list[str] = field(default_factory=list)
+
+
+def archival_config_of(table: Table):
+    """The archival settings recorded in ``hoodie.properties`` (None when none is): :class:`UserError` naming the
+    file and key for a bad value."""
+    from model.archival import ArchivalConfig, ArchivalConfigError
+
+    given = {f: table.properties[k] for k, f in ARCHIVAL_KEYS.items() if table.properties.get(k, "").strip()}
+    if not given:
+        return None
+    props_path = table.base_path / ".hoodie" / "hoodie.properties"
+    values = {}
+    for f, raw in given.items():
+        key = next(k for k, v in ARCHIVAL_KEYS.items() if v == f)
+        try:
+            values[f] = int(raw.strip())
+        except ValueError:
+            raise UserError(f"{props_path}: {key}={raw!r} is not a number") from None
+    try:
+        return ArchivalConfig(**values).validate()
+    except ArchivalConfigError as exc:
+        raise UserError(f"{props_path}: {exc}") from None
+
+
+def audit_history(table: Table, as_of: str | None = None) -> HistoryAudit | None:
+    """Open the table's history (never writing), summarise it and check I15 (LSM layout) and I16 (what was
+    archived) with the spec's predicates; None when the table has no history on disk."""
+    from lakeio.ondisk.history import (LsmHistory, active_files, archived_as_lsm_state, open_history)
+    from model import lsm
+    from model.archival import ArchivalConfig, HistoryState
+    from model.completion_time import CompletionTimeQueryView
+    from model.invariants.history import archival_verdicts, lsm_verdicts
+
+    h = open_history(table.base_path, table.properties, table.version)
+    if h is None:
+        return None
+    cfg = archival_config_of(table)
+    notes = []
+    active = frozenset(af for af, _ in active_files(table.timeline))
+    times = None
+    if isinstance(h, LsmHistory):
+        state = h.disk_state()  # every data file's three columns; UserError for one that is not history parquet
+        verdicts = lsm_verdicts(state)
+        readable = h.read_error is None
+        times = CompletionTimeQueryView(table.timeline, state if readable else lsm.EMPTY)
+        if not readable:
+            notes.append(f"history not readable ({h.read_error}): archived completion times are not looked up")
+    else:
+        state = archived_as_lsm_state(h.instants())
+        verdicts = []
+    i16 = archival_verdicts(HistoryState(active=active, lsm=state, table_version=table.version),
+                            cfg or ArchivalConfig())
+    if cfg is None:
+        i16 = [v for v in i16 if v.invariant != "I16.keeps-min"]
+        notes.append("archival settings not recorded in hoodie.properties (hoodie.keep.min.commits, ...): "
+                     "I16.keeps-min not checked")
+    summary = h.summary()
+    if as_of and times is not None:
+        lk = times.lookup(as_of)
+        summary["as_of_lookup"] = {"requested": as_of, "completion": lk.completion_time, "source": lk.source,
+                                   "files_read": list(lk.files_read)}
+    return HistoryAudit(summary, verdicts + i16, times, notes)
+
+
+def history_view(table: Table, rule: str, history: HistoryAudit):
+    """The spec's file-system view with completion times looked up across the history."""
+    from model.slicing import FileSystemView
+
+    return FileSystemView(table.timeline, table.base_files, table.log_files, rule=rule,
+                          pending_compactions=table.pending_compactions, replaced=table.replaced,
+                          pending_clustering=table.pending_clustering, times=history.times)
+
+
+def history_json(result: AuditResult) -> dict[str, Any] | None:
+    return None if result.history is None else dict(result.history.summary)
+
+
+def render_history(result: AuditResult, console) -> None:
+    """The history table of :func:`render` (nothing when the table has none)."""
+    from rich.table import Table as RTable
+
+    if result.history is None:
+        return
+    s = result.history.summary
+    ht = RTable(title="history", show_header=False, title_justify="left")
+    ht.add_row("layout", "LSM timeline" if s["kind"] == "lsm" else "archived log (table version 6)")
+    ht.add_row("folder", s["folder"])
+    ht.add_row("archived instants", str(s["instants"]))
+    ht.add_row("files", str(s["files"]))
+    if s["kind"] == "lsm":
+        ht.add_row("manifest version", str(s["manifest_version"]))
+        ht.add_row("levels", ", ".join(f"L{k}: {v}" for k, v in s["levels"].items()) or "-")
+        ht.add_row("manifests on disk", ", ".join(map(str, s["manifests_on_disk"])) or "-")
+        if s.get("read_error"):
+            ht.add_row("not readable", s["read_error"], style="bold red")
+    if "as_of_lookup" in s:
+        lk = s["as_of_lookup"]
+        ht.add_row("completion of --as-of", f"{lk['completion'] or '-'} ({lk['source']})")
+    console.print(ht)
 
 
 def compaction_inputs_on_disk(table: Table) -> dict[str, list]:
@@ -181,6 +320,7 @@ def to_json(result: AuditResult) -> dict[str, Any]:
                        for v in result.verdicts],
         "ok": result.ok,
         "notes": result.notes,
+        "history": history_json(result),
     }
 
 
@@ -230,6 +370,7 @@ def render(result: AuditResult, console=None) -> None:
         st.add_row(r["partition"] or "(none)", r["file_id"], r["base_instant"], r["base_file"] or "-",
                    "\n".join(r["log_files"]) or "-")
     console.print(st)
+    render_history(result, console)
 
     vt = RTable(title="invariants", title_justify="left")
     for col in ("invariant", "verdict", "detail"):

@@ -1,9 +1,12 @@
 """Trace files: the one writer every driver uses and the reader (bad input -> :class:`UserError` naming the
-file, the line and the problem). The format is :mod:`model.trace`'s."""
+file, the line and the problem). The format is :mod:`model.trace`'s: :func:`write_trace` writes a whole
+trace, ending with the end marker ``{"end": N}``; :func:`load_trace` refuses a trace without it (cut at a
+line boundary) unless the header marks a write-ahead log (the pipeline's)."""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from model.protocol import ProtocolConfig
@@ -24,7 +27,22 @@ def write_trace(path, config: ProtocolConfig, events, seed: int | None = None, d
 
 
 def load_trace(path) -> Trace:
+    """Read and parse a trace file. Anything but a regular file (a FIFO, a device) is refused
+    without opening it, so a replay never blocks; a trace without its end marker is refused as
+    possibly truncated unless it is a write-ahead log (:mod:`model.trace`)."""
     p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{path}: is a directory, not a trace file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device"
+                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a special file")
+        raise UserError(f"{path}: {kind}, not a regular file; refusing to read it")
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -114,6 +114,50 @@ def is_time(value: object) -> bool:
     return isinstance(value, str) and len(value) == TIME_LEN and value.isdigit()
 
 
+#: The reserved times of ``HoodieTimeline`` (init, metadata bootstrap, full bootstrap): legal instant
+#: times although no calendar date.
+RESERVED_TIMES = frozenset({INIT_INSTANT_TS, METADATA_BOOTSTRAP_INSTANT_TS, FULL_BOOTSTRAP_INSTANT_TS})
+
+_FIELDS = (("month", 4, 6, 1, 12), ("day", 6, 8, 1, 31), ("hour", 8, 10, 0, 23), ("minute", 10, 12, 0, 59),
+           ("second", 12, 14, 0, 59))
+
+
+def time_problem(value: object) -> str | None:
+    """Why ``value`` is not an instant time Hudi could have generated, or ``None`` when it is one.
+
+    An instant time is ``yyyyMMddHHmmssSSS`` (``HoodieInstantTimeGenerator.MILLIS_INSTANT_TIMESTAMP_FORMAT``;
+    14-digit legacy times and longer metadata-table times are read through :func:`normalize_time`)
+    naming a real calendar date and time: ``createNewInstantTime`` formats a clock reading, and
+    ``parseDateFromInstantTime`` parses it back with that pattern, so month 13, second 99 or
+    February 30 never come from Hudi. The reserved times of :data:`RESERVED_TIMES` are legal.
+    """
+    if not isinstance(value, str) or not value.isdigit() or not value.isascii():
+        return "is not a string of digits"
+    n = len(value)
+    if n != LEGACY_TIME_LEN and n < TIME_LEN:
+        return f"has {n} digits; expected 14 or 17"
+    if value[:LEGACY_TIME_LEN] in RESERVED_TIMES:
+        return None
+    year = int(value[:4])
+    if year < 1:
+        return "year 0000 is out of range"
+    for what, a, b, lo, hi in _FIELDS:
+        v = int(value[a:b])
+        if not lo <= v <= hi:
+            return f"{what} {value[a:b]} is out of range {lo:02d}-{hi:02d}"
+    month, day = int(value[4:6]), int(value[6:8])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+    if day > days:
+        return f"day {value[6:8]} does not exist in month {value[4:6]} of {value[:4]}"
+    return None
+
+
+def is_calendar_time(value: object) -> bool:
+    """True for a canonical 17-digit instant time that names a real date and time (:func:`time_problem`)."""
+    return is_time(value) and time_problem(value) is None
+
+
 def normalize_time(value: str) -> str:
     """Parse an instant time as Hudi does: 14-digit legacy gets ``999``, longer is cut to 17.
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from .filenames import BaseFile, LogFile, log_order_key
-from .instant import Action, Instant, State
+from .instant import WRITE_ACTIONS, Action, Instant, State
 from .timeline import Timeline
 
 INSTANT_TIME = "instant-time"
@@ -175,6 +175,10 @@ class CompletionTimes:
     def completed_predicate(self) -> Callable[[str], bool]:
         """``is_completed`` as a function of the instant."""
         return self.is_completed
+
+    def archived_instants(self) -> list[Instant]:
+        """The archived instants this view knows: none (it holds no history)."""
+        return []
 
 
 # ------------------------------------------------------------------------------------- the rules
@@ -316,7 +320,8 @@ class FileSystemView:
                  rule: str | SliceRule | None = None,
                  pending_compactions: Mapping[tuple, str] | None = None,
                  replaced: Mapping[tuple, str] | None = None,
-                 pending_clustering: Mapping[tuple, str] | None = None):
+                 pending_clustering: Mapping[tuple, str] | None = None,
+                 times: CompletionTimes | None = None):
         self.timeline = timeline
         self.table_version = timeline.table_version
         if rule is None:
@@ -331,8 +336,13 @@ class FileSystemView:
         self.replaced = {FileGroupId(*k): v for k, v in (replaced or {}).items()}
         self.pending_clustering = {FileGroupId(*k): v for k, v in (pending_clustering or {}).items()}
         writes = timeline.write_timeline()
-        self.times = CompletionTimes(timeline, writes)
+        # ``times``: the completion-time lookup; default the active timeline alone (archived = completed at its own
+        # time); ``model.completion_time.CompletionTimeQueryView`` looks archived instants up in the LSM history
+        self.times = times if times is not None else CompletionTimes(timeline, writes)
         self._completed = {i.requested_time: i for i in writes if i.is_completed}
+        for i in self.times.archived_instants():  # archived write instants are completed instants too
+            if i.action in WRITE_ACTIONS:
+                self._completed.setdefault(i.requested_time, i)
         pend = [i for i in writes if i.is_pending]
         self._pending_compaction_instants = frozenset(i.requested_time for i in pend if i.action in _COMPACTIONS)
         self._pending_compaction_instants |= frozenset(self.pending_compactions.values())
@@ -588,7 +598,9 @@ class FileSystemView:
         times. Completed compactions are in range but add no rows.
         """
         if self.v8:
-            insts = [i for i in self.timeline.completed_in_range(start, end) if i.requested_time in self._completed]
+            insts = sorted((i for i in self._completed.values() if (start is None or i.completion_time > start)
+                            and (end is None or i.completion_time <= end)),
+                           key=lambda i: (i.completion_time, i.requested_time))
         else:
             insts = sorted((i for i in self._completed.values()
                             if (start is None or i.requested_time > start) and (end is None or i.requested_time <= end)),

@@ -54,6 +54,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lakeio.errors import UserError
+from lakeio.ondisk import history
 from model.instant import State, to_millis
 from model.protocol import CrashCoordinator, ProtocolConfig
 from engine import System
@@ -415,6 +416,8 @@ class PipelineCoordinator:
         action = self.writer.action
         disk_pending = {t for t, a, _ in self.writer.pending_instants() if a == action.value}
         disk_done = {t for t, _, _ in self.writer.completed_instants()}
+        if self.cfg.get("archival"):  # archived instants are completed instants too
+            disk_done |= history.archived_times(self.rd.table)
         # 1. roll back (newest first: a later write may have touched the same file groups)
         gone = [t for t in disk_pending if model_tl.get(t, action) is None]
         for t in sorted(gone, reverse=True):
@@ -457,6 +460,7 @@ class PipelineCoordinator:
         self._sleep_latency()
         self.writer.commit(t, inst.completion_time, result, extra_metadata=extra)
         self.kill("commit.after-complete")
+        history.archive_after_commit(self.rd.table, self.cfg.get("archival"))  # post-commit archival, if set
         self.rd.log("committed", instant=t, completion=inst.completion_time, key=key, batch=wm["batch"])
 
     def _disk_rollback(self, t: str) -> None:

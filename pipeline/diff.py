@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lakeio.errors import UserError
+from lakeio.ondisk.history import include_history
 from model.instant import to_millis
 from pipeline import source as src
 from pipeline.coordinator import CHECKPOINT_KEY, TASK, replay_system
@@ -87,7 +88,7 @@ def diff_run(root: Path, spark=None) -> DiffReport:
         report = DiffReport(rd.root)
         report.differences.append(f"the trace does not replay through the model: {exc}")
         return report
-    table = read_table(rd.table)
+    table = include_history(read_table(rd.table))  # archived instants compared as if never archived
     report = DiffReport(rd.root)
     inputs = src.read_inputs(rd.input)
     records = [r for lines in inputs for r, _ in lines if r is not None]

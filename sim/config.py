@@ -6,7 +6,7 @@ what is allowed (``lakeio.errors.UserError``, so the CLI exits 2). Shipped exper
 ``lakeio/experiments/*.toml`` (package data) and are addressed by name (``blocking-vs-async``); any other
 argument is a path.
 
-Top level: ``name``, ``description``, ``kind`` (``stream`` | ``truetime`` | ``collisions`` | ``recovery``),
+Top level: ``name``, ``description``, ``kind`` (``stream`` | ``truetime`` | ``collisions`` | ``recovery`` | ``history``),
 ``seed``, ``modes`` (subset of ``["blocking", "async"]``).
 
 Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
@@ -26,7 +26,7 @@ Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
 * ``[storage]`` — log-normal latency of one storage call (median, sigma) with spikes (probability, factor);
 * ``[faults]`` — lost-ack probability, crash schedule (every N s or at fixed times), what crashes, restart delay;
 * ``[sweep]`` — a grid: dotted key -> list of values (each value validated like the key itself);
-* ``[collisions]``, ``[truetime_study]``, ``[recovery]`` — the parameters of those experiment kinds.
+* ``[collisions]``, ``[truetime_study]``, ``[recovery]``, ``[history]`` — the parameters of those experiment kinds.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any
 
 from lakeio.errors import UserError
 
-KINDS = ("stream", "truetime", "collisions", "recovery")
+KINDS = ("stream", "truetime", "collisions", "recovery", "history")
 #: An experiment name becomes a directory name (``runs/sim/<name>``): a plain file stem, nothing else.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -199,6 +199,25 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "skews_ms": Key(list, [1.0, 50.0, 200.0], 0, 60_000, "ms", "max expected skew bounds"),
         "request_every_s": _num(10.0, 0, DAY, "s", "mean time between a writer's requests", lo_open=True),
         "lock_service_ms": _num(2.0, 0, 60_000, "ms", "lock-service time per acquisition (shared)"),
+        "resolutions_ms": Key(list, [1], choices=(1, 1000),
+                              doc="clock resolutions: 1 (17-digit instants) and/or 1000 (legacy 14-digit)"),
+    },
+    "history": {  # sim/history.py
+        "days": _num(7.0, 0, 366, "days", "simulated time (one commit per commit_every_s)", lo_open=True),
+        "quick_days": _num(1.0, 0, 366, "days", "simulated time with --quick", lo_open=True),
+        "commit_every_s": _num(60.0, 0, DAY, "s", "time between commits", lo_open=True),
+        "preset": Key(str, "spark", choices=("spark", "flink"), doc="archival defaults: spark 30/20, flink 50/40"),
+        "keep_max_commits": _int(0, 0, 10**6, doc="hoodie.keep.max.commits (0: the preset's)"),
+        "keep_min_commits": _int(0, 0, 10**6, doc="hoodie.keep.min.commits (0: the preset's)"),
+        "archival_batch": _int(10, 1, 10**6, doc="hoodie.commits.archival.batch"),
+        "timeline_compaction_batch": _int(10, 2, 10**6, doc="hoodie.timeline.compaction.batch.size"),
+        "commit_work_s": _num(2.0, 0, 3600, "s", "a commit's work besides the timeline"),
+        "listing_base_ms": _num(20.0, 0, 3.6e6, "ms", "loading the active timeline: fixed cost"),
+        "listing_ms_per_file": _num(2.0, 0, 3.6e6, "ms", "loading the active timeline: per state file"),
+        "lookup_age_commits": _int(600, 1, 10**7, doc="each commit looks up the completion time of the instant "
+                                   "this many commits old"),
+        "lsm_file_read_ms": _num(30.0, 0, 3.6e6, "ms", "reading one LSM data file"),
+        "storage_call_ms": _num(20.0, 0, 3.6e6, "ms", "one storage call of an archival run"),
     },
     "recovery": {
         "steps": Key(list, ["all"], doc="protocol steps to crash at ('all': every event type)"),
@@ -398,8 +417,18 @@ def _cross_checks(exp: Experiment) -> None:
             raise UserError(f"{src}: collisions.writers: a collision needs >= 2 writers; allowed: integers >= 2")
         if any(t <= 0 for t in p["collisions"]["periods_s"]):
             raise UserError(f"{src}: collisions.periods_s: periods must be > 0 s")
+    table = {"collisions": "collisions", "truetime": "truetime_study"}.get(exp.kind)
+    if table and not p[table]["resolutions_ms"]:
+        raise UserError(f"{src}: {table}.resolutions_ms: must be a non-empty list; allowed: a list of 1, 1000")
+    if exp.kind == "history":
+        from model.archival import ArchivalConfigError
+        from sim.history import archival_config
+        try:
+            archival_config(p).validate()
+        except ArchivalConfigError as e:
+            raise UserError(f"{src}: history: {e}") from None
     for dotted in exp.sweep:
-        if dotted.startswith(("collisions.", "truetime_study.", "recovery.", "protocol.")):
+        if dotted.startswith(("collisions.", "truetime_study.", "recovery.", "protocol.", "history.")):
             raise UserError(f"{src}: sweep.{dotted}: only run, source, writers, checkpoint, coordinator, truetime, "
                             f"storage and faults keys can be swept")
     _check_samples(exp)
@@ -470,7 +499,7 @@ def _check_study_work(exp: Experiment) -> None:
                         f"(tables x writers); allowed: at most {MAX_STUDY_WRITERS:,}")
     duration = max(max(_values(exp, "run.duration_s")), exp.params["run"]["quick_duration_s"])
     total = sum(w * t * duration / st["request_every_s"] for w in st["writers"] for t in st["tables"])
-    total *= len(st["skews_ms"])
+    total *= len(st["skews_ms"]) * max(1, len(st.get("resolutions_ms", [1])))
     if total > MAX_STUDY_REQUESTS:
         raise UserError(f"{src}: truetime_study.writers, truetime_study.tables, truetime_study.request_every_s, "
                         f"run.duration_s: all points make about {total:,.0f} requests; allowed: at most "

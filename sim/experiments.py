@@ -109,7 +109,8 @@ def run_named(name_or_path: str, out_dir: Path | str, seed: int | None = None, q
     modes = tuple(modes or exp.modes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    runner = {"stream": _stream, "truetime": _truetime, "collisions": _collisions, "recovery": _recovery}[exp.kind]
+    runner = {"stream": _stream, "truetime": _truetime, "collisions": _collisions, "recovery": _recovery,
+              "history": _history}[exp.kind]
     outcome = runner(exp, out, seed, quick, modes, progress or (lambda label, total: None), grid)
     (out / "summary.json").write_text(json.dumps({
         "experiment": exp.name, "kind": exp.kind, "seed": seed, "quick": quick, "modes": list(modes),
@@ -175,9 +176,10 @@ def _truetime(exp, out, seed, quick, modes, progress, grid) -> Outcome:
     from . import truetime_study
 
     st = exp.params["truetime_study"]
-    total = len(st["skews_ms"]) * len(st["tables"]) * len(st["writers"])
+    total = len(st["skews_ms"]) * len(st["tables"]) * len(st["writers"]) * len(st["resolutions_ms"])
     rows = truetime_study.run(exp.params, seed, quick, _tick(progress, "points", total))
-    failures = [f"{r['invariant']} (tables={r['tables']} writers={r['writers']} skew={r['skew_ms']:g} ms)"
+    failures = [f"{r['invariant']} (tables={r['tables']} writers={r['writers']} skew={r['skew_ms']:g} ms "
+                f"resolution={r['resolution_ms']} ms, {r['duplicate_times']} duplicate times)"
                 for r in rows if r["invariant"] != "ok" or r["duplicate_times"]]
     paths = plots.truetime(rows, out, f"{exp.name}: instant-request latency under the TrueTime lock")
     return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
@@ -204,4 +206,22 @@ def _recovery(exp, out, seed, quick, modes, progress, grid) -> Outcome:
     failures += [f"{r['mode']} {r['target']}@{r['step']}: lost {r['lost_records']}, duplicated "
                  f"{r['duplicated_records']}" for r in rows if r["lost_records"] or r["duplicated_records"]]
     paths = plots.recovery(rows, out, f"{exp.name}: time to recover after a crash at each protocol step")
+    return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
+
+
+def _history(exp, out, seed, quick, modes, progress, grid) -> Outcome:
+    from . import history
+
+    tick = _tick(progress, "modes", len(history.MODES))
+    results, rows, failures = {}, [], []
+    for mode in history.MODES:
+        res = history.run(exp.params, mode, derive_seed(seed, "history", mode), quick=quick)
+        results[mode] = res
+        rows.append({"mode": mode, "seed": res.seed, **res.summary})
+        failures += res.failures
+        tick()
+    days = exp.params["history"]["quick_days" if quick else "days"]
+    paths = history.plot(results, out, f"{exp.name}: one commit every {exp.params['history']['commit_every_s']:g} s "
+                                       f"for {days:g} days, with and without archival")
+    (out / "decisions.txt").write_text("\n".join(results["archival"].series.decisions) + "\n")
     return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)

@@ -121,51 +121,81 @@ def _label(param_col: str) -> str:
     return f"{key} ({unit})" if unit else key
 
 
-def truetime(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
+def _resolution(res_ms: int) -> str:
+    """A clock resolution as a panel title / legend names it."""
+    return "ms clock (17-digit instants)" if res_ms == 1 else \
+        ("s clock (14-digit instants)" if res_ms == 1000 else f"{res_ms:g} ms clock")
+
+
+def truetime_figure(rows: list[dict], title: str):
+    """One row of panels per clock resolution (``resolution_ms``, 1 when absent), one column per table count;
+    in each panel one p99/p50 pair per skew bound, labelled with the resolution."""
     tables = sorted({r["tables"] for r in rows})
-    fig, axes = plt.subplots(1, len(tables), figsize=(4.5 * len(tables), 4.2), squeeze=False)
-    for ax, tb in zip(axes[0], tables):
-        for skew in sorted({r["skew_ms"] for r in rows}):
-            pts = sorted((r["writers"], r["request_p50_s"], r["request_p99_s"]) for r in rows
-                         if r["tables"] == tb and r["skew_ms"] == skew)
-            w, p50, p99 = zip(*pts)
-            line, = ax.plot(w, p99, marker="o", ms=3, label=f"skew {skew:g} ms p99")
-            ax.plot(w, p50, ls="--", color=line.get_color(), lw=1, label=f"skew {skew:g} ms p50")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("writers per table (count)")
-        ax.set_ylabel("instant-request latency (s)")
-        ax.set_title(f"{tb} table(s)")
-        ax.legend(fontsize=6)
+    resolutions = sorted({r.get("resolution_ms", 1) for r in rows})
+    fig, axes = plt.subplots(len(resolutions), len(tables), figsize=(4.5 * len(tables), 4.2 * len(resolutions)),
+                             squeeze=False)
+    for ax_row, res in zip(axes, resolutions):
+        for ax, tb in zip(ax_row, tables):
+            for skew in sorted({r["skew_ms"] for r in rows}):
+                pts = sorted((r["writers"], r["request_p50_s"], r["request_p99_s"]) for r in rows
+                             if r["tables"] == tb and r["skew_ms"] == skew and r.get("resolution_ms", 1) == res)
+                if not pts:
+                    continue
+                w, p50, p99 = zip(*pts)
+                line, = ax.plot(w, p99, marker="o", ms=3, label=f"skew {skew:g} ms p99, {_resolution(res)}")
+                ax.plot(w, p50, ls="--", color=line.get_color(), lw=1,
+                        label=f"skew {skew:g} ms p50, {_resolution(res)}")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("writers per table (count)")
+            ax.set_ylabel("instant-request latency (s)")
+            ax.set_title(f"{tb} table(s), {_resolution(res)}", fontsize=9)
+            ax.legend(fontsize=6)
     fig.suptitle(title)
     fig.tight_layout()
-    return save(fig, out_dir, "truetime")
+    return fig
+
+
+def truetime(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
+    return save(truetime_figure(rows, title), out_dir, "truetime")
+
+
+def collisions_figure(rows: list[dict], title: str):
+    """One row of two panels per clock resolution (``resolution_ms``, 1 when absent): P(>= 1 collision) and
+    mean collisions per day vs N, one series per period, labelled with the resolution."""
+    resolutions = sorted({r.get("resolution_ms", 1) for r in rows})
+    fig, axes = plt.subplots(len(resolutions), 2, figsize=(12, 4.5 * len(resolutions)), squeeze=False)
+    for (ax0, ax1), res in zip(axes, resolutions):
+        rr = [r for r in rows if r.get("resolution_ms", 1) == res]
+        formula = "C(N,2)*86.4/T^2" if res == 1 else f"C(N,2)*86.4*{res:g}/T^2"
+        for period in sorted({r["period_s"] for r in rr}):
+            pts = sorted((r["writers"], r["p_collision_per_day"], r["mean_collisions_per_day"],
+                          r["expected_collisions_per_day"], r["truetime_collisions"]) for r in rr
+                         if r["period_s"] == period)
+            n, p, mean, exp, tt = zip(*pts)
+            line, = ax0.plot(n, p, marker="o", ms=3, label=f"T = {period:g} s, no TrueTime, {_resolution(res)}")
+            ax0.plot(n, [0.0 if x == 0 else np.nan for x in tt], marker="x", ls="none", color=line.get_color())
+            ax1.plot(n, [m if m > 0 else np.nan for m in mean], marker="o", ms=3, color=line.get_color(),
+                     label=f"T = {period:g} s simulated (0: not drawn), {_resolution(res)}")
+            ax1.plot(n, exp, ls="--", lw=1, color=line.get_color(), label=f"T = {period:g} s {formula}")
+        ax0.plot([], [], marker="x", ls="none", color="k", label="with TrueTime: 0 collisions")
+        ax0.set_xlabel("writers N (count)")
+        ax0.set_ylabel("P(>= 1 collision per day)")
+        ax0.set_ylim(-0.03, 1.03)
+        ax0.set_title(_resolution(res), fontsize=9)
+        ax0.legend(fontsize=7)
+        ax1.set_yscale("log")
+        ax1.set_xlabel("writers N (count)")
+        ax1.set_ylabel("mean collisions per day (count)")
+        ax1.set_title(_resolution(res), fontsize=9)
+        ax1.legend(fontsize=6)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
 
 
 def collisions(rows: list[dict], out_dir: Path, title: str) -> list[Path]:
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for period in sorted({r["period_s"] for r in rows}):
-        pts = sorted((r["writers"], r["p_collision_per_day"], r["mean_collisions_per_day"],
-                      r["expected_collisions_per_day"], r["truetime_collisions"]) for r in rows
-                     if r["period_s"] == period)
-        n, p, mean, exp, tt = zip(*pts)
-        line, = axes[0].plot(n, p, marker="o", ms=3, label=f"T = {period:g} s, no TrueTime")
-        axes[0].plot(n, [0.0 if x == 0 else np.nan for x in tt], marker="x", ls="none", color=line.get_color())
-        axes[1].plot(n, [m if m > 0 else np.nan for m in mean], marker="o", ms=3, color=line.get_color(),
-                     label=f"T = {period:g} s simulated (0: not drawn)")
-        axes[1].plot(n, exp, ls="--", lw=1, color=line.get_color(), label=f"T = {period:g} s C(N,2)*86.4/T^2")
-    axes[0].plot([], [], marker="x", ls="none", color="k", label="with TrueTime: 0 collisions")
-    axes[0].set_xlabel("writers N (count)")
-    axes[0].set_ylabel("P(>= 1 collision per day)")
-    axes[0].set_ylim(-0.03, 1.03)
-    axes[0].legend(fontsize=7)
-    axes[1].set_yscale("log")
-    axes[1].set_xlabel("writers N (count)")
-    axes[1].set_ylabel("mean collisions per day (count)")
-    axes[1].legend(fontsize=6)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return save(fig, out_dir, "collisions")
+    return save(collisions_figure(rows, title), out_dir, "collisions")
 
 
 def recovery(rows: list[dict], out_dir: Path, title: str) -> list[Path]:

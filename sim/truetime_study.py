@@ -8,6 +8,11 @@ the per-process guard). Every lock acquisition and release is a round trip to on
 all tables (a SimPy resource with ``lock_service_ms`` per call), which is how more tables slow everyone
 down. The model decides the lock order, the waits and the times; SimPy only carries simulated time. Each
 table's times, in generation order, are checked with the model's I1 invariant.
+
+Clock resolution (``truetime_study.resolutions_ms``, 1 or 1000, default ``[1]``): every point runs once per
+resolution with :class:`model.truetime.TimeGeneratorConfig` ``resolution_ms``; at 1000 the clocks read to the
+second (legacy 14-digit instants) and a skew wait below ``skew + 1000 ms`` (``model.truetime.guarantee_holds``)
+lets two writers of a table take the same second: ``duplicate_times`` counts them and the I1 check fails.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from model.truetime import Clock, Lock, SkewAdjustingTimeGenerator, TimeGenerato
 from .fluid import StorageLatency
 
 
-def run_point(params: dict, writers: int, tables: int, skew_ms: float, seed: int, duration_s: float) -> dict:
+def run_point(params: dict, writers: int, tables: int, skew_ms: float, seed: int, duration_s: float,
+              resolution_ms: int = 1) -> dict:
     st, tt, ss = params["truetime_study"], params["truetime"], params["storage"]
     rng = random.Random(seed)
     env = simpy.Environment()
@@ -31,7 +37,7 @@ def run_point(params: dict, writers: int, tables: int, skew_ms: float, seed: int
     storage = StorageLatency(rng, ss["median_ms"], ss["sigma"], ss["spike_probability"], ss["spike_factor"])
     off = int(tt["clock_offset_ms"])
     gens = [SkewAdjustingTimeGenerator(
-        TimeGeneratorConfig(max_expected_skew_ms=int(skew_ms)),
+        TimeGeneratorConfig(max_expected_skew_ms=int(skew_ms), resolution_ms=resolution_ms),
         clocks={f"t{k}w{i}": Clock(offset_ms=rng.randint(-off, off)) for i in range(writers)},
         lock=Lock(latency_ms=int(tt["lock_acquire_ms"]))) for k in range(tables)]
     request_s: list[float] = []
@@ -81,7 +87,7 @@ def run_point(params: dict, writers: int, tables: int, skew_ms: float, seed: int
     bad = [v for v in map(check_times_strictly_increasing, times) if not v.holds]  # I1 per table
     req = np.asarray(request_s) if request_s else np.asarray([np.nan])
     return {
-        "writers": writers, "tables": tables, "skew_ms": skew_ms,
+        "writers": writers, "tables": tables, "skew_ms": skew_ms, "resolution_ms": resolution_ms,
         "requests": len(request_s),
         "request_p50_s": float(np.nanpercentile(req, 50)),
         "request_p99_s": float(np.nanpercentile(req, 99)),
@@ -97,10 +103,9 @@ def run(params: dict, seed: int, quick: bool = False, progress=None) -> list[dic
     duration = params["run"]["quick_duration_s" if quick else "duration_s"]
     master = random.Random(seed)
     rows = []
-    for skew in st["skews_ms"]:
-        for tables in st["tables"]:
-            for w in st["writers"]:
-                rows.append(run_point(params, w, tables, skew, master.getrandbits(63), duration))
-                if progress:
-                    progress()
+    for res, skew, tables, w in ((r, s, t, w) for r in st["resolutions_ms"] for s in st["skews_ms"]
+                                 for t in st["tables"] for w in st["writers"]):
+        rows.append(run_point(params, w, tables, skew, master.getrandbits(63), duration, res))
+        if progress:
+            progress()
     return rows

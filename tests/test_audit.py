@@ -224,3 +224,142 @@ def test_demo_shows_the_rules_differ(tmp_path):
     assert res.results["completion-time"].ok
     assert any("fg1-0" in d for d in res.differences), res.differences
     assert (res.table_path / ".hoodie" / "timeline").is_dir()
+
+
+# ------------------------------------------------------------------------------ I8.snapshot-files-exist
+# issue #21 item 3: committed data deleted from a real table was "all invariants hold", exit 0.
+V8 = "v8_trips_8i3u1d"
+V8_BASE = "city=sao_paulo/8aa68f7e-afd6-4c94-b86c-8a886552e08d-0_2-1112-3192_20251220210129235.parquet"
+V8_LOG = "city=sao_paulo/.8aa68f7e-afd6-4c94-b86c-8a886552e08d-0_20251220210130911.log.1_0-1139-3316"
+V8_OLD = "city=chennai/6e1d5cc4-c487-487d-abbe-fe9b30b1c0cc-0_2-986-2794_20251220210108078.parquet"  # compacted
+V6 = "v6_trips_8i1u"
+V6_LOG = "city=san_francisco/.d0304c53-6fd2-4b7a-a9d6-5ff632f79224-0_20250331030642808.log.1_0-26-85"
+
+
+def _table(tmp_path, stem):
+    from fixtures_util import copy_table, fixture_zips
+
+    found = [z for z in fixture_zips() if z.stem == stem]
+    if not found:
+        pytest.skip(f"fixture {stem}.zip not found")
+    return copy_table(found[0], tmp_path / stem)
+
+
+def _remove(base: Path, rel: str) -> None:
+    import shutil
+
+    p = base / rel
+    shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
+@pytest.mark.parametrize("stem,gone,missing", [
+    (V8, [V8_BASE], [V8_BASE]),                                            # a committed base file
+    (V8, [V8_LOG], [V8_LOG]),                                              # a committed log file (tv8)
+    (V6, [V6_LOG], [V6_LOG]),                                              # a committed log file (tv6)
+    (V8, ["city=chennai"], ["city=chennai/6e1d5cc4-c487-487d-abbe-fe9b30b1c0cc-0_0-1112-3190_20251220210129235.parquet"]),
+], ids=["v8-base", "v8-log", "v6-log", "v8-partition-folder"])
+def test_deleted_committed_data_is_a_violation_naming_the_files(fixtures_dir, tmp_path, capsys, stem, gone, missing):
+    base = _table(tmp_path, stem)
+    assert audit_table(base).ok
+    for rel in gone:
+        _remove(base, rel)
+    result = audit_table(base)
+    v = _verdict(result, "I8.snapshot-files-exist")
+    assert not v.holds and [x for x in result.verdicts if not x.holds] == [v]
+    assert set(missing) <= set(v.involved) and all(m in v.detail for m in missing[:3]), v
+    assert main(["audit", str(base)]) == 1
+    out = capsys.readouterr().out.replace("\n", "")
+    assert "I8.snapshot-files-exist" in out and "VIOLATED" in out
+    assert main(["audit", str(base), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    (bad,) = [x for x in doc["invariants"] if not x["holds"]]
+    assert bad["invariant"] == "I8.snapshot-files-exist" and set(missing) <= set(bad["involved"])
+
+
+def test_a_file_of_an_older_slice_may_be_cleaned(fixtures_dir, tmp_path):
+    """The cleaner deletes files of older slices (here the base file that compaction 20251220210129235
+    rewrote): that is not missing data."""
+    base = _table(tmp_path, V8)
+    _remove(base, V8_OLD)
+    result = audit_table(base)
+    assert result.ok, [str(v) for v in result.verdicts if not v.holds]
+    assert _verdict(result, "I8.snapshot-files-exist").holds
+
+
+def test_a_broken_check_that_trusts_the_listing_is_caught(fixtures_dir, tmp_path, monkeypatch):
+    """The deliberately broken variant: check the snapshot of the files *on disk* (what the audit did
+    before) instead of the files commit metadata names. It cannot see deleted data; the test above
+    (its assertion, replayed here) catches it."""
+    import lakeio.audit as audit_mod
+
+    real = inv.check_snapshot_files_exist
+    seen = {}
+
+    def broken_table_verdicts(tl, view, base_files, log_files, **kw):
+        kw["named_view"] = view  # the listing's own view: every file it names is present by construction
+        seen["called"] = True
+        return inv.table_verdicts(tl, view, base_files, log_files, **kw)
+
+    base = _table(tmp_path, V8)
+    _remove(base, V8_BASE)
+    assert not _verdict(audit_table(base), "I8.snapshot-files-exist").holds  # the real check
+    monkeypatch.setattr(audit_mod, "table_verdicts", broken_table_verdicts)
+    broken = audit_table(base)
+    assert seen and broken.ok and _verdict(broken, "I8.snapshot-files-exist").holds  # the broken one misses it
+    with pytest.raises(AssertionError):  # ... so the suite's assertion fails on it
+        v = _verdict(broken, "I8.snapshot-files-exist")
+        assert not v.holds and V8_BASE in v.involved
+    assert inv.check_snapshot_files_exist is real
+
+
+def test_snapshot_files_exist_is_a_pure_predicate_over_the_named_view():
+    tl, base, logs = _healthy(9)
+    view = _StubView([_Slice("p", "fg1-0", T(100), base[0], list(logs))])
+    view.latest_merged_file_slices = view.latest_file_slices
+    ok = inv.check_snapshot_files_exist(view, [base[0].path, logs[0].path, "p/other.parquet"])
+    assert ok.holds and ok.invariant == "I8.snapshot-files-exist"
+    v = inv.check_snapshot_files_exist(view, [base[0].path])
+    assert not v.holds and v.involved == (logs[0].path,) and "1 file(s) of the latest snapshot missing" in v.detail
+    v = inv.check_snapshot_files_exist(view, [])
+    assert not v.holds and v.involved == (base[0].path, logs[0].path)
+
+
+def test_every_real_fixture_snapshot_is_on_disk(fixtures_dir):
+    """All 12 real tables: the check runs, holds, and its named snapshot is not empty where data exists."""
+    from fixtures_util import extract_table, fixture_zips
+
+    zips = fixture_zips()
+    assert len(zips) == 12
+    for z in zips:
+        result = audit_table(extract_table(z))
+        assert result.ok, (z.stem, [str(v) for v in result.verdicts if not v.holds])
+        assert _verdict(result, "I8.snapshot-files-exist").holds
+        named = result.table.named_view(result.rule).latest_merged_file_slices()
+        assert bool(named) == bool(result.table.base_files), z.stem
+
+
+# ------------------------------------------------------------------------------ I1.time-format: calendar
+@pytest.mark.parametrize("t,holds", [
+    ("20250101000000000", True), ("20240229235959999", True), ("00000000000000999", True),  # leap day; reserved
+    ("99999999999999999", False), ("20251301000000000", False), ("20250101000099000", False),
+    ("20250230000000000", False), ("20230229000000000", False), ("20250101240000000", False),
+    ("20250101006000000", False), ("00000101000000000", False), ("2025010100000000", False),
+])
+def test_I1_time_format_rejects_times_out_of_calendar_range(t, holds):
+    from model.instant import time_problem
+    from model.invariants.times import check_time_format
+
+    v = check_time_format([t])
+    assert v.holds is holds and (time_problem(t) is None) is holds, (t, v, time_problem(t))
+    if not holds:
+        assert v.involved == (t,)
+
+
+def test_I1_time_format_on_a_timeline_with_february_30():
+    """The model timeline takes any 17 digits (its guard is the cheap shape check the engine shares);
+    the invariant is what rejects a date that does not exist."""
+    tl, _, _ = _healthy(9)
+    assert inv.check_time_format(tl).holds
+    tl.create("20250230000000000", Action.DELTACOMMIT)
+    v = inv.check_time_format(tl)
+    assert not v.holds and "20250230000000000" in v.involved

@@ -70,7 +70,7 @@ def _lines(tmp_path):
     (lambda h: [h, '{"step":1,"kind":"teleport"}'], 2, "unknown event kind 'teleport'"),
     (lambda h: [h, '{"step":1,"kind":"ingest","task":0}', '{"step":3,"kind":"ingest","task":0}'], 3, "step 3 where step 2"),
     (lambda h: [h, "{not json"], 2, "not valid JSON"),
-    (lambda h: [h.replace('"version":1', f'"version":{TRACE_VERSION + 1}')], 1, "newer than this reader"),
+    (lambda h: [h.replace(f'"version":{TRACE_VERSION}', f'"version":{TRACE_VERSION + 1}')], 1, "newer than this reader"),
     (lambda h: ['{"step":1,"kind":"ingest","task":0}'], 1, "not a hoodie-lab trace header"),
     (lambda h: [h.replace('"mode":"async"', '"mode":"psychic"')], 1, "bad config"),
     (lambda h: [h, '{"step":1,"kind":"ingest","task":0}', '{"end":5}'], 3, "trailer says 5 events"),
@@ -96,7 +96,7 @@ def test_truncated_last_line_exit_2(tmp_path):
 
 def test_event_the_model_refuses_exit_2(tmp_path):
     (h,) = _lines(tmp_path)
-    p = _write(tmp_path, h + '\n{"step":1,"kind":"flush","task":0}\n')
+    p = _write(tmp_path, h + '\n{"step":1,"kind":"flush","task":0}\n{"end":1}\n')
     r = cli(p)
     assert r.returncode == 2 and f"{p}:2: step 1: the model refuses flush(task=0)" in r.stderr
 
@@ -122,3 +122,80 @@ def test_trace_format_round_trip_pure():
     with pytest.raises(TraceError) as e:
         parse_trace("")
     assert e.value.line == 1
+
+
+# ------------------------------------------------------------------ the end marker
+def test_every_whole_trace_ends_with_its_end_marker(tmp_path):
+    path, events = good_trace(tmp_path)
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["version"] == TRACE_VERSION == 2 and "write_ahead" not in json.loads(lines[0])
+    assert json.loads(lines[-1]) == {"end": len(events)}
+
+
+def test_a_trace_cut_at_a_line_boundary_is_refused(tmp_path):
+    path, events = good_trace(tmp_path)
+    lines = path.read_text().splitlines(keepends=True)
+    for keep in (1, 3, len(lines) - 1):  # header only, two events, every event but no end marker
+        p = _write(tmp_path, "".join(lines[:keep]), f"cut{keep}.jsonl")
+        with pytest.raises(TraceError, match="no end marker"):
+            parse_trace(p.read_text())
+        r = cli(p)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert f"{p}: no end marker" in r.stderr and "may be truncated" in r.stderr and r.stdout == ""
+
+
+def _pipeline_log(tmp_path, version=TRACE_VERSION, name="trace.jsonl"):
+    """A write-ahead log as the pipeline appends it: header(driver="pipeline") + event lines, no marker."""
+    from model.trace import dumps, event_record, header
+
+    path, events = good_trace(tmp_path)
+    cfg = parse_trace(path.read_text()).config
+    h = header(cfg, 3, "pipeline")
+    h["version"] = version
+    if version == 1:
+        h.pop("write_ahead", None)
+    text = "\n".join([dumps(h)] + [dumps(event_record(i, e)) for i, e in enumerate(events, 1)]) + "\n"
+    return _write(tmp_path, text, name), events
+
+
+def test_a_write_ahead_log_replays_without_end_marker_with_a_warning(tmp_path):
+    p, events = _pipeline_log(tmp_path)
+    t = parse_trace(p.read_text())
+    assert t.header["write_ahead"] is True and t.write_ahead and not t.complete
+    r = cli(p)
+    assert r.returncode == 0, r.stderr
+    assert f"all invariants held over {len(events)} steps" in r.stdout
+    assert len(r.stderr.strip().splitlines()) == 1 and "warning" in r.stderr and "without an end marker" in r.stderr
+    j = cli(p, "--json")
+    assert j.returncode == 0 and json.loads(j.stdout)["complete"] is False
+    # with its end marker it is complete: no warning
+    q = _write(tmp_path, p.read_text() + json.dumps({"end": len(events)}) + "\n", "closed.jsonl")
+    r = cli(q)
+    assert r.returncode == 0 and r.stderr == "" and parse_trace(q.read_text()).complete
+
+
+def test_version_1_traces_still_read(tmp_path):
+    path, events = good_trace(tmp_path)
+    text = path.read_text().replace(f'"version":{TRACE_VERSION}', '"version":1', 1)
+    assert cli(_write(tmp_path, text, "v1.jsonl")).returncode == 0  # with its end marker: complete
+    cut = text[: text.rindex('{"end"')]
+    r = cli(_write(tmp_path, cut, "v1cut.jsonl"))  # a version-1 whole trace without it: refused
+    assert r.returncode == 2 and "no end marker" in r.stderr
+    p, _ = _pipeline_log(tmp_path, version=1, name="v1pipe.jsonl")  # the pipeline's v1 log: a write-ahead log
+    assert parse_trace(p.read_text()).write_ahead
+    r = cli(p)
+    assert r.returncode == 0 and "warning" in r.stderr, r.stderr
+
+
+def test_the_writers_of_each_driver_close_their_traces(tmp_path):
+    """explore, simulate and the Hypothesis suites write through lakeio.traces.write_trace (to_text):
+    the end marker; the pipeline's header says write_ahead (its log is never closed)."""
+    from model.trace import header
+
+    cfg = ProtocolConfig(parallelism=1, faults=frozenset())
+    for driver in ("hypothesis", "explore", "simulate", "manual"):
+        p = write_trace(tmp_path / f"{driver}.jsonl", cfg, [], seed=1, driver=driver)
+        t = parse_trace(p.read_text())
+        assert t.complete and not t.write_ahead, driver
+    assert header(cfg, 0, "pipeline")["write_ahead"] is True
+    assert "write_ahead" not in header(cfg, 0, "explore")

@@ -32,7 +32,7 @@ def test_every_section_is_ok(report):
     _out, path, sections, lines = report
     assert path.name == "index.html" and path.exists()
     names = [s.title for s in sections]
-    assert len(sections) == 6, names
+    assert len(sections) == 7, names
     bad = {s.title: s.paragraphs[-1][:2000] for s in sections if not s.ok}
     assert not bad, bad
     assert all(s.command for s in sections), "every section names the command that reproduces it"
@@ -94,3 +94,18 @@ def test_property_section_comes_from_the_runner(report):
         assert suite.name in text, suite.name
     assert "TrueTime, lock, wait below the skew" in text and "VIOLATED" in text
     assert "Slicing, instant-time rule on an overlapping write" in text and "tv6 sees" in text
+
+
+def test_history_section_alone(tmp_path):
+    """The history section (quick): the simulation's two modes, the decisions, the broken designs, its plot."""
+    from hoodie_lab.report import Context
+    from hoodie_lab.report_sections import builders, history_section
+
+    assert builders(["history"]) == [history_section]
+    ctx = Context(tmp_path, quick=True, seed=7, log=lambda _: None)
+    ctx.fig_dir.mkdir(parents=True, exist_ok=True)
+    s = history_section(ctx)
+    assert s.ok and s.command.startswith("hoodie-lab simulate history")
+    html = "".join(s.paragraphs)
+    assert "no-archival" in html and "keep.max 30" in html and "lookup-misses-archived" in html
+    assert s.figures and all(p.exists() for p in s.figures)

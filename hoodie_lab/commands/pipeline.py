@@ -41,6 +41,11 @@ def add_parser(subparsers) -> None:
                    help="SIGKILL the driver the N-th time it reaches POINT, then restart (repeatable)")
     r.add_argument("--crashes", type=int, default=0, help="this many kills at seeded random kill points")
     r.add_argument("--diff", action="store_true", help="run `hoodie-lab diff` on the run dir at the end")
+    for opt, what in (("--archive-max-commits", "archive when more completed commits than this (hoodie.keep.max.commits)"),
+                      ("--archive-min-commits", "keep this many completed commits (hoodie.keep.min.commits)"),
+                      ("--archive-batch", "hoodie.commits.archival.batch")):
+        r.add_argument(opt, type=int, default=None, help=f"{what}; any of the --archive-* options turns archival "
+                       "on after every commit (table version 8; others keep Hudi's defaults 30/20/10)")
     add_progress_arg(r)
     r.set_defaults(func=run)
     s = sub.add_parser("resume", help="restart a run on its checkpoint (after a crash or an interrupt)")
@@ -84,11 +89,16 @@ def run(args) -> int:
     except ValueError as exc:
         raise UserError(f"--kill: {exc}") from None
     plan += seeded_plan(args.seed, args.batches, args.crashes)
+    from lakeio.ondisk.history import archival_settings
+    archival = archival_settings(args.archive_max_commits, args.archive_min_commits, args.archive_batch)
+    if archival and args.table_version != 8:
+        raise UserError(f"--archive-max-commits: the pipeline archives table version 8 tables only, not "
+                        f"{args.table_version}")
     out = args.out or _default_out(args)
     rd = prepare_run(out, mode=args.mode, table_type=args.table_type, table_version=args.table_version,
                      records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,
                      commit_latency_ms=args.commit_latency_ms, master=args.master,
-                     table=str(args.table) if args.table else None)
+                     table=str(args.table) if args.table else None, archival=archival)
     print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
           f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
     print(BATCH_LEGEND, flush=True)

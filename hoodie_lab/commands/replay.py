@@ -2,7 +2,9 @@
 
 Replays a protocol trace (the :mod:`model.trace` format) through the model and reports the first
 invariant violated, with its step and an explanation, or that all held. Exit 0 when all hold, 1 on
-a violation, 2 on a malformed, truncated or newer trace (one line naming the line and the problem).
+a violation, 2 on a malformed, truncated (no end marker) or newer trace or one that is not a regular file
+(one line naming the line and the problem). A write-ahead log (the pipeline's trace) may lack the end
+marker: it is replayed, with a one-line warning on stderr.
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ def run(args) -> int:
         result = replay(trace)
     except TraceError as exc:
         raise UserError(f"{args.trace}:{exc.line}: {exc.problem}") from None
+    if not trace.complete:  # only a write-ahead log gets here without its end marker
+        print(f"hoodie-lab replay: warning: {args.trace} is a write-ahead log without an end marker (its run was "
+              f"killed, is still running, or the file was cut): replayed the {len(trace.events)} events it holds",
+              file=sys.stderr)
     if args.json:
         v = result.violation
-        json.dump({"trace": args.trace, "steps": result.steps, "ok": result.ok,
+        json.dump({"trace": args.trace, "steps": result.steps, "ok": result.ok, "complete": trace.complete,
                    "violation": None if v is None else {"invariant": v.invariant, "detail": v.detail,
                                                         "step": result.step, "at_end": result.at_end,
                                                         "event": None if result.event is None else result.event.to_dict()}},

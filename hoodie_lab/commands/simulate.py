@@ -43,11 +43,15 @@ COLUMNS = {
     "stream": [("mode", "mode"), ("index", "pt"), ("throughput_rps", "rec/s"), ("stall_per_checkpoint_s", "stall s"),
                ("latency_p50_s", "p50 s"), ("latency_p99_s", "p99 s"), ("backlog_max_records", "backlog"),
                ("commits_per_minute", "commits/min"), ("pending_instants_max", "pending"), ("invariants", "invariants")],
-    "collisions": [("writers", "N"), ("period_s", "T s"), ("p_collision_per_day", "P(>=1)/day"),
+    "collisions": [("resolution_ms", "res ms"), ("writers", "N"), ("period_s", "T s"), ("p_collision_per_day", "P(>=1)/day"),
                    ("mean_collisions_per_day", "mean/day"), ("expected_collisions_per_day", "expected"),
                    ("truetime_collisions", "TrueTime")],
-    "truetime": [("tables", "tables"), ("writers", "writers"), ("skew_ms", "skew ms"), ("request_p50_s", "p50 s"),
+    "truetime": [("resolution_ms", "res ms"), ("tables", "tables"), ("writers", "writers"), ("skew_ms", "skew ms"), ("request_p50_s", "p50 s"),
                  ("request_p99_s", "p99 s"), ("lock_wait_mean_s", "lock wait s"), ("duplicate_times", "dups")],
+    "history": [("mode", "mode"), ("commits", "commits"), ("commits_per_hour", "commits/h"),
+                ("latency_mean_s", "mean s"), ("latency_p99_s", "p99 s"), ("listing_ms_last", "listing ms"),
+                ("lookup_ms_max", "lookup ms"), ("active_instants_max", "active max"), ("lsm_files", "LSM files"),
+                ("lsm_levels", "levels"), ("invariants", "invariants")],
     "recovery": [("mode", "mode"), ("target", "crash"), ("when", "when"), ("step", "step"), ("crashed", "hit"),
                  ("recovery_s", "recover s"), ("lost_records", "lost"), ("duplicated_records", "dup"),
                  ("invariants", "invariants")],
@@ -78,6 +82,12 @@ LEGEND = {
     "crash": "what crashed", "when": "crash point (before/after the step)", "step": "protocol step crashed at",
     "hit": "whether the crash happened", "recover s": "time to recover, seconds",
     "lost": "records lost (must be 0)", "dup": "records duplicated (must be 0)",
+    "res ms": "clock resolution, ms (1: 17-digit instants; 1000: legacy 14-digit, read to the second)",
+    "commits": "commits completed in the run (total)", "commits/h": "commits per simulated hour",
+    "mean s": "mean commit latency, seconds", "listing ms": "timeline listing time at the end of the run, ms",
+    "lookup ms": "slowest instant look-up, ms", "active max": "most instants on the active timeline at once",
+    "LSM files": "files of the LSM timeline at the end (total over levels)",
+    "levels": "levels of the LSM timeline at the end",
 }
 
 
@@ -85,6 +95,7 @@ LEGEND = {
 LEGEND_OF_KIND = {
     "truetime": {"p50 s": "median time to obtain an instant time (lock service, lock, skew wait), seconds",
                  "p99 s": "99th percentile of the time to obtain an instant time, seconds"},
+    "history": {"p99 s": "99th-percentile commit latency, seconds"},
 }
 
 

@@ -197,9 +197,64 @@ def decode_commit_metadata(data: bytes, source: str) -> dict | None:
         md = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{source}: truncated or corrupt JSON commit metadata ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{source}: JSON commit metadata nested too deeply to be commit metadata") from None
     if not isinstance(md, dict):
         raise UserError(f"{source}: commit metadata is not a JSON object")
+    check_commit_metadata(md, source)
     return md
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else {dict: "object", list: "array", str: "string", bool: "boolean",
+                                         int: "number", float: "number"}.get(type(value), type(value).__name__)
+
+
+def _expect(value: Any, types: tuple, what: str, source: str, field: str) -> None:
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise UserError(f"{source}: field {field}: expected {what}, found {_type_name(value)} {value!r:.60}")
+
+
+def check_commit_metadata(md: dict, source: str) -> None:
+    """The fields of commit metadata that the reader and the model use have the types Hudi writes
+    (``HoodieCommitMetadata`` / ``HoodieReplaceCommitMetadata``; Avro-decoded metadata already has
+    them, 0.x JSON is checked here): ``partitionToWriteStats`` an object of arrays of write stats
+    whose ``path``, ``fileId``, ``partitionPath`` are strings or null and whose counters are integers,
+    ``partitionToReplaceFileIds`` an object of arrays of strings, ``compacted`` a boolean,
+    ``operationType`` a string, ``extraMetadata`` an object (each may be null or absent).
+    A wrong type raises :class:`UserError` naming ``source`` and the field.
+    """
+    ptws = md.get("partitionToWriteStats")
+    if ptws is not None:
+        _expect(ptws, (dict,), "an object (partition -> write stats)", source, "partitionToWriteStats")
+        for part, stats in ptws.items():
+            where = f"partitionToWriteStats[{part!r}]"
+            if stats is None:
+                continue
+            _expect(stats, (list,), "an array of write stats", source, where)
+            for k, stat in enumerate(stats):
+                _expect(stat, (dict,), "a write stat object", source, f"{where}[{k}]")
+                for key in ("path", "fileId", "partitionPath", "prevCommit"):
+                    if stat.get(key) is not None:
+                        _expect(stat[key], (str,), "a string or null", source, f"{where}[{k}].{key}")
+                for key in ("fileSizeInBytes", "totalWriteBytes", "numWrites", "numInserts", "numDeletes",
+                            "numUpdateWrites"):
+                    if stat.get(key) is not None:
+                        _expect(stat[key], (int,), "an integer or null", source, f"{where}[{k}].{key}")
+    replaced = md.get("partitionToReplaceFileIds")
+    if replaced is not None:
+        _expect(replaced, (dict,), "an object (partition -> file ids)", source, "partitionToReplaceFileIds")
+        for part, ids in replaced.items():
+            where = f"partitionToReplaceFileIds[{part!r}]"
+            if ids is None:
+                continue
+            _expect(ids, (list,), "an array of file ids", source, where)
+            for k, fid in enumerate(ids):
+                _expect(fid, (str,), "a string", source, f"{where}[{k}]")
+    for key, types, what in (("compacted", (bool,), "a boolean"), ("operationType", (str,), "a string"),
+                             ("extraMetadata", (dict,), "an object")):
+        if md.get(key) is not None:
+            _expect(md[key], types, what + " or null", source, key)
 
 
 # --------------------------------------------------------------------------- plans / services

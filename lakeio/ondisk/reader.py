@@ -45,6 +45,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ from typing import Any
 from lakeio.errors import UserError
 from lakeio.ondisk import fastcodec as fn
 from model.errors import CodecError
-from model.instant import Action, State
+from model.instant import Action, State, time_problem
 from model.timeline import LAYOUT_OF_VERSION, Timeline
 
 from . import metadata as md
@@ -101,6 +102,10 @@ class Table:
     #: leftover temporary files of interrupted timeline writes (paths relative to the base path),
     #: ignored for the timeline as Hudi ignores them
     leftover_temp_files: list[str] = field(default_factory=list)
+    #: base and log files named by completed commits' metadata (``partitionToWriteStats[*].path``),
+    #: whether or not they are on disk
+    named_base_files: list[fn.BaseFile] = field(default_factory=list)
+    named_log_files: list[fn.LogFile] = field(default_factory=list)
 
     @property
     def is_mor(self) -> bool:
@@ -144,6 +149,15 @@ class Table:
                               pending_compactions=self.pending_compactions, replaced=self.replaced,
                               pending_clustering=self.pending_clustering)
 
+    def named_view(self, rule: str | None = None):
+        """The view over the files completed commits name in their metadata (not the listing):
+        its latest snapshot is what must exist on disk (``I8.snapshot-files-exist``)."""
+        from lakeio.ondisk.fastslicing import FileSystemView
+
+        return FileSystemView(self.timeline, self.named_base_files, self.named_log_files, rule=rule,
+                              pending_compactions=self.pending_compactions, replaced=self.replaced,
+                              pending_clustering=self.pending_clustering)
+
 
 # ------------------------------------------------------------------------------ helpers
 def _mtime_time(path: Path, tz: str) -> str:
@@ -164,13 +178,24 @@ def _mtime_time(path: Path, tz: str) -> str:
 def find_base_path(path: str | os.PathLike) -> Path:
     """The table base path: ``path`` itself, which must hold a ``.hoodie`` folder."""
     p = Path(path)
+    _stat_link(p)
     if not p.exists():
         raise UserError(f"{p}: no such directory")
     if not p.is_dir():
         raise UserError(f"{p}: not a directory")
+    _stat_link(p / ".hoodie")
     if not (p / ".hoodie").is_dir():
         raise UserError(f"{p}: not a Hudi table (no .hoodie folder)")
     return p
+
+
+def _stat_link(p: Path) -> None:
+    """A symlink that cannot be followed (a loop, a dangling link) is bad input naming it."""
+    if os.path.islink(p):
+        try:
+            os.stat(p)
+        except OSError as exc:
+            raise UserError(f"{p}: unreadable ({exc.strerror or exc})") from None
 
 
 def _read_facts(base: Path) -> tuple[dict[str, str], int, int, str]:
@@ -204,6 +229,7 @@ def _timeline_dir(base: Path, props: dict[str, str], version: int) -> Path:
     if version == 6:
         return base / ".hoodie"
     d = base / ".hoodie" / (props.get("hoodie.timeline.path", "").strip() or "timeline")
+    _stat_link(d)
     if not d.is_dir():
         raise UserError(f"{d}: missing timeline folder of a table version {version} table")
     return d
@@ -243,6 +269,44 @@ def leftover_temp_target(name: str, layout: int) -> str | None:
     return None
 
 
+_KINDS = ((_stat.S_ISFIFO, "a FIFO"), (_stat.S_ISCHR, "a character device"), (_stat.S_ISBLK, "a block device"),
+          (_stat.S_ISSOCK, "a socket"), (_stat.S_ISDIR, "a directory"))
+
+
+def _kind(mode: int) -> str:
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def check_regular_file(path: str | os.PathLike, st: os.stat_result | None = None) -> os.stat_result:
+    """``stat`` ``path`` (following symlinks) and refuse anything but a regular file, without opening
+    it: a FIFO or device would block a reader forever. A symlink loop, a dangling symlink or an
+    unreadable folder on the way is :class:`UserError` too."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise UserError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    if not _stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path}: {_kind(st.st_mode)}, not a regular file; refusing to read it")
+    return st
+
+
+def _entry_stat(entry: os.DirEntry) -> os.stat_result:
+    try:
+        return entry.stat()  # follows symlinks
+    except OSError as exc:
+        raise UserError(f"{entry.path}: unreadable ({exc.strerror or exc})") from None
+
+
+def _check_time(path, value: str | None, what: str) -> None:
+    """Refuse an instant time that names no calendar date and time (:func:`model.instant.time_problem`)."""
+    if value is None:
+        return
+    problem = time_problem(value)
+    if problem is not None:
+        raise UserError(f"{path}: {what} {value!r} {problem}")
+
+
 def _scan(folder: Path) -> list[os.DirEntry]:
     try:
         with os.scandir(folder) as it:
@@ -270,8 +334,13 @@ def _list_timeline(tdir: Path, layout: int, tz: str) -> tuple[list[str], dict[st
     the names of leftover temporary files (skipped, see :func:`leftover_temp_target`)."""
     names, mtimes, leftovers = [], {}, []
     for entry in _scan(tdir):
-        if not entry.is_file():
+        if entry.is_dir(follow_symlinks=False):
             continue
+        if not entry.is_file(follow_symlinks=False):  # a symlink or a special file (d_type: no syscall above)
+            st = _entry_stat(entry)
+            if _stat.S_ISDIR(st.st_mode):
+                continue
+            check_regular_file(entry.path, st)  # a FIFO, device or socket here is never opened
         if leftover_temp_target(entry.name, layout) is not None:
             leftovers.append(entry.name)
             continue
@@ -282,25 +351,49 @@ def _list_timeline(tdir: Path, layout: int, tz: str) -> tuple[list[str], dict[st
             tf = fn.parse_timeline_file(entry.name, layout)
         except CodecError as exc:
             raise UserError(f"{tdir / entry.name}: {exc.problem}") from None
+        _check_time(tdir / entry.name, tf.requested_time, "requested time")
+        _check_time(tdir / entry.name, tf.completion_time, "completion time")
         if tf.state is State.COMPLETED and tf.completion_time is None:
             mtimes[entry.name] = _mtime_time(Path(entry.path), tz)
     return sorted(names), mtimes, leftovers
+
+
+def _claims_data_file(name: str) -> bool:
+    """The name claims to be a base or log file (``model.filenames.is_log_file`` / ``is_base_file``)."""
+    if name[:1] == ".":
+        return ".log." in name
+    dot = name.rfind(".")
+    return dot > 0 and name[dot + 1:] in fn.BASE_EXTENSIONS
 
 
 def _list_data_files(base: Path) -> tuple[list[str], list[fn.BaseFile], list[fn.LogFile]]:
     partitions: list[str] = []
     bases: list[fn.BaseFile] = []
     logs: list[fn.LogFile] = []
-    for root, dirs, files in os.walk(base):
+    checked_times: set[str] = set()
+
+    def refuse(exc: OSError) -> None:  # os.walk skips an unreadable folder silently without this
+        raise UserError(f"{exc.filename}: unreadable folder ({exc.strerror or exc})")
+
+    for root, dirs, files in os.walk(base, onerror=refuse):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
         rel = os.path.relpath(root, base)
         part = "" if rel == "." else rel.replace(os.sep, "/")
         found = False
         for name in sorted(files):
+            path = os.path.join(root, name)
+            if not _claims_data_file(name):
+                if os.path.islink(path) and not os.path.exists(path):
+                    check_regular_file(path)  # a symlink loop or a dangling link: one line, exit 2
+                continue
+            st = check_regular_file(path)  # never opened; a FIFO named like a data file is refused
             try:
-                f = fn.parse_data_file(name, part, os.path.getsize(os.path.join(root, name)))
+                f = fn.parse_data_file(name, part, st.st_size)
             except CodecError as exc:
-                raise UserError(f"{os.path.join(root, name)}: {exc.problem}") from None
+                raise UserError(f"{path}: {exc.problem}") from None
+            if f is not None and f.instant_time not in checked_times:
+                _check_time(path, f.instant_time, "instant time")
+                checked_times.add(f.instant_time)
             if isinstance(f, fn.BaseFile):
                 bases.append(f)
                 found = True
@@ -342,6 +435,63 @@ def _decode_file(path: Path, tf: fn.TimelineFile) -> Any:
     return md.decode_avro(data, str(path))
 
 
+def _named_files(meta: dict, source: Path, out: dict) -> None:
+    """Add the data files commit metadata names (``partitionToWriteStats[*].path``, relative to the
+    base path; the types were checked by :func:`lakeio.ondisk.metadata.check_commit_metadata` for
+    JSON and by the schema for Avro) to ``out`` (path -> parsed file). A path whose name is not a
+    data file name is skipped, as a listing skips it; one that claims to be one and does not parse,
+    or whose instant is no calendar time, is bad input naming ``source``."""
+    for part, stats in (meta.get("partitionToWriteStats") or {}).items():
+        for stat in stats or []:
+            path = stat.get("path") if isinstance(stat, dict) else None
+            if not path or not isinstance(path, str) or path in out:
+                continue
+            folder, _, name = path.rpartition("/")
+            if not _claims_data_file(name):
+                continue
+            try:
+                f = fn.parse_data_file(name, folder)
+            except CodecError as exc:
+                raise UserError(f"{source}: write stat path {path!r}: {exc.problem}") from None
+            if f is not None:
+                _check_time(f"{source}: write stat path {path!r}:", f.instant_time, "instant time")
+                out[path] = f
+
+
+def _check_partition_folders(base: Path, named) -> None:
+    """A partition folder of a file that commit metadata names must be a readable folder when it
+    exists (a missing one is missing data: ``I8.snapshot-files-exist``)."""
+    for part in sorted({f.partition for f in named if f.partition}):
+        p = base / part
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UserError(f"{p}: unreadable partition folder ({exc.strerror or exc})") from None
+        if not _stat.S_ISDIR(st.st_mode):
+            raise UserError(f"{p}: partition folder of committed files is {_kind(st.st_mode)}, not a folder")
+
+
+def check_readable(base: Path, files, listed) -> None:
+    """Every file of ``files`` (the latest snapshot of the named files) that exists must be a
+    readable regular file: one that is listed (``listed``: relative paths) is opened and closed;
+    one that is not listed but exists under its name (a folder, a FIFO) is refused without opening
+    it. Either is bad input, one line naming the file; a file that does not exist is left to
+    ``I8.snapshot-files-exist``."""
+    for f in files:
+        p = base / f.path
+        if f.path not in listed:
+            if os.path.lexists(p):
+                check_regular_file(p)
+            continue
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError as exc:
+            raise UserError(f"{p}: unreadable ({exc.strerror or exc})") from None
+        os.close(fd)
+
+
 # ------------------------------------------------------------------------------ entry point
 def read_table(path: str | os.PathLike) -> Table:
     """Read the table at ``path`` (its base path). Raises :class:`UserError` on bad input."""
@@ -367,6 +517,7 @@ def read_table(path: str | os.PathLike) -> Table:
         return by_state.get((inst.key, state))
 
     commit_metadata: dict[str, dict] = {}
+    named: dict[str, fn.BaseFile | fn.LogFile] = {}
     replaced: dict[FileGroupId, str] = {}
     compaction_plans: dict[str, list[dict]] = {}
     pending_compactions: dict[FileGroupId, str] = {}
@@ -377,6 +528,7 @@ def read_table(path: str | os.PathLike) -> Table:
             name = file_of(inst, State.COMPLETED)
             meta = content.get(name) or {}
             commit_metadata[inst.requested_time] = meta
+            _named_files(meta, tdir / name, named)
             if inst.shown_action is Action.REPLACECOMMIT:
                 for part, ids in (meta.get("partitionToReplaceFileIds") or {}).items():
                     for fid in ids or []:
@@ -398,6 +550,7 @@ def read_table(path: str | os.PathLike) -> Table:
                 pending_clustering[fg] = inst.requested_time
 
     partitions, bases, logs = _list_data_files(base)
+    _check_partition_folders(base, named.values())
     return Table(
         base_path=base, properties=props, name=props.get("hoodie.table.name", ""),
         table_type=props["hoodie.table.type"].strip(), version=version, layout=layout, timezone=tz,
@@ -405,4 +558,6 @@ def read_table(path: str | os.PathLike) -> Table:
         timeline_content=content, commit_metadata=commit_metadata, replaced=replaced,
         compaction_plans=compaction_plans, pending_compactions=pending_compactions,
         pending_clustering=pending_clustering, leftover_temp_files=leftover_temp,
+        named_base_files=[f for f in named.values() if isinstance(f, fn.BaseFile)],
+        named_log_files=[f for f in named.values() if isinstance(f, fn.LogFile)],
     )

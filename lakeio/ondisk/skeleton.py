@@ -143,10 +143,15 @@ def default_properties(name: str, table_type: str, version: int, schema_json: st
 def write_skeleton(out: str | os.PathLike, tl: Timeline, base_files: Iterable[fn.BaseFile],
                    log_files: Iterable[fn.LogFile] = (), *, name: str = "skeleton",
                    table_type: str | None = None, plans: SkeletonPlans | None = None,
-                   schema_json: str = DEFAULT_SCHEMA) -> Path:
+                   schema_json: str = DEFAULT_SCHEMA, archival=None, archival_context=None) -> Path:
     """Write ``tl`` and the data-file listing as a new table at ``out`` (which must not exist or be
     empty). Returns the base path. ``table_type`` defaults to MERGE_ON_READ when there are log
-    files or deltacommits, else COPY_ON_WRITE."""
+    files or deltacommits, else COPY_ON_WRITE.
+
+    ``archival`` (a :class:`model.archival.ArchivalConfig`): archive as a writer would, after each
+    instant's files are written (instants in requested-time order; decisions by :mod:`model.archival`,
+    files by :class:`lakeio.ondisk.history.TableArchiver`), so the table gets an LSM history (tv8/9) or
+    an archived log (tv6); the settings are recorded in ``hoodie.properties`` for ``audit``."""
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out}: not empty; a skeleton is written to a new directory")
@@ -161,13 +166,21 @@ def write_skeleton(out: str | os.PathLike, tl: Timeline, base_files: Iterable[fn
     hoodie = out / ".hoodie"
     for d in (".aux", ".schema", ".temp"):
         (hoodie / d).mkdir(parents=True, exist_ok=True)
-    write_hoodie_properties(hoodie, default_properties(name, table_type, version, schema_json))
+    props = default_properties(name, table_type, version, schema_json)
+    if archival is not None:
+        props.update(archival_properties(archival))
+    write_hoodie_properties(hoodie, props)
     if layout == 1:
         tdir = hoodie
         (hoodie / "archived").mkdir(exist_ok=True)
     else:
         tdir = hoodie / "timeline"
         (tdir / "history").mkdir(parents=True, exist_ok=True)
+    archiver = None
+    if archival is not None:
+        from .history import TableArchiver
+
+        archiver = TableArchiver(out, archival, archival_context)
 
     # ---- data files (placeholders)
     partitions = sorted({f.partition for f in base_files} | {f.partition for f in log_files})
@@ -262,4 +275,14 @@ def write_skeleton(out: str | os.PathLike, tl: Timeline, base_files: Iterable[fn
             when = inst.completion_time if st is State.COMPLETED and inst.completion_time else t
             ns = _epoch_ns(when)
             os.utime(path, ns=(ns, ns))
+        if archiver is not None:
+            archiver.archive()
     return out
+
+
+def archival_properties(cfg) -> dict[str, str]:
+    """The archival settings as ``hoodie.properties`` keys (what ``audit`` reads back for I16)."""
+    from model.archival import ArchivalConfig
+
+    return {key: str(getattr(cfg, f)) for f, key in ArchivalConfig.KEYS.items()
+            if f != "manifests_retained"}

@@ -18,6 +18,9 @@ Which checks apply (and why):
   lies in exactly one slice of its file group; I7 also: each log in the slice named by its file name.
 * I8 what readers see: no file of a non-completed instant, no replaced file group, no base file
   written by a pending clustering/replace.
+* I8.snapshot-files-exist: every file of the latest snapshot that completed commits name in their
+  metadata exists in the table's listing (every table; the reader gives the named files and the
+  listing).
 * I9 (tv8): a compaction plan at ``tc`` holds only logs whose deltacommit completed before ``tc``.
 """
 
@@ -315,6 +318,34 @@ def check_snapshot_reads_every_commit(view, committed_base: Iterable, committed_
     return _verdict("I8.snapshot-completeness", bad, "committed file(s) lost to snapshot readers")
 
 
+def check_snapshot_files_exist(named_view, present: Iterable[str]) -> Verdict:
+    """I8.snapshot-files-exist: every base and log file of the latest snapshot exists.
+
+    ``named_view`` is the file-system view over the files that *completed* commits name in their
+    metadata (``HoodieCommitMetadata.partitionToWriteStats[*].path``; for a replacecommit also its
+    ``partitionToReplaceFileIds``, which the view hides), ``present`` the relative paths of the
+    data files listed in the table's folders. The snapshot is the view's latest merged slices
+    (``getLatestMergedFileSlicesBeforeOrOn``): what a snapshot reader opens. No table service
+    removes them: the cleaner always retains the latest file slice of a file group
+    (``CleanPlanner.getFilesToCleanKeepingLatestCommits/Versions``); a rollback deletes files of an
+    instant that is not completed (``BaseRollbackActionExecutor``), and a restore removes the
+    completed instants it rolls back from the timeline, so their metadata names nothing any more;
+    a replaced file group is hidden by the view and deleted by a later clean. A named file of
+    the latest snapshot that is not listed is committed data no reader can open (Hudi's reader
+    fails with ``FileNotFoundException``). Files named only by archived instants are not known
+    here and are not checked.
+    """
+    have = set(present)
+    bad = []
+    for s in sorted(named_view.latest_merged_file_slices(), key=lambda s: (s.partition, s.file_id)):
+        files = ([s.base_file] if s.base_file is not None else []) + list(s.log_files)
+        for f in files:
+            if f.path not in have:
+                bad.append((f.path, f"{f.path} (file group {s.file_id}, slice {s.base_instant}) is missing"))
+    return _verdict("I8.snapshot-files-exist", bad, "file(s) of the latest snapshot missing",
+                    "every file of the latest snapshot named by commit metadata is present")
+
+
 # ----------------------------------------------------------------------------------- I9
 def check_compaction_plans(tl, plans: Mapping[str, Iterable]) -> Verdict:
     """I9.compaction-plan (tv8, RFC-66): the plan of compaction ``tc`` lists only log files whose
@@ -441,13 +472,16 @@ def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule:
                    replaced: Mapping[tuple[str, str], str] = {},
                    pending_clustering_instants: Iterable[str] = (),
                    compaction_inputs: Mapping[str, Iterable] | None = None,
-                   log_blocks: Mapping | None = None) -> list[Verdict]:
+                   log_blocks: Mapping | None = None,
+                   named_view=None) -> list[Verdict]:
     """Every invariant that applies to a table state, in I1..I9 order.
 
     ``compaction_inputs``: compaction instant -> base and log files its plan merged (for
     ``I8.snapshot-completeness``; ``None`` assumes a newer base holds all older data).
     ``log_blocks``: log file -> its blocks (:mod:`model.logblocks`); adds ``I8.log-blocks`` and, for
     table version 6, ``I9.compaction-plan`` by blocks.
+    ``named_view``: the view over the files completed commits name (:func:`check_snapshot_files_exist`,
+    checked against ``base_files`` and ``log_files``, the listing); ``None`` skips that check.
     """
     out = timeline_verdicts(tl)
     bases, logs = committed_files(tl, base_files, log_files, log_blocks)
@@ -457,6 +491,8 @@ def table_verdicts(tl, view, base_files: Iterable, log_files: Iterable, *, rule:
     out.append(check_snapshot_reads_every_commit(view, bases, logs, compaction_inputs=compaction_inputs))
     if log_blocks is not None:
         out.append(check_log_blocks_read(view, tl, log_blocks))
+    if named_view is not None:
+        out.append(check_snapshot_files_exist(named_view, [f.path for f in base_files] + [f.path for f in log_files]))
     if tl.layout == 2:
         out.append(check_compaction_plans(tl, compaction_plans))
     elif log_blocks is not None:
@@ -468,6 +504,6 @@ __all__ = [
     "check_time_format", "check_unique_times", "check_requested_before_completion", "check_state_files",
     "check_visible_state", "check_single_writer", "check_completed_action", "check_no_write_during_restore",
     "check_files_in_one_slice", "check_reader_visibility", "check_snapshot_reads_every_commit", "compaction_holds",
-    "check_compaction_plans", "check_log_blocks_read", "check_compaction_plan_blocks",
+    "check_snapshot_files_exist", "check_compaction_plans", "check_log_blocks_read", "check_compaction_plan_blocks",
     "timeline_verdicts", "committed_files", "table_verdicts",
 ]

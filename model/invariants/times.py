@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterable, Protocol, Sequence
 
-from ..instant import is_time
+from ..instant import is_calendar_time
 from . import Verdict
 
 MAX_INVOLVED = 6
@@ -36,10 +36,13 @@ def _few(items: Iterable[str]) -> tuple[str, ...]:
 
 
 def check_time_format(times: Iterable[str]) -> Verdict:
-    """I1.time-format: every time is a canonical 17-digit string."""
-    bad = [t for t in times if not is_time(t)]
+    """I1.time-format: every time is a canonical 17-digit string naming a real date and time
+    (:func:`model.instant.time_problem`: ``yyyyMMddHHmmssSSS``, no month 13, second 99 or February 30;
+    the reserved times of ``HoodieTimeline`` are legal)."""
+    bad = [t for t in times if not is_calendar_time(t)]
     return Verdict("I1.time-format", not bad,
-                   f"{len(bad)} time(s) are not 17 digits: {bad[:3]}" if bad else "", _few(map(str, bad)))
+                   f"{len(bad)} time(s) are not 17-digit calendar times: {bad[:3]}" if bad else "",
+                   _few(map(str, bad)))
 
 
 def check_times_unique(times: Sequence[str]) -> Verdict:
