@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -43,6 +44,23 @@ from typing import Any
 from lakeio.errors import UserError
 
 KINDS = ("stream", "truetime", "collisions", "recovery", "history")
+#: An experiment name becomes a directory name (``runs/sim/<name>``): a plain file stem, nothing else.
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+# Work bounds, checked up front (a run that would hang or exhaust memory is refused, naming the keys).
+#: Time-series samples per stream run: run.duration_s / run.sample_s (each sample is a row of every series).
+MAX_SAMPLES = 1_000_000
+#: Requests of one no-TrueTime collision run (writers x days x 86,400 / (T (1 - jitter))): numpy holds about
+#: 24 bytes per request at once, so this is about 1.2 GB.
+MAX_RUN_REQUESTS = 50_000_000
+#: Requests of all no-TrueTime collision runs (about 110 ns each on this machine: about 18 minutes).
+MAX_TOTAL_REQUESTS = 10_000_000_000
+#: TrueTime generator calls of all collision runs (about 10 us each through the model: about 8 minutes).
+MAX_TRUETIME_CALLS = 50_000_000
+#: Writers of one truetime_study point (tables x writers: one SimPy process and one clock each).
+MAX_STUDY_WRITERS = 100_000
+#: Requests of all truetime_study points (tables x writers x duration / request_every_s, summed).
+MAX_STUDY_REQUESTS = 20_000_000
 MODES = ("blocking", "async")
 CRASH_TARGETS = ("task", "coordinator", "job")
 ALIGNMENTS = ("aligned", "unaligned")
@@ -379,6 +397,9 @@ def _cross_checks(exp: Experiment) -> None:
     from model.protocol import VARIANTS
 
     p, src = exp.params, exp.source
+    if not NAME_RE.fullmatch(exp.name) or ".." in exp.name:
+        raise UserError(f"{src}: name: {exp.name!r} not allowed; allowed: 1-100 letters, digits, '_', '-' or '.', "
+                        f"starting with a letter or digit, no '..' (it names the output directory)")
     for key in ("async_variant", "blocking_variant"):
         if p["protocol"][key] not in VARIANTS:
             raise UserError(f"{src}: protocol.{key}: {p['protocol'][key]!r} is not a protocol variant; "
@@ -410,3 +431,76 @@ def _cross_checks(exp: Experiment) -> None:
         if dotted.startswith(("collisions.", "truetime_study.", "recovery.", "protocol.", "history.")):
             raise UserError(f"{src}: sweep.{dotted}: only run, source, writers, checkpoint, coordinator, truetime, "
                             f"storage and faults keys can be swept")
+    _check_samples(exp)
+    if exp.kind == "collisions":
+        _check_collision_work(exp)
+    if exp.kind == "truetime":
+        _check_study_work(exp)
+
+
+def _values(exp: Experiment, dotted: str) -> list:
+    """The values a key takes in the runs: its own, or every value of its [sweep] list."""
+    return exp.sweep.get(dotted) or [exp.get(dotted)]
+
+
+def _check_samples(exp: Experiment) -> None:
+    """``run.duration_s / run.sample_s`` (and the quick duration) at most :data:`MAX_SAMPLES`: the metrics
+    bin every run's series at ``sample_s`` (a tiny bin width used to hang in allocating the bins)."""
+    src = exp.source
+    longest = max(max(_values(exp, "run.duration_s")), exp.params["run"]["quick_duration_s"])
+    for sample_s in _values(exp, "run.sample_s"):
+        if longest / sample_s > MAX_SAMPLES * (1 + 1e-9):  # the edge itself is allowed (float rounding)
+            lo = longest / MAX_SAMPLES
+            raise UserError(f"{src}: run.sample_s: {sample_s!r} gives {longest / sample_s:,.0f} samples of "
+                            f"{longest:g} s (run.duration_s); allowed: >= {lo:.6g} s and <= 3600 s "
+                            f"(at most {MAX_SAMPLES:,} samples a run)")
+
+
+def collision_work(params: dict) -> tuple[int, int, int]:
+    """(largest run's requests, requests of all no-TrueTime runs, TrueTime calls of all runs) of a
+    collisions experiment, counted from its parameters as :func:`sim.collisions.run` makes them
+    (``--quick`` runs fewer; the larger of ``runs`` and ``quick_runs`` is counted), for every clock resolution."""
+    c = params["collisions"]
+    runs = max(c["runs"], c["quick_runs"]) * max(1, len(c.get("resolutions_ms", [1])))  # runs per resolution
+    tt_runs = c["truetime_runs"] * max(1, len(c.get("resolutions_ms", [1])))
+    per_run = total = calls = 0
+    for n in c["writers"]:
+        for period in c["periods_s"]:
+            req = n * math.ceil(c["days"] * DAY / (period * (1 - c["jitter"])))
+            per_run = max(per_run, req)
+            total += runs * req
+            calls += tt_runs * n * math.ceil(c["truetime_days"] * DAY / (period * (1 - c["jitter"])))
+    return per_run, total, calls
+
+
+def _check_collision_work(exp: Experiment) -> None:
+    c, src = exp.params["collisions"], exp.source
+    if c["jitter"] >= 1:
+        raise UserError(f"{src}: collisions.jitter: {c['jitter']!r} is out of range; allowed: >= 0 and < 1")
+    per_run, total, calls = collision_work(exp.params)
+    keys = "collisions.writers, collisions.periods_s, collisions.days"
+    if per_run > MAX_RUN_REQUESTS:
+        raise UserError(f"{src}: {keys}: one run makes {per_run:,} requests (largest writers / shortest period); "
+                        f"allowed: at most {MAX_RUN_REQUESTS:,} (about 1.2 GB); fewer writers or days, longer periods")
+    if total > MAX_TOTAL_REQUESTS:
+        raise UserError(f"{src}: {keys}, collisions.runs: all runs make {total:,} requests; allowed: at most "
+                        f"{MAX_TOTAL_REQUESTS:,} (about 18 minutes); fewer runs, writers or days")
+    if calls > MAX_TRUETIME_CALLS:
+        raise UserError(f"{src}: collisions.truetime_runs, collisions.truetime_days, collisions.writers, "
+                        f"collisions.periods_s: the TrueTime runs make {calls:,} generator calls; allowed: at most "
+                        f"{MAX_TRUETIME_CALLS:,} (about 8 minutes)")
+
+
+def _check_study_work(exp: Experiment) -> None:
+    st, src = exp.params["truetime_study"], exp.source
+    writers = max(st["writers"], default=1) * max(st["tables"], default=1)
+    if writers > MAX_STUDY_WRITERS:
+        raise UserError(f"{src}: truetime_study.writers, truetime_study.tables: {writers:,} writers at one point "
+                        f"(tables x writers); allowed: at most {MAX_STUDY_WRITERS:,}")
+    duration = max(max(_values(exp, "run.duration_s")), exp.params["run"]["quick_duration_s"])
+    total = sum(w * t * duration / st["request_every_s"] for w in st["writers"] for t in st["tables"])
+    total *= len(st["skews_ms"]) * max(1, len(st.get("resolutions_ms", [1])))
+    if total > MAX_STUDY_REQUESTS:
+        raise UserError(f"{src}: truetime_study.writers, truetime_study.tables, truetime_study.request_every_s, "
+                        f"run.duration_s: all points make about {total:,.0f} requests; allowed: at most "
+                        f"{MAX_STUDY_REQUESTS:,}")

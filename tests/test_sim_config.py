@@ -97,3 +97,43 @@ def test_cli_list_names_shipped_experiments(capsys):
     assert main(["simulate", "--list"]) == 0
     out = capsys.readouterr().out
     assert "blocking-vs-async" in out and "collisions" in out
+
+
+def test_sample_bound_is_exact_at_the_edge():
+    """run.duration_s / run.sample_s may reach MAX_SAMPLES and no further (item 5 of issue #21)."""
+    dur = 600.0
+    ok = cfg.from_dict({"run": {"duration_s": dur, "quick_duration_s": 60.0, "sample_s": dur / cfg.MAX_SAMPLES}})
+    assert ok.get("run.sample_s") == dur / cfg.MAX_SAMPLES
+    with pytest.raises(UserError, match=r"run\.sample_s: .*allowed: >= 0\.0006 s"):
+        cfg.from_dict({"run": {"duration_s": dur, "sample_s": dur / cfg.MAX_SAMPLES / 2}})
+
+
+def test_collision_work_counts_what_the_runs_make():
+    """collision_work counts the requests sim.collisions.request_schedule allocates (n per writer, for the
+    shortest jittered gap T (1 - jitter)): at least the requests made, at most that bound above them."""
+    import numpy as np
+
+    from sim.collisions import DAY_MS, request_schedule
+
+    params = cfg.from_dict({"kind": "collisions", "collisions": {"writers": [3], "periods_s": [60.0], "days": 0.5,
+                                                                 "runs": 4, "quick_runs": 2, "truetime_runs": 1,
+                                                                 "truetime_days": 0.1}}).params
+    per_run, total, calls = cfg.collision_work(params)
+    sched = request_schedule(np.random.default_rng(1), 3, 60.0, params["collisions"]["jitter"], 0.5 * DAY_MS)
+    made = sum(len(s) for s in sched)
+    assert made <= per_run <= made / (1 - params["collisions"]["jitter"]) + 3 * 2
+    assert total == 4 * per_run
+    assert calls == 3 * int(np.ceil(0.1 * 86_400 / (60.0 * (1 - params["collisions"]["jitter"]))))
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "a..b", "/abs", "", ".hidden", "x" * 101])
+def test_names_that_are_not_a_plain_directory_name_are_refused(name):
+    with pytest.raises(UserError, match=r"x\.toml: name: "):
+        cfg.from_dict({"name": name}, "x.toml")
+
+
+def test_collision_work_counts_every_clock_resolution():
+    one = cfg.from_dict({"kind": "collisions", "collisions": {"resolutions_ms": [1]}}).params
+    two = cfg.from_dict({"kind": "collisions", "collisions": {"resolutions_ms": [1, 1000]}}).params
+    a, b = cfg.collision_work(one), cfg.collision_work(two)
+    assert b == (a[0], 2 * a[1], 2 * a[2])

@@ -15,7 +15,7 @@ def add_parser(subparsers) -> None:
                               description="Read a Hudi table (never writing to it), show its facts, timeline and "
                                           "latest file slices, and check every invariant that applies. Exit 0 when "
                                           "all hold, 1 on a violation, 2 on bad input.")
-    p.add_argument("path", help="table base path (the folder holding .hoodie)")
+    p.add_argument("path", help="table base path (the folder holding .hoodie), or a .zip holding one table")
     p.add_argument("--as-of", metavar="T", help="show the file slices as of instant time T (yyyyMMddHHmmss[SSS])")
     p.add_argument("--rule", choices=["instant-time", "completion-time"],
                    help="slicing rule (default: by table version: 6 -> instant-time, 8/9 -> completion-time)")
@@ -25,8 +25,10 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from lakeio.audit import audit_table, render, to_json
+    from lakeio.ondisk.zipped import table_path
 
-    result = audit_table(args.path, as_of=args.as_of, rule=args.rule)
+    with table_path(args.path) as path:  # a .zip is extracted to a temporary directory, read there
+        result = audit_table(path, as_of=args.as_of, rule=args.rule)
     if args.json:
         json.dump(to_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")

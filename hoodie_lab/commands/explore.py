@@ -16,6 +16,8 @@ from pathlib import Path
 
 from lakeio.errors import UserError
 
+from .common import add_progress_arg, progress_enabled
+
 #: Allowed ranges of the bound arguments (inclusive).
 RANGES = {
     "--writers": (1, 8),
@@ -70,6 +72,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                    help=f"directory for the counterexample trace (default {DEFAULT_OUT})")
+    add_progress_arg(p)
     p.set_defaults(func=run)
 
 
@@ -146,16 +149,48 @@ def _slug(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- progress
-class _Progress:
-    """Progress on stderr: a live rich line on a terminal, else a plain line every 10 seconds."""
+#: Measured bounds (``python benchmarks/bench_protocol.py``, hudi-1.1 and its default records and buffer):
+#: a bound that contains one of these (at least as many writers, checkpoints, crashes, records, the same
+#: faults and more) has at least its states. (writers, checkpoints, crashes, faults, states, CPU s, peak GB)
+KNOWN_BOUNDS = [
+    (2, 3, 1, frozenset({"lost-ack", "task-crash", "coordinator-crash", "full-restart"}), 13_278_453, 592, 5.4),
+]
 
-    def __init__(self):
+
+def estimate(cfg) -> str | None:
+    """A line estimating a large bound's cost before it starts (None when no measured bound is inside it)."""
+    from model.protocol import variant
+
+    ref_cfg = variant("hudi-1.1")
+    for writers, ckps, crashes, faults, states, cpu_s, peak_gb in KNOWN_BOUNDS:
+        crash_ok = crashes <= cfg.max_crashes or not (faults & CRASH_FAULTS)
+        if (cfg.parallelism >= writers and cfg.max_checkpoints >= ckps and crash_ok and cfg.faults >= faults
+                and cfg.records >= ref_cfg.records and cfg.buffer_size <= ref_cfg.buffer_size
+                and cfg.mode == ref_cfg.mode):
+            return (f"estimate: at least {states:,} states (measured at {writers} writers x {ckps} checkpoints, "
+                    f"faults {','.join(sorted(faults))}, crashes <= {crashes}: {cpu_s / 60:.0f} CPU-minutes, "
+                    f"peak {peak_gb:g} GB); this bound is at least as large")
+    return None
+
+
+class _Progress:
+    """TLC-style progress on stderr, when on (``--progress``, $HOODIE_LAB_PROGRESS, or a terminal): a live rich
+    line on a terminal, else a plain line every $HOODIE_LAB_PROGRESS_EVERY seconds (default 5) and one at the
+    end. The explorer calls it every few thousand new states (it polls the search's counters; nothing is
+    done per state)."""
+
+    def __init__(self, enabled: bool):
         from rich.console import Console
 
+        from .common import progress_every
+
+        self.enabled = enabled
         self.console = Console(stderr=True)
         self.live = None
+        self.every = progress_every()
         self.last_line = time.monotonic()
-        if self.console.is_terminal:
+        self.text = ""
+        if enabled and self.console.is_terminal:
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
             self.live = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -163,18 +198,29 @@ class _Progress:
             self.task = self.live.add_task("exploring", total=None)
             self.live.start()
 
+    def say(self, line: str) -> None:
+        if self.enabled:
+            self.console.print(f"explore: {line}", highlight=False, soft_wrap=True)
+
     def __call__(self, res, queue: int) -> None:
-        text = (f"{res.states:,} states, {res.transitions:,} transitions, depth {res.max_depth}, "
-                f"frontier {queue:,}, {res.states_per_second:,.0f} states/s")
+        if not self.enabled:
+            return
+        from .common import rss_bytes
+
+        self.text = (f"{res.states:,} states, {res.transitions:,} transitions, frontier {queue:,}, "
+                     f"depth {res.max_depth}, {res.states_per_second:,.0f} states/s, "
+                     f"RSS {rss_bytes() / 2**20:,.0f} MiB")
         if self.live is not None:
-            self.live.update(self.task, description=text)
-        elif time.monotonic() - self.last_line >= 10:
+            self.live.update(self.task, description=self.text)
+        elif time.monotonic() - self.last_line >= self.every:
             self.last_line = time.monotonic()
-            self.console.print(f"explore: {text}", highlight=False, soft_wrap=True)
+            self.say(self.text)
 
     def close(self) -> None:
         if self.live is not None:
             self.live.stop()
+        if self.enabled and self.text:
+            self.say(f"done: {self.text}")
 
 
 # --------------------------------------------------------------------------- run
@@ -196,7 +242,10 @@ def run(args) -> int:
         max_states = min(max_states, GRAPH_MAX_STATES + 1)
 
     model = SystemModel(cfg, drain_check=args.drain)
-    progress = _Progress()
+    progress = _Progress(progress_enabled(args))
+    guess = estimate(cfg)
+    if guess:
+        progress.say(f"{guess}; at most {max_states:,} states with --max-states")
     try:
         res = explore(model, max_states=max_states, record_graph=bool(args.graph), progress=progress,
                       compact=not args.exact)

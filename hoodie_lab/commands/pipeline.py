@@ -14,6 +14,8 @@ from pathlib import Path
 
 from lakeio.errors import UserError
 
+from .common import add_progress_arg, check_out_dir, check_seed, progress_enabled, say
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("pipeline", help="run the PySpark streaming pipeline into a real Hudi table",
@@ -44,14 +46,22 @@ def add_parser(subparsers) -> None:
                       ("--archive-batch", "hoodie.commits.archival.batch")):
         r.add_argument(opt, type=int, default=None, help=f"{what}; any of the --archive-* options turns archival "
                        "on after every commit (table version 8; others keep Hudi's defaults 30/20/10)")
+    add_progress_arg(r)
     r.set_defaults(func=run)
     s = sub.add_parser("resume", help="restart a run on its checkpoint (after a crash or an interrupt)")
     s.add_argument("run_dir", type=Path)
     s.add_argument("--master", default=None)
+    add_progress_arg(s)
     s.set_defaults(func=resume)
     k = sub.add_parser("kill-points", help="list the kill points of the crash harness")
     k.set_defaults(func=kill_points)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+#: What the coordinator's per-batch line shows (printed once before the batches).
+BATCH_LEGEND = ("per batch: checkpoint = the batch's checkpoint id, instant = the instant it wrote, records = its "
+                "well-formed records, files = data files it wrote, quarantined = its malformed records, (s) = its "
+                "wall time")
 
 
 def _default_out(args) -> Path:
@@ -69,6 +79,11 @@ def run(args) -> int:
 
     if args.crashes < 0:
         raise UserError(f"--crashes: {args.crashes}; expected >= 0")
+    check_seed(args.seed)
+    if args.out is not None:  # checked before anything is written; prepare_run makes the directory
+        check_out_dir(args.out, create=False)
+    if args.table is not None:
+        check_out_dir(args.table, create=False, arg="--table")
     try:
         plan = [KillSpec.parse(k) for k in args.kill]
     except ValueError as exc:
@@ -86,14 +101,16 @@ def run(args) -> int:
                      table=str(args.table) if args.table else None, archival=archival)
     print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
           f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
+    print(BATCH_LEGEND, flush=True)
     t0 = time.monotonic()
+    say(progress_enabled(args), f"starting Spark ({args.master or 'local[2]'})… (the first start takes 10-30 s)")
     if plan:
         run_with_crashes(rd.root, plan, progress=lambda s: print(s, flush=True))
         print(f"finished after {len(plan)} planned kill(s) in {time.monotonic() - t0:.1f} s")
     else:
         summary = run_job(rd.root, progress=lambda s: print(s, flush=True))
         lat = summary["batch_seconds"]
-        print(f"finished: {summary['batches']} batches, {summary['records']} records, "
+        print(f"finished, totals: {summary['batches']} batches, {summary['records']} records, "
               f"{summary['quarantined']} quarantined, {len(summary['commits'])} commits in "
               f"{summary['seconds']:.1f} s" + (f" (batch p50 {sorted(lat)[len(lat) // 2]:.2f} s)" if lat else ""))
     return _after(rd.root, args.diff)
@@ -119,8 +136,10 @@ def _after(root: Path, diff: bool) -> int:
 def resume(args) -> int:
     from pipeline.job import run_job
 
+    say(progress_enabled(args), "starting Spark…")
+    print(BATCH_LEGEND, flush=True)
     summary = run_job(args.run_dir, progress=lambda s: print(s, flush=True))
-    print(f"resumed: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
+    print(f"resumed, totals: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
     return _after(args.run_dir, False)
 
 

@@ -9,11 +9,12 @@ path is the last line on stdout. Exit 0 when every section is ok, 1 otherwise, 2
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from lakeio.errors import UserError
+
+from .common import check_out_dir, check_seed  # noqa: F401 - demo imports them from here
 
 
 def default_out_dir() -> Path:
@@ -24,25 +25,6 @@ def default_out_dir() -> Path:
     if (REPO / "pyproject.toml").exists() and (cwd == REPO or REPO in cwd.parents):
         return REPO / "reports"
     return cwd / "reports"
-
-
-def check_out_dir(out: Path) -> Path:
-    """The output directory, created; a one-line UserError when it cannot be."""
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out: {out} exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"--out: cannot create {out} ({exc.strerror})") from None
-    if not os.access(out, os.W_OK):
-        raise UserError(f"--out: {out} is not writable")
-    return out
-
-
-def check_seed(seed: int) -> int:
-    if not 0 <= seed < 2**63:
-        raise UserError(f"--seed: {seed} is out of range; allowed: 0 .. 2^63-1")
-    return seed
 
 
 def add_parser(subparsers) -> None:
@@ -73,8 +55,8 @@ def build(out: Path, *, full: bool = False, seed: int = 7, sections: list[str] |
 
 
 def run(args) -> int:
-    out = check_out_dir(args.out or default_out_dir())
     check_seed(args.seed)
+    out = check_out_dir(args.out or default_out_dir())
     path, sections = build(out, full=args.full, seed=args.seed, sections=args.section)
     for s in sections:
         print(f"{'ok    ' if s.ok else 'FAILED'} {s.title} ({s.seconds:.1f} s)", file=sys.stderr)

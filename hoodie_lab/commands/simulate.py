@@ -8,11 +8,13 @@ command is printed), 2 on bad input.
 
 from __future__ import annotations
 
+import math
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 from lakeio.errors import UserError
+
+from .common import add_progress_arg, check_out_dir, check_seed, progress_bar, progress_enabled  # noqa: F401
 
 
 def add_parser(subparsers) -> None:
@@ -26,6 +28,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="shorter runs and a reduced grid (demo size)")
     p.add_argument("--no-sweep", action="store_true", help="skip the experiment's [sweep] grid")
     p.add_argument("--list", action="store_true", help="list the shipped experiments and exit")
+    add_progress_arg(p)
     p.set_defaults(func=run)
 
 
@@ -33,29 +36,6 @@ def modes_arg(mode: str | None) -> tuple[str, ...] | None:
     if mode is None:
         return None
     return ("blocking", "async") if mode == "both" else (mode,)
-
-
-def check_seed(seed: int | None) -> None:
-    if seed is not None and not 0 <= seed < 2**63:
-        raise UserError(f"--seed: {seed} is out of range; allowed: 0 .. 2^63-1")
-
-
-@contextmanager
-def progress_bar(enabled: bool = True):
-    """A rich progress bar on stderr; yields ``progress(label, total) -> advance()``."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=console, disable=not enabled, transient=False)
-
-    def progress(label: str, total: int):
-        task = bar.add_task(label, total=total)
-        return lambda: bar.advance(task)
-
-    with bar:
-        yield progress
 
 
 #: Columns shown per experiment kind (the results table has them all), with short headers.
@@ -78,6 +58,47 @@ COLUMNS = {
 }
 
 
+#: What each shown column means (printed under the table; the results table has every column, per run).
+LEGEND = {
+    "mode": "instant generation (blocking: 0.x/1.0; async: 1.1)",
+    "pt": "grid point (-1: the experiment's own settings, the curve runs; 0, 1, ...: [sweep] points, their "
+          "values in the param.* columns of the results table)",
+    "rec/s": "records processed per simulated second (mean over the run)",
+    "stall s": "mean writer stall per checkpoint, seconds (blocked writer-seconds / checkpoints / writers)",
+    "p50 s": "median end-to-end latency (source arrival to commit), seconds",
+    "p99 s": "99th-percentile end-to-end latency, seconds",
+    "backlog": "most records waiting at the source at once ('-': not sampled, sweep points keep no time series)",
+    "commits/min": "commits per simulated minute",
+    "pending": "most instants pending at once",
+    "invariants": "the model's invariants after the run (ok, or the one violated)",
+    "N": "writers", "T s": "commit period T, seconds",
+    "P(>=1)/day": "share of runs with at least one instant-time collision in a day, without TrueTime",
+    "mean/day": "mean collisions per day without TrueTime (simulated)",
+    "expected": "expected collisions per day, C(N, 2) x 86.4 / T^2",
+    "TrueTime": "collisions with TrueTime, total over its runs (must be 0)",
+    "tables": "tables sharing the lock service", "writers": "writers per table",
+    "skew ms": "max expected clock skew, ms", "lock wait s": "mean wait for the TrueTime lock, seconds",
+    "dups": "duplicate instant times (must be 0)",
+    "crash": "what crashed", "when": "crash point (before/after the step)", "step": "protocol step crashed at",
+    "hit": "whether the crash happened", "recover s": "time to recover, seconds",
+    "lost": "records lost (must be 0)", "dup": "records duplicated (must be 0)",
+    "res ms": "clock resolution, ms (1: 17-digit instants; 1000: legacy 14-digit, read to the second)",
+    "commits": "commits completed in the run (total)", "commits/h": "commits per simulated hour",
+    "mean s": "mean commit latency, seconds", "listing ms": "timeline listing time at the end of the run, ms",
+    "lookup ms": "slowest instant look-up, ms", "active max": "most instants on the active timeline at once",
+    "LSM files": "files of the LSM timeline at the end (total over levels)",
+    "levels": "levels of the LSM timeline at the end",
+}
+
+
+#: Where a header means something else in one kind of experiment.
+LEGEND_OF_KIND = {
+    "truetime": {"p50 s": "median time to obtain an instant time (lock service, lock, skew wait), seconds",
+                 "p99 s": "99th percentile of the time to obtain an instant time, seconds"},
+    "history": {"p99 s": "99th-percentile commit latency, seconds"},
+}
+
+
 def print_outcome(outcome, kind: str = "stream", limit: int = 40) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -91,6 +112,11 @@ def print_outcome(outcome, kind: str = "stream", limit: int = 40) -> None:
     for r in rows[:limit]:
         table.add_row(*[_fmt(r.get(c, "")) for c, _ in cols])
     console.print(table)
+    legend = {**LEGEND, **LEGEND_OF_KIND.get(kind, {})}
+    known = [h for _, h in cols if h in legend]
+    if known:
+        console.print("columns: " + "; ".join(f"{h} = {legend[h]}" for h in known), highlight=False,
+                      soft_wrap=True)
     if len(rows) > limit:
         console.print(f"... {len(rows) - limit} more rows in {outcome.table}")
     console.print(f"table: {outcome.table}")
@@ -99,6 +125,8 @@ def print_outcome(outcome, kind: str = "stream", limit: int = 40) -> None:
 
 
 def _fmt(v) -> str:
+    if isinstance(v, float) and math.isnan(v):
+        return "-"
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
@@ -117,8 +145,8 @@ def run(args) -> int:
         raise UserError("EXPERIMENT: missing; give a shipped name (see --list) or a .toml path")
     check_seed(args.seed)
     exp = cfg.load(args.experiment)  # validates before anything is written
-    out = args.out or Path("runs") / "sim" / exp.name
-    with progress_bar(sys.stderr.isatty()) as progress:
+    out = check_out_dir(args.out or Path("runs") / "sim" / exp.name)
+    with progress_bar(progress_enabled(args)) as progress:
         outcome = run_named(args.experiment, out, seed=args.seed, quick=args.quick, modes=modes_arg(args.mode),
                             progress=progress, grid=not args.no_sweep)
     print_outcome(outcome, exp.kind)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from lakeio.errors import UserError
 
-from .simulate import check_seed, modes_arg, print_outcome, progress_bar
+from .common import add_progress_arg, check_out_dir, check_seed, progress_bar, progress_enabled, say
+from .simulate import modes_arg, print_outcome
 
 
 def add_parser(subparsers) -> None:
@@ -26,11 +27,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--out", type=Path, default=None, help="output directory (default runs/sweep/<name>)")
     p.add_argument("--quick", action="store_true", help="reduced grid and shorter runs")
+    add_progress_arg(p)
     p.set_defaults(func=run)
 
 
-def run_grid(tasks: list[dict], master: str | None, progress=None) -> list[dict]:
-    """Run tasks serially (``master`` None/'none') or as Spark tasks; rows in task order either way."""
+def run_grid(tasks: list[dict], master: str | None, progress=None, announce=None) -> list[dict]:
+    """Run tasks serially (``master`` None/'none') or as Spark tasks; rows in task order either way.
+    ``progress(label, total) -> advance()`` counts finished tasks (on Spark by polling its status tracker from
+    a thread every half second); ``announce(line)`` is told before Spark starts."""
     from sim.experiments import run_task
 
     if not master or master == "none":
@@ -43,9 +47,59 @@ def run_grid(tasks: list[dict], master: str | None, progress=None) -> list[dict]
         return rows
     from pipeline.spark import get_spark
 
+    if announce:
+        announce(f"starting Spark ({master})…")
     spark = get_spark(master, app_name="hoodie-lab-sweep")
+    sc = spark.sparkContext
     # one partition per task; collect() returns the partitions in order, so rows follow the tasks
-    return spark.sparkContext.parallelize(tasks, len(tasks)).map(run_task).collect()
+    rdd = sc.parallelize(tasks, len(tasks)).map(run_task)
+    if progress is None:
+        return rdd.collect()
+    with _spark_progress(sc, progress("sweep (Spark tasks)", len(tasks)), len(tasks)):
+        return rdd.collect()
+
+
+class _spark_progress:
+    """Advances a progress bar with the finished tasks of the running Spark job (polled, not per task)."""
+
+    def __init__(self, sc, advance, total: int, every: float = 0.5):
+        import threading
+
+        self.sc, self.advance, self.total, self.every = sc, advance, total, every
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, name="sweep-progress", daemon=True)
+        self.shown = 0
+
+    def _done(self) -> int:
+        st = self.sc.statusTracker()
+        done = 0
+        for sid in st.getActiveStageIds():
+            info = st.getStageInfo(sid)
+            if info is not None:
+                done += info.numCompletedTasks
+        return done
+
+    def _poll(self) -> None:
+        while not self.stop.wait(self.every):
+            try:
+                done = min(self._done(), self.total)
+            except Exception:  # noqa: BLE001 - the tracker is best effort; the job's result is what counts
+                continue
+            while self.shown < done:
+                self.shown += 1
+                self.advance()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        if exc[0] is None:
+            while self.shown < self.total:
+                self.shown += 1
+                self.advance()
 
 
 def run(args) -> int:
@@ -64,11 +118,11 @@ def run(args) -> int:
     exp.source = str(Path(cfg.resolve(args.experiment)).resolve())
     seed = exp.seed if args.seed is None else args.seed
     modes = modes_arg(args.mode) or exp.modes
-    out = args.out or Path("runs") / "sweep" / exp.name
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_out_dir(args.out or Path("runs") / "sweep" / exp.name)
     tasks = grid_tasks(exp, seed, modes, args.quick, (out / "traces").resolve())
-    with progress_bar(sys.stderr.isatty()) as progress:
-        rows = run_grid(tasks, args.master, progress)
+    shown = progress_enabled(args)
+    with progress_bar(shown) as progress:
+        rows = run_grid(tasks, args.master, progress, announce=lambda line: say(shown, line))
     paths = plots.sweep(rows, out, f"{exp.name}: sweep ({len(tasks)} runs, master {args.master})")
     failures = [r["replay"] for r in rows if r.get("replay")]
     outcome = Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)

@@ -44,7 +44,9 @@ from model.filenames import (  # noqa: F401 - re-exported: the rest of the codec
     timeline_files,
 )
 from model.instant import COMPLETED_ACTION, LAYOUT2_ONLY, STARTS_INFLIGHT, Action, State, comparable_action
+from model.instant import InstantKey as _InstantKey
 from model.timeline import Timeline, layout_for_version
+from model.timeline import _Record as _TimelineRecord
 
 
 @contextmanager
@@ -157,11 +159,30 @@ def _timeline_from_files(names: Iterable[str], table_version: int, mtimes: Mappi
                                    f"{tf.state.label} file {prev[0]}")
         g[tf.state] = (name, tf)
     tl = Timeline(table_version)
-    for (req, _cmp_action), g in groups.items():
-        lowest = g[min(g)][1]
-        done = g.get(_COMPLETED)
-        tl.load(req, lowest.action, g, done[1].completion_time if done else None)
+    # Timeline.load per identity, in bulk: the records are set directly. load's checks hold by construction
+    # here (each identity once, on a fresh timeline; at least one state file; a completion time only with the
+    # completed file), so what remains is the record, its key and the pending index (``_bulk_load``).
+    _bulk_load(tl, groups)
     return tl
+
+
+def _bulk_load(tl: Timeline, groups: dict) -> None:
+    """``Timeline.load(req, action, states, completion)`` for every ``(req, comparable action) -> {state:
+    (name, TimelineFile)}`` of a fresh timeline: the same ``_Record`` under the same ``InstantKey``, and
+    the identities without a completed file in the pending index. ``tests/test_fastpaths.py`` compares
+    the resulting timelines with the model's ``timeline_from_files``."""
+    records, pending = tl._records, tl._pending  # noqa: SLF001 - the model's own load, without its checks
+    key_new = _InstantKey
+    rec_new = _TimelineRecord
+    completed = _COMPLETED
+    for (req, cmp_action), g in groups.items():
+        key = key_new(req, cmp_action)
+        done = g.get(completed)
+        if done is None:
+            records[key] = rec_new(req, g[min(g)][1].action, set(g), None)
+            pending.add(key)
+        else:
+            records[key] = rec_new(req, g[min(g)][1].action, set(g), done[1].completion_time)
 
 
 # -------------------------------------------------------------------------------------- data files

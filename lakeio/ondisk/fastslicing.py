@@ -17,6 +17,7 @@ reader filters (``filterUncommittedFiles`` / ``filterUncommittedLogs``) are inli
 from __future__ import annotations
 
 from bisect import bisect_right, insort
+from operator import attrgetter
 from typing import Iterable, Mapping
 
 from model import slicing as _spec
@@ -36,6 +37,7 @@ from .fastcodec import gc_paused, make_value
 _make_slice = make_value(FileSlice)
 _make_group = make_value(FileGroup)
 _tuple_new = tuple.__new__
+_instant_of = attrgetter("instant_time")
 
 
 def _log_key(lg: LogFile) -> tuple:
@@ -53,52 +55,82 @@ def build_file_groups(base_files: Iterable[BaseFile], log_files: Iterable[LogFil
 
 
 def _build_file_groups(base_files, log_files, pending_compactions, times, rule) -> dict[FileGroupId, FileGroup]:
-    groups: dict[tuple, tuple[list, list]] = {}
-    get = groups.get
+    # partition -> file id -> [base files, log files]: two look-ups of strings whose hashes are cached, no
+    # (partition, file id) tuple built per file; visited in (partition, file id) order, the spec's order.
+    parts: dict[str, dict[str, tuple[list, list]]] = {}
     for b in base_files:
-        k = (b.partition, b.file_id)
-        g = get(k)
+        p = parts.get(b.partition)
+        if p is None:
+            parts[b.partition] = p = {}
+        g = p.get(b.file_id)
         if g is None:
-            groups[k] = g = ([], [])
+            p[b.file_id] = g = ([], [])
         g[0].append(b)
     for lg in log_files:
-        k = (lg.partition, lg.file_id)
-        g = get(k)
+        p = parts.get(lg.partition)
+        if p is None:
+            parts[lg.partition] = p = {}
+        g = p.get(lg.file_id)
         if g is None:
-            groups[k] = g = ([], [])
-        g[1].append(lg)
+            p[lg.file_id] = ([], [lg])
+        else:
+            g[1].append(lg)
     # The two built-in rules are inlined below (same answers as calling them: see
     # model.slicing.slice_key_instant_time / slice_key_completion_time).
     by_name = rule is slice_key_instant_time
     by_completion = rule is slice_key_completion_time
     done, cur = times._completion, times._cursor  # noqa: SLF001 - CompletionTimes.completion_time inlined
+    done_get = done.get
     out: dict[FileGroupId, FileGroup] = {}
-    for k in sorted(groups):
-        gbases, glogs = groups[k]
-        gid = _tuple_new(FileGroupId, k)
-        slices: dict[str, list] = {}
-        for b in gbases:
-            s = slices.get(b.instant_time)
-            if s is None:
-                slices[b.instant_time] = [b, []]
-            elif s[0] is None or b.name > s[0].name:
-                s[0] = b
-        pc = pending_compactions.get(k)
-        if pc is not None and pc not in slices:
-            slices[pc] = [None, []]
-        if glogs:
-            if len(glogs) > 1:
+    for part in sorted(parts):
+        pgroups = parts[part]
+        for fid in sorted(pgroups):
+            _place(out, part, fid, pgroups[fid], pending_compactions, by_name, by_completion, done_get, cur,
+                   rule, times)
+    return out
+
+
+def _place(out, part, fid, g, pending_compactions, by_name, by_completion, done_get, cur, rule, times) -> None:
+    """One file group: its slices from its base files, a pending compaction and its logs (placed by the rule)."""
+    gbases, glogs = g
+    k = (part, fid)
+    gid = _tuple_new(FileGroupId, k)
+    slices: dict[str, list] = {}
+    for b in gbases:
+        s = slices.get(b.instant_time)
+        if s is None:
+            slices[b.instant_time] = [b, []]
+        elif s[0] is None or b.name > s[0].name:
+            s[0] = b
+    pc = pending_compactions.get(k)
+    if pc is not None and pc not in slices:
+        slices[pc] = [None, []]
+    if glogs:
+        if len(glogs) > 1:
+            # LogFileComparator order. The instant leads the order key, so when the group's logs have distinct
+            # instants (the common case: one log per deltacommit and group) the instant alone orders them,
+            # and a C attribute getter computes it; otherwise the whole key.
+            if len(set(map(_instant_of, glogs))) == len(glogs):
+                glogs.sort(key=_instant_of)
+            else:
                 glogs.sort(key=_log_key)
+        if by_name:  # slice_key_instant_time: the log's own instant, no keys needed
+            for lg in glogs:
+                t = lg.instant_time
+                s = slices.get(t)
+                if s is None:
+                    slices[t] = [None, [lg]]
+                else:
+                    s[1].append(lg)
+        else:
             keys = sorted(slices)
             for lg in glogs:
                 t = lg.instant_time
-                if by_name:
-                    key = t
-                elif by_completion:
+                if by_completion:
                     if not keys:
                         key = t
                     else:
-                        c = done.get(t)
+                        c = done_get(t)
                         if c is None and cur is not None and t < cur:
                             c = t
                         if c is None:
@@ -113,9 +145,8 @@ def _build_file_groups(base_files, log_files, pending_compactions, times, rule) 
                     slices[key] = s = [None, []]
                     insort(keys, key)
                 s[1].append(lg)
-        out[gid] = _make_group(gid, tuple([_make_slice(gid, t, slices[t][0], tuple(slices[t][1]))
-                                           for t in sorted(slices, reverse=True)]))
-    return out
+    out[gid] = _make_group(gid, tuple([_make_slice(gid, t, slices[t][0], tuple(slices[t][1]))
+                                       for t in sorted(slices, reverse=True)]))
 
 
 class FileSystemView(_spec.FileSystemView):
