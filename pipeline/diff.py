@@ -67,7 +67,7 @@ def open_run_dir(root: Path) -> tuple[RunDir, dict]:
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"{root}: not a directory")
-    rd, cfg = open_run(root)
+    rd, cfg = open_run(root.resolve())  # hudi-rs takes absolute table paths only ("relative URL without a base")
     for need in (rd.trace, rd.input):
         if not need.exists():
             raise UserError(f"{root}: not a complete pipeline run dir ({need.name} missing)")
