@@ -99,13 +99,20 @@ def mutated_line(name: str) -> str | None:
     return "\n".join(plus)
 
 
-def check_equivalents(equivalents: dict[str, dict], codes: dict[str, int | None]) -> tuple[set, list, list]:
-    """(applied names, stale entries, entries that were killed: the claim is wrong)."""
+def check_equivalents(equivalents: dict[str, dict], codes: dict[str, int | None], patterns: list[str],
+                      line_of=None) -> tuple[set, list, list]:
+    """(applied names, stale entries, entries that were killed: the claim is wrong).
+
+    An entry is stale when its mutant is gone (in the selected part) or its mutated line is no longer
+    the listed one; ``line_of(name)`` gives the mutated line (mutmut's diff by default)."""
+    line_of = line_of or mutated_line
     applied, stale, contradicted = set(), [], []
     for name, entry in equivalents.items():
         if name not in codes:
-            continue  # not in the selected part, or gone (reported as stale below when a full run)
-        got = mutated_line(name)
+            if not patterns or any(fnmatch.fnmatch(name, p) for p in patterns):
+                stale.append((name, entry["line"], None))
+            continue
+        got = line_of(name)
         if got is None or " ".join(entry["line"].split()) != " ".join(got.split()):
             stale.append((name, entry["line"], got))
             continue
@@ -192,7 +199,7 @@ def main(argv: list[str]) -> int:
     if not results:
         raise BadInput(f"{ROOT / 'mutants'}: no mutmut results (run without --report-only first)")
     codes = {name: code for per_file in results.values() for name, code in per_file.items()}
-    applied, stale, contradicted = check_equivalents(equivalents, codes)
+    applied, stale, contradicted = check_equivalents(equivalents, codes, args.patterns)
 
     print()
     rows = table(results, applied, args.patterns)
