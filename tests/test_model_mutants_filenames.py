@@ -135,3 +135,34 @@ def test_parse_data_files_splits_bases_and_logs_and_skips_the_rest():
     assert [(lg.file_id, lg.partition, lg.size) for lg in logs] == [("f1", "p", 20)]
     with pytest.raises(CodecError):
         fn.parse_data_files([("f1_1-0-1_2025.parquet", "p")])
+
+
+# ----------------------------------------------------------------------------- parse_timeline_file
+
+_DIGITS = "has 4 digits; expected 17 (14 legacy, more for metadata-table times)"
+
+
+@pytest.mark.parametrize("name,layout,problem", [
+    ("hoodie.properties", fn.LAYOUT_2, "not a timeline file"),
+    (f"{T}.commit.requested.x", fn.LAYOUT_2,
+     "malformed instant file name; expected <time>[_<completion>].<action>[.requested|.inflight]"),
+    ("2025.commit.requested", fn.LAYOUT_2, f"requested time '2025' {_DIGITS}"),
+    (f"{T}.frobnicate.requested", fn.LAYOUT_2, "unknown action 'frobnicate'"),
+    (f"{T}.commit.done", fn.LAYOUT_2, "unknown state suffix 'done'; expected requested or inflight"),
+    (f"{T}.clustering.requested", fn.LAYOUT_1, "action clustering does not exist in timeline layout 1 (table version 6)"),
+    (f"{T}.compaction", fn.LAYOUT_2, "no completed compaction file exists: it completes as commit"),
+    (f"{T}_{C}.commit", fn.LAYOUT_1, "completion time in the name is timeline layout 2 (table version 8+) only"),
+    (f"{T}_2025.commit", fn.LAYOUT_2, f"completion time '2025' {_DIGITS}"),
+    (f"{T}_{C}.commit.inflight", fn.LAYOUT_2, "a inflight file carries no completion time"),
+    (f"{T}.savepoint.requested", fn.LAYOUT_2, "savepoint has no requested state"),
+    (f"{T}.commit.inflight", fn.LAYOUT_2, "commit inflight is written <time>.inflight, not <time>.commit.inflight"),
+])
+def test_parse_timeline_file_refusals_name_the_file_and_the_rule(name, layout, problem):
+    """``InstantFileNameParserV2`` / ``InstantGeneratorV1/V2`` grammar: each refusal says which rule the name breaks."""
+    e = refusal(fn.parse_timeline_file, name, layout)
+    assert (e.name, e.problem) == (name, problem)
+
+
+def test_parse_timeline_file_refuses_an_unknown_layout_naming_it():
+    with pytest.raises(ValueError, match=r"^unknown timeline layout 0; expected 1 or 2$"):
+        fn.parse_timeline_file(f"{T}.commit.requested", 0)

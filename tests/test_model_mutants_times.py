@@ -128,3 +128,25 @@ def test_verdict_text_shows_who_only_when_violated():
     assert str(Verdict("I1.unique", True, "ok", ("x",))) == "I1.unique holds: ok"
     assert str(Verdict("I1.unique", False, "twice", ("x", "y"))) == "I1.unique VIOLATED: twice [x, y]"
     assert str(Verdict("I1.unique", False)) == "I1.unique VIOLATED"
+
+
+class Files(Listed):
+    """A listing whose state files are given per instant (``states_present``), as a reader would see them."""
+
+    def __init__(self, files: dict, *instants: Instant):
+        super().__init__(*instants)
+        self._files = files
+
+    def states_present(self, requested_time, action):
+        return self._files[requested_time]
+
+
+def test_visible_state_violations_name_the_instant():
+    """I3: an instant listed without any state file, or showing a state lower than its highest file."""
+    a, c = Instant(A, Action.COMMIT, State.COMPLETED, B), Instant(C, Action.CLEAN, State.INFLIGHT)
+    ok = {A: {State.REQUESTED, State.INFLIGHT, State.COMPLETED}}
+    assert check_visible_state_is_highest(Files({**ok, C: {State.REQUESTED, State.INFLIGHT}}, a, c)).holds
+    assert check_visible_state_is_highest(Files({**ok, C: set()}, a, c)) == Verdict(
+        "I3.visible-state", False, f"{c} is listed but has no state file", (str(c),))
+    assert check_visible_state_is_highest(Files({**ok, C: {State.COMPLETED, State.REQUESTED}}, a, c)) == Verdict(
+        "I3.visible-state", False, f"{c} shows inflight but its files are ['completed', 'requested']", (str(c),))
