@@ -150,3 +150,18 @@ def test_visible_state_violations_name_the_instant():
         "I3.visible-state", False, f"{c} is listed but has no state file", (str(c),))
     assert check_visible_state_is_highest(Files({**ok, C: {State.COMPLETED, State.REQUESTED}}, a, c)) == Verdict(
         "I3.visible-state", False, f"{c} shows inflight but its files are ['completed', 'requested']", (str(c),))
+
+
+def test_times_unique_detail_shows_the_first_three_duplicates():
+    times = [A, B, C, D, A, B, C, D]
+    v = check_times_unique(times)
+    assert v.detail == f"4 time(s) generated more than once: {[A, B, C]}" and v.involved == (A, B, C, D)
+
+
+def test_generation_order_blames_the_first_released_of_equal_times():
+    """Two concurrent generations that got the same time, then a later one that got less: the verdict
+    names the earliest-released holder of the greatest time (``best`` keeps the first of equals)."""
+    recs = [Rec(C, "a", 0, 5, 0), Rec(C, "b", 1, 6, 1), Rec(B, "c", 7, 9, 2)]
+    assert check_generation_order(recs) == Verdict(
+        "I1.generation-order", False, f"c acquired at 7 and got {B}, not after {C} that a generated and released at 5",
+        (C, B))
