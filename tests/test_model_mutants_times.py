@@ -165,3 +165,20 @@ def test_generation_order_blames_the_first_released_of_equal_times():
     assert check_generation_order(recs) == Verdict(
         "I1.generation-order", False, f"c acquired at 7 and got {B}, not after {C} that a generated and released at 5",
         (C, B))
+
+
+def test_strictly_increasing_checks_the_first_pair_too():
+    assert check_times_strictly_increasing([B, A]) == Verdict(
+        "I1.strictly-increasing", False, f"time #1 {A} is not after time #0 {B}", (B, A))
+
+
+def test_generation_order_sees_every_earlier_release():
+    """The greatest time among *all* generations released before b began counts, whichever came first; and an
+    equal time is not after it (I1: strictly greater)."""
+    recs = [Rec(A, "a", 0, 1, 0), Rec(C, "b", 0, 2, 1), Rec(B, "c", 5, 6, 2)]  # a and b concurrent, then c
+    assert check_generation_order(recs) == Verdict(
+        "I1.generation-order", False, f"c acquired at 5 and got {B}, not after {C} that b generated and released at 2",
+        (C, B))
+    assert check_generation_order([Rec(C, "a", 0, 1, 0), Rec(C, "b", 2, 3, 1)]) == Verdict(
+        "I1.generation-order", False, f"b acquired at 2 and got {C}, not after {C} that a generated and released at 1",
+        (C, C))
