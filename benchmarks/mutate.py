@@ -108,9 +108,10 @@ def check_equivalents(equivalents: dict[str, dict], codes: dict[str, int | None]
     line_of = line_of or mutated_line
     applied, stale, contradicted = set(), [], []
     for name, entry in equivalents.items():
+        if patterns and not any(fnmatch.fnmatch(name, p) for p in patterns):
+            continue  # outside the selected part
         if name not in codes:
-            if not patterns or any(fnmatch.fnmatch(name, p) for p in patterns):
-                stale.append((name, entry["line"], None))
+            stale.append((name, entry["line"], None))
             continue
         got = line_of(name)
         if got is None or " ".join(entry["line"].split()) != " ".join(got.split()):

@@ -166,3 +166,12 @@ def test_parse_timeline_file_refusals_name_the_file_and_the_rule(name, layout, p
 def test_parse_timeline_file_refuses_an_unknown_layout_naming_it():
     with pytest.raises(ValueError, match=r"^unknown timeline layout 0; expected 1 or 2$"):
         fn.parse_timeline_file(f"{T}.commit.requested", 0)
+
+
+def test_codec_error_is_rebuilt_from_its_arguments():
+    """SimPy re-raises a failed process's exception as ``type(e)(*e.args)``: a CodecError must keep the offending
+    name and the problem through that (pickling also restores ``__dict__``, so it alone does not show this)."""
+    e = refusal(fn.parse_timeline_file, "2025.commit.requested", fn.LAYOUT_2)
+    assert e.args == ("2025.commit.requested", e.problem)
+    back = type(e)(*e.args)
+    assert (back.name, back.problem, str(back)) == (e.name, e.problem, str(e))

@@ -62,8 +62,10 @@ def test_equivalents_apply_only_when_the_listed_line_still_matches():
     assert [s[0] for s in stale] == ["m.x_f__mutmut_2", "m.x_gone__mutmut_1"]
     assert wrong == ["m.x_f__mutmut_3"]  # listed as equivalent, but a test told it apart
     # a gone mutant outside the selected part is not stale
-    _, stale, _ = mutate.check_equivalents(eq, codes, ["m.x_f*"], line_of=lines.get)
-    assert [s[0] for s in stale] == ["m.x_f__mutmut_2"]
+    applied, stale, _ = mutate.check_equivalents(eq, codes, ["m.x_f*"], line_of=lines.get)
+    assert [s[0] for s in stale] == ["m.x_f__mutmut_2"] and applied == {"m.x_f__mutmut_1"}
+    applied, stale, wrong = mutate.check_equivalents(eq, codes, ["m.other*"], line_of=lines.get)
+    assert (applied, stale, wrong) == (set(), [], [])  # nothing listed is in the selected part
 
 
 def test_the_shipped_equivalents_file_is_well_formed():
