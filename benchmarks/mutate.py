@@ -200,6 +200,10 @@ def main(argv: list[str]) -> int:
     if not results:
         raise BadInput(f"{ROOT / 'mutants'}: no mutmut results (run without --report-only first)")
     codes = {name: code for per_file in results.values() for name, code in per_file.items()}
+    unmatched = [p for p in args.patterns if not any(fnmatch.fnmatch(n, p) for n in codes)]
+    if unmatched:
+        raise BadInput(f"patterns: {unmatched} match no mutant of model/ (names look like "
+                       f"model.filenames.x_is_base_file__mutmut_12; `mutmut results --all` lists them)")
     applied, stale, contradicted = check_equivalents(equivalents, codes, args.patterns)
 
     print()

@@ -104,3 +104,11 @@ def test_the_run_fails_below_the_target(tmp_path, monkeypatch, capsys, codes, ta
     out = capsys.readouterr().out
     assert "model/a.py" in out and ("met" if rc == 0 else ("MISSED" if any(v is not None for v in codes.values())
                                                            else "no mutant was checked")) in out
+
+
+def test_a_pattern_matching_no_mutant_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    write_meta(tmp_path, "model/a.py", {"model.a.x_f__mutmut_1": K})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mutate, "ROOT", tmp_path)
+    with pytest.raises(mutate.BadInput, match=r"^patterns: \['model.nothing\*'\] match no mutant"):
+        mutate.main(["--report-only", "--equivalent", str(tmp_path / "none.toml"), "model.nothing*"])
