@@ -15,7 +15,7 @@ suspicious, equivalent and not checked, and the score
     score = (killed + timed out) / (mutants - equivalent - not checked)
 
 It exits 1 when the score is below ``--target`` (90 %), when a mutant listed as equivalent was
-killed (the claim is wrong), or when nothing was checked; 2 on bad arguments or a bad
+killed (the claim is wrong), or when a selected mutant was not checked (an interrupted or partial run); 2 on bad arguments or a bad
 equivalents file. The equivalent mutants are listed in ``benchmarks/mutate_equivalent.toml``,
 one table per mutant name with the mutated line and the reason; an entry whose mutated line no
 longer matches (the function changed, mutmut renumbered) is stale, reported and not applied.
@@ -229,14 +229,16 @@ def main(argv: list[str]) -> int:
                 print(f"  {status_of(code):10s} {name}")
 
     if total["not checked"]:
-        print(f"\nINCOMPLETE: {total['not checked']} mutants not checked; the score is over the checked ones")
+        print(f"\nINCOMPLETE: {total['not checked']} mutants not checked; the score is over the checked ones "
+              "(exit 1: run the rest, or pass the patterns of the part you measured)")
     if s is None:
         print("FAILED: no mutant was checked")
         return 1
     verdict = "met" if s >= args.target else "MISSED"
-    print(f"\nmutation score of model/: {s:.1f} % (target >= {args.target:g} %): {verdict}")
+    what = f"the mutants matching {' '.join(args.patterns)}" if args.patterns else "model/"
+    print(f"\nmutation score of {what}: {s:.1f} % (target >= {args.target:g} %): {verdict}")
     print("replay one mutant: mutmut run NAME; show it: mutmut show NAME (HYPOTHESIS_PROFILE=mutate)")
-    return 0 if s >= args.target and not contradicted else 1
+    return 0 if s >= args.target and not contradicted and not total["not checked"] else 1
 
 
 if __name__ == "__main__":
