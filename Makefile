@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 WITH_ENV := source scripts/env.sh &&
 
-.PHONY: install demo test deep bench report clean
+.PHONY: install demo test deep bench mutate report clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ deep: install
 
 bench: install
 	@$(WITH_ENV) $(BIN)/python benchmarks/run.py
+
+# mutation score of model/ (mutmut 3, results kept in mutants/; benchmarks/mutate.py --help)
+mutate: install
+	@$(BIN)/python benchmarks/mutate.py
 
 report: install
 	@$(WITH_ENV) $(BIN)/hoodie-lab report

@@ -19,6 +19,10 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("debug", parent=settings.get_profile("ci"), verbosity=Verbosity.verbose)
+# `make mutate` (benchmarks/mutate.py): half the ci budget, derandomized and without the example database,
+# so a mutant's verdict does not depend on the run's seed or on examples another mutant saved.
+settings.register_profile("mutate", parent=settings.get_profile("ci"), max_examples=30, stateful_step_count=30,
+                          derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from lakeio.fixtures import fixtures_root  # noqa: E402

@@ -258,7 +258,9 @@ def test_the_suites_catch_broken_codecs(broken, suite):
         def t(entry):
             prop_timeline_round_trip(broken, entry)
     elif suite == "any_text":
-        @given(near_names, st.sampled_from([fn.LAYOUT_1, fn.LAYOUT_2]))
+        # _shaped first: near_names alone found LenientParser's bad-length times in only some runs (which
+        # examples Hypothesis draws depends on the constants of the modules loaded before, so on test order)
+        @given(_shaped | near_names, st.sampled_from([fn.LAYOUT_1, fn.LAYOUT_2]))
         def t(text, layout):
             prop_any_text_parses_canonically_or_is_rejected(broken, text, layout)
     elif suite == "log_order":

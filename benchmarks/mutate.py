@@ -1,0 +1,249 @@
+"""`make mutate`: the mutation score of the spec (model/), measured with mutmut 3.
+
+mutmut copies ``model/`` into ``mutants/`` with every mutant behind a trampoline, copies the
+packages listed in ``[tool.mutmut] also_copy`` (pyproject.toml) beside it, and runs the fast
+pure-model tests there (``pytest_add_cli_args_test_selection``: no Spark, no notebooks, no CLI
+subprocesses, no slow marks) with ``mutants/`` first on ``sys.path``, so every import of ``model``
+(the engine's too) gets the mutated copy. Each mutant runs only the tests that reached its
+function. Hypothesis runs with the ``mutate`` profile (conftest.py: the ci budget, derandomized,
+no example database), so a verdict does not depend on a seed or on another mutant's examples.
+
+This script runs ``mutmut run`` under ``nice`` (unless ``--report-only``), then reads mutmut's
+results (``mutants/**/*.py.meta``) and prints, per file: killed, timed out, survived, no tests,
+suspicious, equivalent and not checked, and the score
+
+    score = (killed + timed out) / (mutants - equivalent - not checked)
+
+It exits 1 when the score is below ``--target`` (90 %), when a mutant listed as equivalent was
+killed (the claim is wrong), or when a selected mutant was not checked (an interrupted or partial run); 2 on bad arguments or a bad
+equivalents file. The equivalent mutants are listed in ``benchmarks/mutate_equivalent.toml``,
+one table per mutant name with the mutated line and the reason; an entry whose mutated line no
+longer matches (the function changed, mutmut renumbered) is stale, reported and not applied.
+
+mutmut keeps its results in ``mutants/``: a second run re-tests only functions that changed. Pass
+mutant-name patterns to test a part (``python benchmarks/mutate.py 'model.errors*'``), and
+``--fresh`` to delete ``mutants/`` first. ``mutmut results`` and ``mutmut show NAME`` list and show
+survivors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from lakeio.errors import UserError as BadInput  # noqa: E402 - one line naming the file or argument, exit 2
+
+EQUIVALENT_FILE = Path(__file__).resolve().parent / "mutate_equivalent.toml"
+
+# mutmut's exit code -> status (mutmut.stats.status_by_exit_code; anything else is "suspicious").
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+          35: "suspicious", 36: "timeout", 37: "type check", -24: "timeout", 24: "timeout", 152: "timeout",
+          255: "timeout", -11: "segfault", -9: "segfault", 2: "interrupted", None: "not checked"}
+COLUMNS = ["killed", "timeout", "survived", "no tests", "suspicious", "segfault", "equivalent", "not checked"]
+
+
+def status_of(code) -> str:
+    return STATUS.get(code, "suspicious")
+
+
+def load_equivalents(path: Path) -> dict[str, dict]:
+    """The equivalents file: ``["mutant.name"]`` tables with ``line`` (the mutated line) and ``reason``."""
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise BadInput(f"{path}: not valid TOML: {e}") from None
+    for name, entry in data.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip() \
+                or not isinstance(entry.get("line"), str) or "__mutmut_" not in name:
+            raise BadInput(f"{path}: [{name!r}] needs a mutant name (…__mutmut_N), a 'line' and a 'reason' string")
+    return data
+
+
+def load_results(root: Path) -> dict[str, dict[str, int | None]]:
+    """mutmut's verdicts per source file (``mutants/model/x.py.meta`` -> ``model/x.py``)."""
+    out = {}
+    for meta in sorted((root / "mutants").rglob("*.py.meta")):
+        rel = meta.relative_to(root / "mutants").as_posix()[: -len(".meta")]
+        try:
+            codes = json.loads(meta.read_text())["exit_code_by_key"]
+        except (json.JSONDecodeError, KeyError) as e:
+            raise BadInput(f"{meta}: not a mutmut result file: {e}") from None
+        if codes:
+            out[rel] = codes
+    return out
+
+
+def mutated_line(name: str) -> str | None:
+    """The '+' line(s) of the mutant's diff against the original function, stripped (None if unknown)."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant, find_mutant
+
+    try:
+        diff = get_diff_for_mutant(name, path=find_mutant(name).path)
+    except Exception:  # noqa: BLE001 - any failure means the mutant is not there as listed
+        return None
+    plus = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return "\n".join(plus)
+
+
+def check_equivalents(equivalents: dict[str, dict], codes: dict[str, int | None], patterns: list[str],
+                      line_of=None) -> tuple[set, list, list]:
+    """(applied names, stale entries, entries that were killed: the claim is wrong).
+
+    An entry is stale when its mutant is gone (in the selected part) or its mutated line is no longer
+    the listed one; ``line_of(name)`` gives the mutated line (mutmut's diff by default)."""
+    line_of = line_of or mutated_line
+    applied, stale, contradicted = set(), [], []
+    for name, entry in equivalents.items():
+        if patterns and not any(fnmatch.fnmatch(name, p) for p in patterns):
+            continue  # outside the selected part
+        if name not in codes:
+            stale.append((name, entry["line"], None))
+            continue
+        got = line_of(name)
+        if got is None or " ".join(entry["line"].split()) != " ".join(got.split()):
+            stale.append((name, entry["line"], got))
+            continue
+        if status_of(codes[name]) in ("killed", "timeout"):
+            contradicted.append(name)
+            continue
+        applied.add(name)
+    return applied, stale, contradicted
+
+
+def table(results: dict[str, dict[str, int | None]], equivalent: set[str], patterns: list[str]):
+    rows = []
+    for path, codes in results.items():
+        c = Counter()
+        for name, code in codes.items():
+            if patterns and not any(fnmatch.fnmatch(name, p) for p in patterns):
+                continue
+            c["equivalent" if name in equivalent else status_of(code)] += 1
+        if sum(c.values()):
+            rows.append((path, c))
+    return rows
+
+
+def score(c: Counter) -> float | None:
+    tested = sum(c.values()) - c["equivalent"] - c["not checked"] - c["skipped"]
+    return None if tested <= 0 else 100.0 * (c["killed"] + c["timeout"]) / tested
+
+
+def print_report(rows, target: float) -> Counter:
+    total = Counter()
+    w = max([len(p) for p, _ in rows] + [len("total")])
+    print(f"{'file':{w}s} " + " ".join(f"{h:>11s}" for h in COLUMNS) + "      score")
+    for path, c in rows:
+        total.update(c)
+        s = score(c)
+        print(f"{path:{w}s} " + " ".join(f"{c[h]:11d}" for h in COLUMNS) + (f"  {s:8.1f} %" if s is not None else "        —"))
+    s = score(total)
+    print(f"{'total':{w}s} " + " ".join(f"{total[h]:11d}" for h in COLUMNS) + (f"  {s:8.1f} %" if s is not None else "        —"))
+    return total
+
+
+def run_mutmut(patterns: list[str], max_children: int, niceness: int) -> int:
+    exe = Path(sys.executable).parent / "mutmut"
+    if not exe.exists():
+        raise BadInput(f"{exe}: mutmut is not installed (pip install 'mutmut>=3.8,<4', the dev extra)")
+    env = dict(os.environ, HYPOTHESIS_PROFILE="mutate")
+    env.pop("PYTHONPATH", None)  # mutants/ must win; mutmut puts it first on sys.path itself
+    cmd = ["nice", "-n", str(niceness), str(exe), "run", "--max-children", str(max_children), *patterns]
+    print("running:", "HYPOTHESIS_PROFILE=mutate", " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=ROOT, env=env)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("patterns", nargs="*", help="mutant-name patterns (fnmatch), e.g. 'model.errors*'; default all")
+    ap.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (default 2: the machine is shared)")
+    ap.add_argument("--nice", type=int, default=15, help="niceness of the mutmut run (default 15)")
+    ap.add_argument("--target", type=float, default=90.0, help="required score in percent (default 90)")
+    ap.add_argument("--report-only", action="store_true", help="do not run mutmut; report the results in mutants/")
+    ap.add_argument("--fresh", action="store_true", help="delete mutants/ first (mutmut otherwise re-tests only changes)")
+    ap.add_argument("--equivalent", type=Path, default=EQUIVALENT_FILE, help="the equivalent-mutants file")
+    ap.add_argument("--list-survivors", action="store_true", help="print every surviving / untested mutant's name")
+    args = ap.parse_args(argv)
+    if args.max_children < 1:
+        raise BadInput(f"--max-children: must be at least 1, got {args.max_children}")
+    if not 0 <= args.target <= 100:
+        raise BadInput(f"--target: a percentage between 0 and 100, got {args.target}")
+    if args.report_only and args.fresh:
+        raise BadInput("--fresh: deletes the results --report-only would read; pass one of them")
+
+    os.chdir(ROOT)  # mutmut reads pyproject.toml and mutants/ relative to the project root
+    equivalents = load_equivalents(args.equivalent)
+    elapsed = None
+    if not args.report_only:
+        if args.fresh and (ROOT / "mutants").exists():
+            shutil.rmtree(ROOT / "mutants")
+        started = time.perf_counter()
+        rc = run_mutmut(args.patterns, args.max_children, args.nice)
+        elapsed = time.perf_counter() - started
+        if rc != 0:
+            print(f"mutmut run failed (exit {rc}); the results below are what it recorded", flush=True)
+
+    results = load_results(ROOT)
+    if not results:
+        raise BadInput(f"{ROOT / 'mutants'}: no mutmut results (run without --report-only first)")
+    codes = {name: code for per_file in results.values() for name, code in per_file.items()}
+    unmatched = [p for p in args.patterns if not any(fnmatch.fnmatch(n, p) for n in codes)]
+    if unmatched:
+        raise BadInput(f"patterns: {unmatched} match no mutant of model/ (names look like "
+                       f"model.filenames.x_is_base_file__mutmut_12; `mutmut results --all` lists them)")
+    applied, stale, contradicted = check_equivalents(equivalents, codes, args.patterns)
+
+    print()
+    rows = table(results, applied, args.patterns)
+    total = print_report(rows, args.target)
+    s = score(total)
+    if elapsed is not None:
+        print(f"\nmutmut run: {elapsed:.0f} s wall")
+
+    print(f"\nequivalent mutants excluded ({len(applied)}, from {args.equivalent.relative_to(ROOT) if args.equivalent.is_relative_to(ROOT) else args.equivalent}):")
+    for name in sorted(applied):
+        print(f"  {name}: {equivalents[name]['line']}\n      why: {equivalents[name]['reason']}")
+    for name, line, got in stale:
+        print(f"  STALE, not applied: {name}: listed {line!r}, the mutant now is {got!r}")
+    for name in contradicted:
+        print(f"  WRONG: {name} is listed as equivalent but the tests killed it")
+
+    if args.list_survivors:
+        print("\nnot killed:")
+        for name, code in sorted(codes.items()):
+            if name not in applied and status_of(code) in ("survived", "no tests", "suspicious") \
+                    and (not args.patterns or any(fnmatch.fnmatch(name, p) for p in args.patterns)):
+                print(f"  {status_of(code):10s} {name}")
+
+    if total["not checked"]:
+        print(f"\nINCOMPLETE: {total['not checked']} mutants not checked; the score is over the checked ones "
+              "(exit 1: run the rest, or pass the patterns of the part you measured)")
+    if s is None:
+        print("FAILED: no mutant was checked")
+        return 1
+    verdict = "met" if s >= args.target else "MISSED"
+    what = f"the mutants matching {' '.join(args.patterns)}" if args.patterns else "model/"
+    print(f"\nmutation score of {what}: {s:.1f} % (target >= {args.target:g} %): {verdict}")
+    print("replay one mutant: mutmut run NAME; show it: mutmut show NAME (HYPOTHESIS_PROFILE=mutate)")
+    return 0 if s >= args.target and not contradicted and not total["not checked"] else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BadInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
