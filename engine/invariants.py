@@ -30,6 +30,7 @@ STEP_INVARIANTS = (
     "I13.blocking-one-pending",
     "I14.async-lazy",
     "I12.state-coverage",
+    "I11.events-before-ack",
     "bounded-state",
 )
 DRAIN_INVARIANTS = ("exactly-once.drained", "liveness")
@@ -54,6 +55,8 @@ EXPLANATIONS = {
     "I14.async-lazy": "async instant generation must run with the LAZY failed-writes policy",
     "I12.state-coverage": "a completed checkpoint covered a flushed, uncommitted interval zero or two times "
                           "(coordinator state vs task state)",
+    "I11.events-before-ack": "a checkpoint completed while write metadata keyed below it was still in flight "
+                             "(its ack could commit an entry before the entry's events arrived)",
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
 }
@@ -139,6 +142,10 @@ def check_state_coverage(system) -> Verdict:
     return _from_observations(system, "I12.state-coverage")
 
 
+def check_events_before_ack(system) -> Verdict:
+    return _from_observations(system, "I11.events-before-ack")
+
+
 def check_bounded_state(system) -> Verdict:
     """Coordinator entries <= U + 2 and events <= P x (U + 2), task state <= 1 event each, where U
     is the number of checkpoints triggered since the last ack the coordinator processed."""
@@ -170,6 +177,7 @@ def check_step(system) -> list[Verdict]:
         check_blocking_one_pending(system),
         check_async_lazy(system),
         check_state_coverage(system),
+        check_events_before_ack(system),
         check_bounded_state(system),
     ]
 

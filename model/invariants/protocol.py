@@ -7,7 +7,8 @@ Each property is stated once, here; no verdict is decided while a step runs. Two
 
 * :func:`check_step` -- after every event: no duplicate committed record, each instant completes at most
   once, ascending commit order, one instant per key, subsume, blocking mode's single pending instant, async
-  mode's LAZY policy, state coverage at each completed checkpoint, bounded state.
+  mode's LAZY policy, state coverage at each completed checkpoint, no write metadata below a checkpoint in
+  flight when it completes, bounded state.
 * :func:`check_drained` -- after :func:`model.protocol.spec.drain` (faults stopped, checkpoints run with
   delivered acks): exactly-once (committed records == records read up to the last completed checkpoint) and
   liveness (quiescent within :data:`LIVENESS_CHECKPOINTS` checkpoints).
@@ -32,6 +33,7 @@ STEP_INVARIANTS = (
     "I13.blocking-one-pending",
     "I14.async-lazy",
     "I12.state-coverage",
+    "I11.events-before-ack",
     "bounded-state",
 )
 DRAIN_INVARIANTS = ("exactly-once.drained", "liveness")
@@ -52,6 +54,8 @@ EXPLANATIONS = {
     "I14.async-lazy": "async instant generation must run with the LAZY failed-writes policy",
     "I12.state-coverage": "a completed checkpoint covered a flushed, uncommitted interval zero or two times "
                           "(coordinator state vs task state)",
+    "I11.events-before-ack": "a checkpoint completed while write metadata keyed below it was still in flight "
+                             "(its ack could commit an entry before the entry's events arrived)",
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
 }
@@ -179,6 +183,15 @@ def check_state_coverage(s: State) -> Verdict:
     return _fails("I12.state-coverage", breaks)
 
 
+def check_events_before_ack(s: State) -> Verdict:
+    """When checkpoint n completes, every write-metadata event keyed below n has reached the coordinator
+    (async event delivery: Flink delivers a task's operator events ahead of its checkpoint
+    acknowledgement, so ``notifyCheckpointComplete(n)`` commits complete entries; I11)."""
+    return _fails("I11.events-before-ack",
+                  [(c.step, f"checkpoint {c.checkpoint} completed with write metadata of key(s) {sorted(c.late_keys)} "
+                            f"still in flight") for c in s.history.checkpoints if c.late_keys])
+
+
 # -------------------------------------------------------------------------------------- bounded state
 def check_bounded_state(s: State) -> Verdict:
     """Coordinator entries <= U + 2 and events <= P x (U + 2), task state <= 1 event each, where U is the
@@ -211,6 +224,7 @@ def check_step(s: State) -> list[Verdict]:
         check_blocking_one_pending(s),
         check_async_lazy(s),
         check_state_coverage(s),
+        check_events_before_ack(s),
         check_bounded_state(s),
     ]
 

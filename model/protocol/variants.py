@@ -58,7 +58,34 @@ _V = [
             "restarted task re-flushed it; after a restore its data is neither recommitted nor re-sent.",
             {"task_failover": "single"}, ("exactly-once.drained", "I12.state-coverage"),
             ("task-crash", "coordinator-crash")),
+    Variant("hudi-1.1-async-events",
+            "Hudi 1.1 with write-metadata and bootstrap events as messages in flight: one FIFO channel per "
+            "task, channels interleaving freely, the checkpoint acknowledgement behind the task's events, "
+            "the failed attempts' events dropped on failover, bootstrap events arriving one by one while "
+            "the coordinator keeps committing (a non-atomic failover), and the lost-event fault.",
+            {"event_delivery": "async"}),
+    Variant("clean-during-restart",
+            "Hudi 1.1 with async event delivery where a restart is slower than the heartbeat tolerance: "
+            "after a coordinator or global failover the dead writers' heartbeats expire and a LAZY clean "
+            "rolls back a pending instant while the restarted tasks' bootstrap events for it are still "
+            "in flight; the recommit then finds the instant gone and its data is lost. Found by this "
+            "model; not confirmed against Hudi.",
+            {"event_delivery": "async", "clean_during_restart": True},
+            ("exactly-once.drained",), ("coordinator-crash",)),
     # ------------------------------------------------------------------ broken
+    Variant("ack-overtakes-events",
+            "Async event delivery where a task's checkpoint acknowledgement overtakes the write-metadata "
+            "events it sent before its snapshot: checkpoint n completes and its ack commits key n-1 "
+            "before that key's last events arrive; they then re-create an entry below the acked "
+            "checkpoint.",
+            {"event_delivery": "async", "ack_behind_events": False},
+            ("I11.events-before-ack", "I11.subsume"), ()),
+    Variant("stale-attempt-events",
+            "Async event delivery where the events of a failed execution attempt are still delivered "
+            "after the failover: a restarted task replays records whose old write metadata then reaches "
+            "the coordinator too.",
+            {"event_delivery": "async", "drop_failed_attempt_events": False},
+            ("exactly-once.no-duplicates",), ("coordinator-crash",)),
     Variant("broken-commit-eq",
             "Commit rule k == n: the ack of n commits only key n, but data of interval n is keyed n "
             "and only flushed at checkpoint n+1, and no later ack subsumes older keys.",
