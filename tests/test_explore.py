@@ -438,3 +438,35 @@ def test_graph_refuses_a_state_graph_too_big_to_draw(tmp_path, capsys, monkeypat
 def test_max_states_reports_not_exhaustive(capsys):
     rc, out, _ = run_cli(["explore", "--writers", "2", "--checkpoints", "2", "--max-states", "500"], capsys)
     assert rc == 0 and "NOT exhaustive (stopped: max-states" in out and "500 distinct states" in out
+
+
+#: Messages in flight (async event delivery): each broken variant's shortest counterexample at 1 writer x 2
+#: checkpoints x 1 record, and the correct design exhaustive at the same bound with the same faults.
+ASYNC_EVENT_CASES = [
+    ("ack-overtakes-events", "none", "I11.events-before-ack",
+     ["trigger-checkpoint", "request-instant", "snapshot-task", "complete-checkpoint"]),
+    ("stale-attempt-events", "coordinator-crash", "I12.state-coverage",
+     ["trigger-checkpoint", "request-instant", "snapshot-task", "crash-coordinator", "deliver-event",
+      "deliver-event", "trigger-checkpoint", "request-instant", "snapshot-task", "deliver-event", "deliver-event",
+      "complete-checkpoint"]),
+    ("clean-during-restart", "coordinator-crash", "exactly-once.drained",
+     ["ingest", "trigger-checkpoint", "request-instant", "snapshot-task", "deliver-event", "deliver-event",
+      "complete-checkpoint", "trigger-checkpoint", "crash-coordinator", "clean", "deliver-event"]),
+]
+
+
+@pytest.mark.parametrize("name,faults,invariant,kinds", ASYNC_EVENT_CASES, ids=[c[0] for c in ASYNC_EVENT_CASES])
+def test_async_event_variants_shortest_counterexample_and_the_design_passes(name, faults, invariant, kinds, tmp_path,
+                                                                           capsys):
+    bound = ["--writers", "1", "--checkpoints", "2", "--records", "1", "--faults", faults, "--crashes", "1"]
+    rc, out, _ = run_cli(["explore", "--variant", name, *bound, "--json", "--out", str(tmp_path)], capsys)
+    rep = json.loads(out)
+    assert rc == 1
+    v = rep["violation"]
+    assert v["invariant"] == invariant
+    assert [e["kind"] for e in v["events"]][:len(kinds)] == kinds and v["depth"] == len(kinds)
+    assert v["replay_reports"] == invariant
+    rc, out, _ = run_cli(["explore", "--variant", "hudi-1.1-async-events", *bound, "--json", "--out",
+                          str(tmp_path / "ok")], capsys)
+    rep = json.loads(out)
+    assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["states"] > 100
