@@ -19,6 +19,10 @@ flow again):
   1.1.1 design, ``reset_keeps_memory``) + ``restoreEvents``; tasks restart with attempt + 1, send
   the cleanup event and (with the #19215 fix) their pending state events.
 
+With async event delivery (``event_delivery="async"``) the failed attempts' messages in flight are
+dropped and the bootstrap events join the restarted tasks' channels instead of being handled here
+(:mod:`model.protocol.channels`, :mod:`model.protocol.failover`).
+
 In every kind the pending checkpoint is aborted. Global kinds also drop acks in flight (the old
 coordinator will never see them) and stop every heartbeat (writers died); recommits restart the
 heartbeats they need (LAZY). Instants no state covers stay pending without a heartbeat: the

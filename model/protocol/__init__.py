@@ -9,7 +9,8 @@ readable protocol, one module per concern:
 * :mod:`~model.protocol.actions` -- one named action per event kind: a guard (None, or a sentence saying why
   not) and an effect returning the next state, each citing the Hudi/Flink method it stands for; the rules
   they use live in :mod:`~model.protocol.writer`, :mod:`~model.protocol.coordinator`,
-  :mod:`~model.protocol.table` and :mod:`~model.protocol.failover`;
+  :mod:`~model.protocol.table`, :mod:`~model.protocol.failover` and :mod:`~model.protocol.channels` (messages
+  between the tasks and the coordinator: handled at once, or in flight with ``event_delivery="async"``);
 * :mod:`~model.protocol.spec` -- Next: :func:`enabled` (derived from the guards), :func:`step`,
   :func:`drain`, :func:`view`, and :data:`SPEC`, the spec as a :class:`~model.protocol.machine.Machine`;
 * :mod:`model.invariants.protocol` -- the properties, pure predicates over state and history.
