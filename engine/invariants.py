@@ -33,7 +33,7 @@ STEP_INVARIANTS = (
     "I11.events-before-ack",
     "bounded-state",
 )
-DRAIN_INVARIANTS = ("exactly-once.drained", "liveness")
+DRAIN_INVARIANTS = ("exactly-once.drained", "liveness", "liveness.stall")
 ALL_INVARIANTS = STEP_INVARIANTS + DRAIN_INVARIANTS
 #: One shared "holds" verdict per invariant: verdicts are frozen, and the step checks run after
 #: every event of every explored state (building nine Verdicts per state cost ~6 us).
@@ -59,6 +59,8 @@ EXPLANATIONS = {
                              "(its ack could commit an entry before the entry's events arrived)",
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
+    "liveness.stall": "after faults stopped, progress resumed only through instant-timeout failovers (more than "
+                      "the configured stall bound)",
 }
 
 
@@ -213,6 +215,16 @@ def check_liveness(system, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
                    f"keys with uncommitted data: {waiting}", tuple(f"key {k}" for k in waiting))
 
 
+def check_stall(system) -> Verdict:
+    bound = system.config.stall_bound
+    stalls = system.stalls_after_stop
+    if bound < 0 or len(stalls) <= bound:
+        return Verdict("liveness.stall", True, f"{len(stalls)} instant timeout(s) after faults stopped")
+    return Verdict("liveness.stall", False,
+                   f"{len(stalls)} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at "
+                   f"step {stalls[0]}", tuple(f"step {st}" for st in stalls[:5]))
+
+
 def check_drained(system, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:
     """The invariants judged once the run is drained (see :meth:`System.drain`)."""
-    return [check_exactly_once(system), check_liveness(system, bound)]
+    return [check_exactly_once(system), check_liveness(system, bound), check_stall(system)]

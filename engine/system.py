@@ -89,7 +89,7 @@ class System:
     #: flags and cached hashes; ``__dict__`` only holds what a driver attaches (it is not cloned).
     __slots__ = ("config", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
                  "next_checkpoint", "acks_in_flight", "last_ack", "crashes", "faults_stopped",
-                 "checkpoints_after_stop", "step_count", "observations", "observed_rules", "channels",
+                 "checkpoints_after_stop", "step_count", "observations", "observed_rules", "channels", "stalls_after_stop",
                  "_own_c", "_own_w", "_own_p", "_coordinator_hash", "_writers_hash", "_checkpoints_hash", "__dict__")
 
     def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
@@ -113,6 +113,7 @@ class System:
         self.observed_rules: frozenset = frozenset()  # the rules of ``observations``
         #: per task, the messages in flight (async event delivery), oldest first; immutable tuples
         self.channels: tuple = ((),) * cfg.parallelism
+        self.stalls_after_stop: tuple = ()  # steps (1-based) of instant timeouts after faults stopped
         self._own_c = True
         self._own_w = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
         self._own_p = True  # whether this System owns its pending checkpoint (a clone shares it)
@@ -144,6 +145,7 @@ class System:
         s.observations = self.observations
         s.observed_rules = self.observed_rules
         s.channels = self.channels
+        s.stalls_after_stop = self.stalls_after_stop
         s._own_c = self._own_c = False
         s._own_w = self._own_w = ()
         s._own_p = self._own_p = False
@@ -555,6 +557,8 @@ class System:
         self.table.clean()
 
     def _do_timeout(self, ev):
+        if self.faults_stopped:
+            self.stalls_after_stop = self.stalls_after_stop + (self.step_count + 1,)
         failover.global_failover(self, recreate_coordinator=False)
 
     def _do_stop_faults(self, ev):

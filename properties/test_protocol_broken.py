@@ -43,6 +43,7 @@ CASES = [
     ("I11.subsume", "ack-overtakes-events"),
     ("exactly-once.no-duplicates", "stale-attempt-events"),
     ("exactly-once.drained", "clean-during-restart"),
+    ("liveness.stall", "blocking-lost-ack-stall"),
 ]
 
 #: Small bounds: the broken behaviours show within two tasks, two records and a few checkpoints.

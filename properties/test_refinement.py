@@ -126,6 +126,7 @@ EXHAUSTIVE = [
     ("ack-overtakes-events", _SMALL, (), 3000),
     ("stale-attempt-events", _SMALL, ("coordinator-crash",), 4000),
     ("clean-during-restart", _SMALL, ("coordinator-crash",), 4000),
+    ("blocking-lost-ack-stall", _SMALL, ("lost-ack",), 3000),
 ]
 if DEEP:
     EXHAUSTIVE += [

@@ -470,3 +470,24 @@ def test_async_event_variants_shortest_counterexample_and_the_design_passes(name
                           str(tmp_path / "ok")], capsys)
     rep = json.loads(out)
     assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["states"] > 100
+
+
+def test_stall_bound_blocking_counterexample_and_the_async_design_passes(tmp_path, capsys):
+    """blocking-lost-ack-stall: the shortest settled run whose drain needs an instant-timeout failover; the
+    async design explored with the same stall bound 0, bounds and faults has none."""
+    from checker import SystemModel, explore
+    from model.protocol import variant
+
+    bound = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "lost-ack"]
+    rc, out, _ = run_cli(["explore", "--variant", "blocking-lost-ack-stall", *bound, "--json", "--out",
+                          str(tmp_path)], capsys)
+    v = json.loads(out)["violation"]
+    assert rc == 1 and v["invariant"] == "liveness.stall" and v["replay_reports"] == "liveness.stall"
+    kinds = [e["kind"] for e in v["events"]]
+    assert kinds[v["depth"] - 1] == "lose-ack"  # the drain after it needs the instant-timeout failover
+    trace_kinds = [json.loads(line).get("kind") for line in open(v["trace"]).read().splitlines()[1:]]
+    assert "instant-timeout" in trace_kinds[v["depth"]:]
+    for name in ("hudi-1.1", "hudi-1.1-async-events"):
+        cfg = variant(name, parallelism=1, max_checkpoints=2, records=2, faults=frozenset({"lost-ack"}), stall_bound=0)
+        res = explore(SystemModel(cfg), stop_on_violation=False)
+        assert res.complete and not res.discoveries and res.states > 50

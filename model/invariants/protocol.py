@@ -36,7 +36,7 @@ STEP_INVARIANTS = (
     "I11.events-before-ack",
     "bounded-state",
 )
-DRAIN_INVARIANTS = ("exactly-once.drained", "liveness")
+DRAIN_INVARIANTS = ("exactly-once.drained", "liveness", "liveness.stall")
 ALL_INVARIANTS = STEP_INVARIANTS + DRAIN_INVARIANTS
 
 #: Checkpoints after faults stop within which every flushed interval must be committed.
@@ -58,6 +58,8 @@ EXPLANATIONS = {
                              "(its ack could commit an entry before the entry's events arrived)",
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
+    "liveness.stall": "after faults stopped, progress resumed only through instant-timeout failovers (more than "
+                      "the configured stall bound)",
 }
 
 #: Commit outcomes in which the instant was on the timeline (and so was committed, once or again).
@@ -262,6 +264,20 @@ def check_liveness(s: State, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
                    f"keys with uncommitted data: {waiting}", tuple(f"key {k}" for k in waiting))
 
 
+def check_stall(s: State) -> Verdict:
+    """Once faults stopped, at most ``config.stall_bound`` instant timeouts (-1: not judged). A run that
+    resumes only through a ``write.commit.ack.timeout`` failover (blocking mode after a lost ack: the
+    buffered instant is never committed, the next barrier's instant request waits on the CommitGuard) is a
+    liveness violation, not quiescence."""
+    bound = s.config.stall_bound
+    n = len(s.history.stalls)
+    if bound < 0 or n <= bound:
+        return Verdict("liveness.stall", True, f"{n} instant timeout(s) after faults stopped")
+    return Verdict("liveness.stall", False,
+                   f"{n} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at step "
+                   f"{s.history.stalls[0]}", tuple(f"step {st}" for st in s.history.stalls[:5]))
+
+
 def check_drained(s: State, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:
     """The invariants judged once the run is drained (see :func:`model.protocol.spec.drain`)."""
-    return [check_exactly_once(s), check_liveness(s, bound)]
+    return [check_exactly_once(s), check_liveness(s, bound), check_stall(s)]

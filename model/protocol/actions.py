@@ -276,7 +276,9 @@ def may_instant_timeout(s: State, ev: E.InstantTimeout) -> str | None:
 
 
 def do_instant_timeout(s: State, ev: E.InstantTimeout) -> State:
-    """The task fails the job: a same-graph global failover."""
+    """The task fails the job: a same-graph global failover. History: after faults stopped, a stall."""
+    if s.faults_stopped:
+        s = replace(s, history=replace(s.history, stalls=s.history.stalls + (s.history.steps,)))
     return failover.global_failover(s, recreate_coordinator=False)
 
 

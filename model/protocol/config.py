@@ -34,6 +34,7 @@ _BOUNDS = {
     "records": (0, 1_000_000),
     "buffer_size": (1, 1_000_000),
     "max_crashes": (0, 10_000),
+    "stall_bound": (-1, 10_000),
 }
 
 
@@ -103,7 +104,9 @@ class ProtocolConfig:
     * ``drop_failed_attempt_events`` -- async delivery: events of a failed attempt are dropped on
       failover (True, Flink); False is the broken design that still delivers them afterwards.
 
-    Bounds: ``parallelism`` writer tasks, ``max_checkpoints`` triggered checkpoints,
+    Bounds: ``stall_bound`` -- instant timeouts (``write.commit.ack.timeout`` failovers) a run may need
+    after faults stopped before ``liveness.stall`` fails: progress that resumes only through a
+    timeout-triggered failover is a stall; -1 (default) does not judge stalls. ``parallelism`` writer tasks, ``max_checkpoints`` triggered checkpoints,
     ``records`` per source split (one split per task), ``buffer_size`` records per writer buffer
     (eager flush when full), ``faults`` enabled, ``max_crashes`` crash-like faults per run.
     """
@@ -136,6 +139,7 @@ class ProtocolConfig:
     buffer_size: int = 2
     faults: frozenset = field(default_factory=lambda: ALL_FAULTS)
     max_crashes: int = 1
+    stall_bound: int = -1
 
     def __post_init__(self):
         for name, allowed in _CHOICES.items():

@@ -155,6 +155,7 @@ class History:
     commits: tuple = ()            # tuple[CommitAttempt]
     rollbacks: tuple = ()          # instants rolled back, in order
     checkpoints: tuple = ()        # tuple[CheckpointCoverage]
+    stalls: tuple = ()             # steps of the instant timeouts taken after faults stopped
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,14 @@ _V = [
     Variant("instant-per-request",
             "Every instant request starts a new instant, even for a key that already has one.",
             {"share_instant_per_key": False}, ("I10.one-instant-per-key",), ()),
+    Variant("blocking-lost-ack-stall",
+            "Hudi 1.1 blocking mode (COW upsert, CommitGuard) judged with stall bound 0: a lost ack leaves "
+            "the buffered instant uncommitted, the next barrier's instant request waits on the CommitGuard, "
+            "the checkpoint that would subsume the lost ack cannot complete, and only the "
+            "write.commit.ack.timeout failover resumes progress. The async design passes the same bound "
+            "(the next ack subsumes the lost one).",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "stall_bound": 0},
+            ("liveness.stall",), ("lost-ack",)),
     Variant("unbounded-task-state",
             "Tasks append each interval's write metadata to their state instead of replacing it.",
             {"task_state": "append"}, ("bounded-state", "I12.state-coverage"), ()),
