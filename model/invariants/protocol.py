@@ -10,8 +10,9 @@ Each property is stated once, here; no verdict is decided while a step runs. Two
   mode's LAZY policy, state coverage at each completed checkpoint, no write metadata below a checkpoint in
   flight when it completes, bounded state.
 * :func:`check_drained` -- after :func:`model.protocol.spec.drain` (faults stopped, checkpoints run with
-  delivered acks): exactly-once (committed records == records read up to the last completed checkpoint) and
-  liveness (quiescent within :data:`LIVENESS_CHECKPOINTS` checkpoints).
+  delivered acks): exactly-once (committed records == records read up to the last completed checkpoint),
+  liveness (quiescent within :data:`LIVENESS_CHECKPOINTS` checkpoints) and the stall bound (at most
+  ``config.stall_bound`` instant-timeout failovers after faults stopped).
 
 The engine evaluates the same invariants on its own state (:mod:`engine.invariants`); the refinement suite
 asserts both give the same verdict in every state it visits.
