@@ -93,6 +93,15 @@ class ProtocolConfig:
       checkpoint is triggered only once every restarted task's bootstrap events arrived (Flink
       triggers only when every task is RUNNING, which a task reports after ``initializeState`` on
       the same channel).
+    * ``coordinator_starts_instants`` -- blocking mode only: the 0.x coordinator starts the next
+      instant itself right after a successful commit (``notifyCheckpointComplete -> commitInstant ->
+      startInstant``) and writers take the instant it started (``instantToWrite`` polls
+      ``lastPendingInstant``) instead of asking for one; an empty checkpoint (no write statuses,
+      ``allow_commit_on_empty_batch`` off) is not committed, and its instant -- heartbeat kept -- is
+      reused for the next interval. The coordinator's instant is reused while it is pending with a live
+      heartbeat; after a global failover (heartbeats stopped) the first request starts a new one
+      (0.x ``handleBootstrapEvent -> initInstant -> startInstant``). False: Hudi 1.1's request-driven
+      instants.
     * ``ack_behind_events`` -- async delivery: the checkpoint acknowledgement is ordered behind the
       task's events (True, Flink); False is the broken design where it overtakes them.
     * ``clean_during_restart`` -- async delivery: a LAZY clean may roll back failed writes while a
@@ -130,6 +139,7 @@ class ProtocolConfig:
     partial_aborts: bool = False
     allow_commit_on_empty_batch: bool = False
     event_delivery: str = "sync"
+    coordinator_starts_instants: bool = False
     ack_behind_events: bool = True
     drop_failed_attempt_events: bool = True
     clean_during_restart: bool = False
@@ -162,6 +172,11 @@ class ProtocolConfig:
     @property
     def blocking(self) -> bool:
         return self.mode == "blocking"
+
+    @property
+    def coordinator_start(self) -> bool:
+        """0.x coordinator-started instants (blocking mode only)."""
+        return self.mode == "blocking" and self.coordinator_starts_instants
 
     @property
     def async_events(self) -> bool:

@@ -41,6 +41,13 @@ _V = [
             "Hudi 0.x/1.0 blocking flow on a tv6 table: one pending data instant, the next one only "
             "after a commit, EAGER rollback of failed writes at startCommit.",
             {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6}),
+    Variant("hudi-0.x-coordinator-start",
+            "Hudi 0.x blocking flow with coordinator-started instants on a tv6 table: the coordinator "
+            "starts the next instant right after a successful commit, writers take the instant it started "
+            "(polling lastPendingInstant), an empty checkpoint is not committed and its instant is reused; "
+            "EAGER rollback of failed writes at startCommit.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
+             "coordinator_starts_instants": True}),
     Variant("hudi-1.1-partial-abort",
             "Hudi 1.1 where a checkpoint may abort after some tasks snapshotted it: those tasks "
             "advanced their last-known checkpoint id, the others did not, so one key's entry collects "
