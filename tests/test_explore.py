@@ -472,14 +472,16 @@ def test_async_event_variants_shortest_counterexample_and_the_design_passes(name
     assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["states"] > 100
 
 
-def test_stall_bound_blocking_counterexample_and_the_async_design_passes(tmp_path, capsys):
-    """blocking-lost-ack-stall: the shortest settled run whose drain needs an instant-timeout failover; the
-    async design explored with the same stall bound 0, bounds and faults has none."""
+@pytest.mark.parametrize("name", ["blocking-lost-ack-stall", "coordinator-start-lost-ack-stall"])
+def test_stall_bound_blocking_counterexample_and_the_async_design_passes(name, tmp_path, capsys):
+    """The blocking designs (1.1 CommitGuard, 0.x coordinator-started instants): the shortest settled run whose
+    drain needs an instant-timeout failover; the async design explored with the same stall bound 0, bounds and
+    faults has none."""
     from checker import SystemModel, explore
     from model.protocol import variant
 
     bound = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "lost-ack"]
-    rc, out, _ = run_cli(["explore", "--variant", "blocking-lost-ack-stall", *bound, "--json", "--out",
+    rc, out, _ = run_cli(["explore", "--variant", name, *bound, "--json", "--out",
                           str(tmp_path)], capsys)
     v = json.loads(out)["violation"]
     assert rc == 1 and v["invariant"] == "liveness.stall" and v["replay_reports"] == "liveness.stall"

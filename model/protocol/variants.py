@@ -147,6 +147,13 @@ _V = [
             "(the next ack subsumes the lost one).",
             {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "stall_bound": 0},
             ("liveness.stall",), ("lost-ack",)),
+    Variant("coordinator-start-lost-ack-stall",
+            "Hudi 0.x coordinator-started instants judged with stall bound 0: the coordinator starts a new "
+            "instant only after a successful commit, so after a lost ack no instant appears, the writers "
+            "wait at the next barrier, and only the write.commit.ack.timeout failover resumes progress.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
+             "coordinator_starts_instants": True, "stall_bound": 0},
+            ("liveness.stall",), ("lost-ack",)),
     Variant("unbounded-task-state",
             "Tasks append each interval's write metadata to their state instead of replacing it.",
             {"task_state": "append"}, ("bounded-state", "I12.state-coverage"), ()),
