@@ -37,6 +37,7 @@ crash-task(t)          [task-crash] crash budget left                      task 
 crash-coordinator      [coordinator-crash] crash budget left               coordinator failover
 restart-job            [full-restart] crash budget left                    global failover
 lose-event(t)          [lost-event] a message in flight from t, budget     drop it; task failover
+request-timeout(t)     [request-timeout] t's request would be granted      task failover
 =====================  ==================================================  =======================
 """
 
@@ -325,6 +326,16 @@ class System:
             return f"no message in flight from task {ev.task}"
         return self._may_crash(ev)
 
+    def _may_request_timeout(self, ev):
+        why = self._may_request_instant(ev)
+        if why is not None:
+            return f"no instant request of task {ev.task} in progress ({why})"
+        return self._may_crash(ev)
+
+    def _do_request_timeout(self, ev):
+        self.crashes += 1
+        failover.task_failover(self, ev.task)
+
     def _may_lose_ack(self, ev):
         return None if ev.checkpoint in self.acks_in_flight else f"no ack of checkpoint {ev.checkpoint} in flight"
 
@@ -417,6 +428,9 @@ class System:
             out.extend(_event(E.LoseAck, n) for n in acks)
         if "lost-event" in faults and self.crashes < cfg.max_crashes:
             out.extend(_event(E.LoseEvent, t) for t in range(P) if chans[t])
+        if "request-timeout" in faults and self.crashes < cfg.max_crashes:
+            out.extend(_event(E.RequestTimeout, t) for t in range(P)
+                       if self._may_request_instant(_event(E.RequestInstant, t)) is None)
         if "abort" in faults and pend is not None and (cfg.partial_aborts or not self._any_snapshotted(pend)):
             out.append(_event(E.AbortCheckpoint))
         if self.crashes < cfg.max_crashes:
@@ -772,6 +786,7 @@ _ACTIONS = {
     "restart-job": ("_may_crash", "_do_restart_job"),
     "deliver-event": ("_may_deliver_event", "_do_deliver_event"),
     "lose-event": ("_may_lose_event", "_do_lose_event"),
+    "request-timeout": ("_may_request_timeout", "_do_request_timeout"),
 }
 assert set(_ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
 _GUARDS = {k: getattr(System, g) for k, (g, _) in _ACTIONS.items()}

@@ -157,6 +157,11 @@ class ProtocolMachine(RuleBasedStateMachine):
     def lose_event(self, data):
         self._step(data, "lose-event")
 
+    @precondition(_has("request-timeout"))
+    @rule(data=st.data())
+    def request_timeout(self, data):
+        self._step(data, "request-timeout")
+
     @precondition(_has("instant-timeout"))
     @rule(data=st.data())
     def instant_timeout(self, data):

@@ -270,7 +270,8 @@ def test_tiny_bound_is_exhaustive_without_violation_for_correct_variants(name, t
     assert rep["states"] > 100 and rep["transitions"] >= rep["states"] - 1 and rep["max_depth"] > 5
     assert rep["drained_checks"] > 0  # exactly-once / liveness were judged somewhere
     assert sorted(rep["config"]["faults"]) == sorted(
-        ["lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart", "lost-event"])
+        ["lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart", "lost-event",
+         "request-timeout"])
     assert not list(tmp_path.iterdir())  # no counterexample, no trace
 
 

@@ -29,7 +29,8 @@ RANGES = {
 GRAPH_MAX_STATES = 500
 GRAPH_BOUNDS = {"--writers": 2, "--checkpoints": 2, "--records": 4, "--crashes": 1}
 DEFAULT_MAX_STATES = 20_000_000  # the 2 x 3 bound with lost acks and one crash has 13.3 million
-CRASH_FAULTS = frozenset({"task-crash", "coordinator-crash", "full-restart", "lost-event"})
+CRASH_FAULTS = frozenset({"task-crash", "coordinator-crash", "full-restart", "lost-event",
+                          "request-timeout"})
 DEFAULT_OUT = "out/explore"
 
 
@@ -44,7 +45,7 @@ def add_parser(subparsers) -> None:
                    help="checkpoints that may be triggered (0-20, default 2)")
     p.add_argument("--faults", metavar="LIST",
                    help="comma-separated faults: lost-ack, late-ack, abort, task-crash, coordinator-crash, "
-                        "full-restart, lost-event; 'none' or 'all' (default: the faults the variant needs to show its "
+                        "full-restart, lost-event, request-timeout; 'none' or 'all' (default: the faults the variant needs to show its "
                         "break; none for correct variants)")
     p.add_argument("--crashes", type=int, default=1, metavar="N",
                    help="crash-like faults per run (task-crash, coordinator-crash, full-restart, lost-event; 0-10, "

@@ -34,7 +34,7 @@ Configuration -- :mod:`model.protocol.config`, :mod:`model.protocol.variants`::
     VARIANTS["bug-19215"].description / .expected   # registry: name -> Variant
     cfg.to_dict() / ProtocolConfig.from_dict(d)     # JSON-able (trace headers)
     FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart",
-              "lost-event")
+              "lost-event", "request-timeout")
 
 The spec -- :mod:`model.protocol.spec`::
 
@@ -61,7 +61,8 @@ Events -- :mod:`model.protocol.events` (frozen dataclasses with a ``kind`` strin
     faults:  LoseAck(checkpoint) ["lost-ack"]; DeliverAck of a newer ack first ["late-ack"];
              AbortCheckpoint() ["abort"]; CrashTask(task) ["task-crash"];
              CrashCoordinator() ["coordinator-crash"]; RestartJob() ["full-restart"];
-             LoseEvent(task) ["lost-event", async event delivery only]
+             LoseEvent(task) ["lost-event", async event delivery only];
+             RequestTimeout(task) ["request-timeout"]
 
 Invariants -- :mod:`model.invariants.protocol`: ``check_step(state) -> list[Verdict]`` after every
 event, ``check_drained(state) -> list[Verdict]`` after :func:`drain`.
@@ -102,6 +103,7 @@ from .events import (
     LoseAck,
     LoseEvent,
     RequestInstant,
+    RequestTimeout,
     RestartJob,
     SnapshotTask,
     StopFaults,
@@ -117,7 +119,7 @@ from .spec import SPEC, DRAIN_LIMIT, drain, enabled, guard, init, step, task_ste
 
 __all__ = [
     "ALL_FAULTS", "FAULTS", "ProtocolConfig", "EVENT_TYPES", "Event", "event_from_dict",
-    "AbortCheckpoint", "Clean", "CompleteCheckpoint", "CrashCoordinator", "CrashTask", "DeliverAck", "DeliverEvent", "LoseEvent",
+    "AbortCheckpoint", "Clean", "CompleteCheckpoint", "CrashCoordinator", "CrashTask", "DeliverAck", "DeliverEvent", "LoseEvent", "RequestTimeout",
     "Flush", "Ingest", "InstantTimeout", "LoseAck", "RequestInstant", "RestartJob", "SnapshotTask",
     "StopFaults", "TriggerCheckpoint", "Record", "Source", "BOOTSTRAP_INSTANT", "DEFAULT_EPOCH_MS", "BufferEntry",
     "CompletedCheckpoint", "TaskSnapshot", "WriteMetadataEvent", "WriteStatus", "empty_bootstrap", "logical_time",

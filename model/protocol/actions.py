@@ -33,6 +33,8 @@ crash-coordinator      [coordinator-crash] crash budget left               coord
 restart-job            [full-restart] crash budget left                    global failover
 lose-event(t)          [lost-event] a message in flight from t, budget     drop it; t fails: task
                                                                            failover
+request-timeout(t)     [request-timeout] t's request would be granted,     t fails: task failover
+                       budget left
 =====================  ==================================================  =======================
 """
 
@@ -234,6 +236,23 @@ def do_lose_event(s: State, ev: E.LoseEvent) -> State:
     return failover.task_failover(s, t)
 
 
+# -------------------------------------------------------------------------------- request-timeout(t)
+def may_request_timeout(s: State, ev: E.RequestTimeout) -> str | None:
+    """The instant request (``Correspondent.requestInstantTime``, an RPC the coordinator answers on its
+    single-threaded executor, which also runs commits and table-service scheduling) waits behind a slow
+    job longer than the RPC timeout. The model has no durations: the fault may hit any request the
+    coordinator would grant (a blocked one times out through ``instant-timeout``)."""
+    why = may_request_instant(s, E.RequestInstant(ev.task))
+    if why is not None:
+        return f"no instant request of task {ev.task} in progress ({why})"
+    return may_crash(s, ev)
+
+
+def do_request_timeout(s: State, ev: E.RequestTimeout) -> State:
+    """The RPC fails in the task (Hudi #19902): the task fails, a task failover."""
+    return failover.task_failover(replace(s, crashes=s.crashes + 1), ev.task)
+
+
 # --------------------------------------------------------------------------------------- lose-ack(n)
 def may_lose_ack(s: State, ev: E.LoseAck) -> str | None:
     return None if ev.checkpoint in s.acks_in_flight else f"no ack of checkpoint {ev.checkpoint} in flight"
@@ -350,6 +369,7 @@ ACTIONS: dict[str, Action] = {
     "restart-job": Action(may_crash, do_restart_job),
     "deliver-event": Action(may_deliver_event, do_deliver_event),
     "lose-event": Action(may_lose_event, do_lose_event),
+    "request-timeout": Action(may_request_timeout, do_request_timeout),
 }
 assert set(ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 #: Fault kinds, in the order ``enabled_events`` lists them.
-FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart", "lost-event")
+FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart", "lost-event",
+          "request-timeout")
 ALL_FAULTS = frozenset(FAULTS)
 
 _CHOICES = {

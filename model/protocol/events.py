@@ -29,7 +29,9 @@ Faults (enabled by ``ProtocolConfig.faults``)
     ``lose-ack(checkpoint)`` [lost-ack], ``deliver-ack`` of a newer ack first [late-ack],
     ``abort-checkpoint`` [abort], ``crash-task(task)`` [task-crash],
     ``crash-coordinator`` [coordinator-crash], ``restart-job`` [full-restart],
-    ``lose-event(task)`` [lost-event] (async event delivery only)
+    ``lose-event(task)`` [lost-event] (async event delivery only),
+    ``request-timeout(task)`` [request-timeout]: the task's instant request, queued on the coordinator's
+    executor behind a slow commit or table service, times out; the task fails
 """
 
 from __future__ import annotations
@@ -160,11 +162,18 @@ class LoseEvent(Event):
     fault: ClassVar[str] = "lost-event"
 
 
+@dataclass(frozen=True, slots=True)
+class RequestTimeout(Event):
+    task: int
+    kind: ClassVar[str] = "request-timeout"
+    fault: ClassVar[str] = "request-timeout"
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Ingest, RequestInstant, Flush, TriggerCheckpoint, SnapshotTask, CompleteCheckpoint,
                 DeliverAck, Clean, InstantTimeout, StopFaults, LoseAck, AbortCheckpoint, CrashTask,
-                CrashCoordinator, RestartJob, DeliverEvent, LoseEvent)
+                CrashCoordinator, RestartJob, DeliverEvent, LoseEvent, RequestTimeout)
 }
 
 

@@ -55,6 +55,7 @@ def candidates(s: State) -> list[E.Event]:
     out += [E.InstantTimeout(t) for t in P]
     out += [E.LoseAck(n) for n in s.acks_in_flight]
     out += [E.LoseEvent(t) for t in P]
+    out += [E.RequestTimeout(t) for t in P]
     out.append(E.AbortCheckpoint())
     crash_tasks = [0] if s.config.task_failover == "region" else P
     out += [E.CrashTask(t) for t in crash_tasks]
