@@ -86,13 +86,14 @@ _V = [
             "before that key's last events arrive; they then re-create an entry below the acked "
             "checkpoint.",
             {"event_delivery": "async", "ack_behind_events": False},
-            ("I11.events-before-ack", "I11.subsume", "exactly-once.drained"), ()),
+            ("I11.events-before-ack", "I11.subsume", "I11.complete-once", "I11.ascending-commit-order",
+             "I12.state-coverage", "bounded-state", "exactly-once.drained"), ()),
     Variant("stale-attempt-events",
             "Async event delivery where the events of a failed execution attempt are still delivered "
             "after the failover: a restarted task replays records whose old write metadata then reaches "
             "the coordinator too.",
             {"event_delivery": "async", "drop_failed_attempt_events": False},
-            ("exactly-once.no-duplicates", "I12.state-coverage"), ("coordinator-crash",)),
+            ("exactly-once.no-duplicates", "I12.state-coverage", "exactly-once.drained"), ("coordinator-crash",)),
     Variant("broken-commit-eq",
             "Commit rule k == n: the ack of n commits only key n, but data of interval n is keyed n "
             "and only flushed at checkpoint n+1, and no later ack subsumes older keys.",
