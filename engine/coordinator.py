@@ -205,7 +205,12 @@ class Coordinator:
                 return entry.instant
         if self.would_block(key):
             raise RuntimeError("instant request would block; check would_block() first")
-        instant = table.start_commit(eager=self.cfg.eager)
+        current = self.instant
+        if (self.cfg.coordinator_start and current and table.is_pending(current)
+                and current in table.heartbeats):
+            instant = current  # 0.x: the instant the coordinator started
+        else:
+            instant = table.start_commit(eager=self.cfg.eager)
         self._assign(table, key, instant)
         self._put(key, self._empty(instant))  # initNewEventBuffer
         self.instant = instant
@@ -237,7 +242,10 @@ class Coordinator:
         self.max_acked = max(self.max_acked, n)
         keys = sorted((k for k in self.buffers if self._rule(k, n)),
                       reverse=self.cfg.commit_order == "descending")
-        return [(k, self.buffers[k].instant, self.commit_instant(table, k)) for k in keys]
+        out = [(k, self.buffers[k].instant, self.commit_instant(table, k)) for k in keys]
+        if self.cfg.coordinator_start and any(o == "committed" for _, _, o in out):
+            self.instant = table.start_commit(eager=self.cfg.eager)  # 0.x: startInstant after a commit
+        return out
 
     def commit_instant(self, table, key: int, recommit: bool = False) -> str:
         """``commitInstant(key, instant, buffer)``; the entry is removed in every outcome.
@@ -252,7 +260,8 @@ class Coordinator:
         statuses = entry.statuses()
         if entry.all_null() or (not statuses and not self.cfg.allow_commit_on_empty_batch):
             del self.buffers[key]
-            table.stop_heartbeat(entry.instant)  # writeClient.cleanResources(instant)
+            if not self.cfg.coordinator_start:  # 0.x keeps the instant (and its heartbeat) for the next interval
+                table.stop_heartbeat(entry.instant)  # writeClient.cleanResources(instant)
             return "empty"
         if recommit and not self.cfg.eager:
             if table.is_pending(entry.instant):

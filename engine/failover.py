@@ -19,6 +19,10 @@ flow again):
   1.1.1 design, ``reset_keeps_memory``) + ``restoreEvents``; tasks restart with attempt + 1, send
   the cleanup event and (with the #19215 fix) their pending state events.
 
+With async event delivery (``event_delivery="async"``) the failed attempts' messages in flight are
+dropped and the bootstrap events join the restarted tasks' channels instead of being handled here
+(:mod:`model.protocol.channels`, :mod:`model.protocol.failover`).
+
 In every kind the pending checkpoint is aborted. Global kinds also drop acks in flight (the old
 coordinator will never see them) and stop every heartbeat (writers died); recommits restart the
 heartbeats they need (LAZY). Instants no state covers stay pending without a heartbeat: the
@@ -40,20 +44,28 @@ def _restore_writer(system, t: int, attempt: int) -> None:
         w.restore(snap.offset, snap.checkpoint_id, snap.state, attempt)
 
 
+def _drop_in_flight(system, tasks) -> None:
+    """Async event delivery: the messages in flight from the failed attempts of ``tasks`` are dropped
+    (``SchedulerBase.deliverOperatorEventToCoordinator``), unless the broken design keeps them."""
+    cfg = system.config
+    if cfg.event_delivery == "async" and cfg.drop_failed_attempt_events:
+        system.channels = tuple(() if t in tasks else ch for t, ch in enumerate(system.channels))
+
+
 def _send_bootstrap(system, tasks, global_failover: bool) -> None:
     restored = system.last_completed is not None
-    coord = system.coordinator_to_change()
     for t in tasks:
         w = system.writers[t]
         for ev in w.bootstrap_events(system.table, restored, global_failover,
                                      system.config.resend_on_global_failover):
-            coord.handle_bootstrap_event(system.table, ev)
+            system._send(t, ev)
 
 
 def task_failover(system, failed: int) -> None:
     """Region (or single-task) failover of the write tasks."""
     system.pending_checkpoint = None
     tasks = [failed] if system.config.task_failover == "single" else list(range(system.config.parallelism))
+    _drop_in_flight(system, tasks)
     for t in tasks:
         _restore_writer(system, t, system.writers[t].attempt + 1)
     _send_bootstrap(system, tasks, global_failover=False)
@@ -65,6 +77,7 @@ def global_failover(system, recreate_coordinator: bool) -> None:
     system.pending_checkpoint = None
     system.acks_in_flight = ()
     system.table.stop_all_heartbeats()
+    _drop_in_flight(system, range(cfg.parallelism))
     ckp = system.last_completed
     if recreate_coordinator:
         system.replace_coordinator(Coordinator(cfg))

@@ -30,9 +30,10 @@ STEP_INVARIANTS = (
     "I13.blocking-one-pending",
     "I14.async-lazy",
     "I12.state-coverage",
+    "I11.events-before-ack",
     "bounded-state",
 )
-DRAIN_INVARIANTS = ("exactly-once.drained", "liveness")
+DRAIN_INVARIANTS = ("exactly-once.drained", "liveness", "liveness.stall")
 ALL_INVARIANTS = STEP_INVARIANTS + DRAIN_INVARIANTS
 #: One shared "holds" verdict per invariant: verdicts are frozen, and the step checks run after
 #: every event of every explored state (building nine Verdicts per state cost ~6 us).
@@ -54,8 +55,12 @@ EXPLANATIONS = {
     "I14.async-lazy": "async instant generation must run with the LAZY failed-writes policy",
     "I12.state-coverage": "a completed checkpoint covered a flushed, uncommitted interval zero or two times "
                           "(coordinator state vs task state)",
+    "I11.events-before-ack": "a checkpoint completed while write metadata keyed below it was still in flight "
+                             "(its ack could commit an entry before the entry's events arrived)",
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
+    "liveness.stall": "after faults stopped, progress resumed only through instant-timeout failovers (more than "
+                      "the configured stall bound)",
 }
 
 
@@ -139,6 +144,10 @@ def check_state_coverage(system) -> Verdict:
     return _from_observations(system, "I12.state-coverage")
 
 
+def check_events_before_ack(system) -> Verdict:
+    return _from_observations(system, "I11.events-before-ack")
+
+
 def check_bounded_state(system) -> Verdict:
     """Coordinator entries <= U + 2 and events <= P x (U + 2), task state <= 1 event each, where U
     is the number of checkpoints triggered since the last ack the coordinator processed."""
@@ -170,6 +179,7 @@ def check_step(system) -> list[Verdict]:
         check_blocking_one_pending(system),
         check_async_lazy(system),
         check_state_coverage(system),
+        check_events_before_ack(system),
         check_bounded_state(system),
     ]
 
@@ -205,6 +215,16 @@ def check_liveness(system, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
                    f"keys with uncommitted data: {waiting}", tuple(f"key {k}" for k in waiting))
 
 
+def check_stall(system) -> Verdict:
+    bound = system.config.stall_bound
+    stalls = system.stalls_after_stop
+    if bound < 0 or len(stalls) <= bound:
+        return Verdict("liveness.stall", True, f"{len(stalls)} instant timeout(s) after faults stopped")
+    return Verdict("liveness.stall", False,
+                   f"{len(stalls)} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at "
+                   f"step {stalls[0]}", tuple(f"step {st}" for st in stalls[:5]))
+
+
 def check_drained(system, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:
     """The invariants judged once the run is drained (see :meth:`System.drain`)."""
-    return [check_exactly_once(system), check_liveness(system, bound)]
+    return [check_exactly_once(system), check_liveness(system, bound), check_stall(system)]

@@ -25,6 +25,8 @@ snapshot-task(t)       barrier waiting at t and grant held                 flush
 complete-checkpoint    every task snapshotted                              tasks-first: coordinator
                                                                            snapshot; ack n in flight
 deliver-ack(n)         n in flight and the oldest (any with late-ack)      commit keys < n
+deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
+                                                                           the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
 instant-timeout(t)     blocking, t blocked, no ack in flight               global failover
 stop-faults            faults not stopped yet (drivers only; not listed)   no more faults
@@ -34,6 +36,8 @@ abort-checkpoint       [abort] one pending (and no task snapshotted yet,  drop i
 crash-task(t)          [task-crash] crash budget left                      task failover
 crash-coordinator      [coordinator-crash] crash budget left               coordinator failover
 restart-job            [full-restart] crash budget left                    global failover
+lose-event(t)          [lost-event] a message in flight from t, budget     drop it; task failover
+request-timeout(t)     [request-timeout] t's request would be granted      task failover
 =====================  ==================================================  =======================
 """
 
@@ -48,7 +52,7 @@ from model.errors import RuleViolation
 from model.protocol import events as E
 from model.protocol.config import FAULTS, ProtocolConfig
 from model.protocol.source import Record, Source
-from model.protocol.values import CompletedCheckpoint, TaskSnapshot
+from model.protocol.values import CompletedCheckpoint, TaskSnapshot, WriteMetadataEvent
 
 from . import failover
 from .checkpoint import PendingCheckpoint
@@ -86,7 +90,7 @@ class System:
     #: flags and cached hashes; ``__dict__`` only holds what a driver attaches (it is not cloned).
     __slots__ = ("config", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
                  "next_checkpoint", "acks_in_flight", "last_ack", "crashes", "faults_stopped",
-                 "checkpoints_after_stop", "step_count", "observations", "observed_rules",
+                 "checkpoints_after_stop", "step_count", "observations", "observed_rules", "channels", "stalls_after_stop",
                  "_own_c", "_own_w", "_own_p", "_coordinator_hash", "_writers_hash", "_checkpoints_hash", "__dict__")
 
     def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
@@ -108,6 +112,9 @@ class System:
         self.step_count = 0
         self.observations: tuple = ()
         self.observed_rules: frozenset = frozenset()  # the rules of ``observations``
+        #: per task, the messages in flight (async event delivery), oldest first; immutable tuples
+        self.channels: tuple = ((),) * cfg.parallelism
+        self.stalls_after_stop: tuple = ()  # steps (1-based) of instant timeouts after faults stopped
         self._own_c = True
         self._own_w = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
         self._own_p = True  # whether this System owns its pending checkpoint (a clone shares it)
@@ -138,6 +145,8 @@ class System:
         s.step_count = self.step_count
         s.observations = self.observations
         s.observed_rules = self.observed_rules
+        s.channels = self.channels
+        s.stalls_after_stop = self.stalls_after_stop
         s._own_c = self._own_c = False
         s._own_w = self._own_w = ()
         s._own_p = self._own_p = False
@@ -188,7 +197,10 @@ class System:
 
     def _barrier_waiting(self, t: int) -> bool:
         p = self.pending_checkpoint
-        return p is not None and p.tasks[t] is None
+        return p is not None and p.tasks[t] is None and self.writers[t].checkpoint_id != p.id
+
+    def _bootstrap_in_flight(self) -> bool:
+        return any(type(m) is WriteMetadataEvent and m.bootstrap for ch in self.channels for m in ch)
 
     def _needs_instant(self, t: int) -> bool:
         w = self.writers[t]
@@ -215,7 +227,7 @@ class System:
         barrier. One query instead of three guards (drivers call it on every wake-up)."""
         w = self.writers[t]
         p = self.pending_checkpoint
-        waiting = p is not None and p.tasks[t] is None
+        waiting = p is not None and p.tasks[t] is None and w.checkpoint_id != p.id
         full = w.offset - w.flushed >= self.config.buffer_size
         if w.instant is None:
             if full or waiting:
@@ -277,6 +289,8 @@ class System:
             return f"checkpoint {self.pending_checkpoint.id} is pending"
         if self.next_checkpoint > self.config.max_checkpoints and not self.faults_stopped:
             return f"bound: max_checkpoints={self.config.max_checkpoints}"
+        if self._bootstrap_in_flight():
+            return "a restarted task's bootstrap events are still in flight (not every task is RUNNING)"
         return None
 
     def _may_snapshot(self, ev):
@@ -302,6 +316,26 @@ class System:
             return f"ack {n} would overtake ack {self.acks_in_flight[0]} (late-ack fault not enabled)"
         return None
 
+    def _may_deliver_event(self, ev):
+        if not self.channels[ev.task]:
+            return f"no message in flight from task {ev.task}"
+        return None
+
+    def _may_lose_event(self, ev):
+        if not self.channels[ev.task]:
+            return f"no message in flight from task {ev.task}"
+        return self._may_crash(ev)
+
+    def _may_request_timeout(self, ev):
+        why = self._may_request_instant(ev)
+        if why is not None:
+            return f"no instant request of task {ev.task} in progress ({why})"
+        return self._may_crash(ev)
+
+    def _do_request_timeout(self, ev):
+        self.crashes += 1
+        failover.task_failover(self, ev.task)
+
     def _may_lose_ack(self, ev):
         return None if ev.checkpoint in self.acks_in_flight else f"no ack of checkpoint {ev.checkpoint} in flight"
 
@@ -310,6 +344,8 @@ class System:
             return "EAGER policy: failed writes are rolled back by startCommit, not by clean"
         if not self.table.failed_writes():
             return "no pending instant with an expired heartbeat"
+        if not self.config.clean_during_restart and self._bootstrap_in_flight():
+            return "a restarted task's bootstrap events are still in flight (heartbeats not expired yet)"
         return None
 
     def _may_timeout(self, ev):
@@ -328,9 +364,13 @@ class System:
         p = self.pending_checkpoint
         if p is None:
             return "no checkpoint pending"
-        if not self.config.partial_aborts and p.acknowledged:
+        if not self.config.partial_aborts and self._any_snapshotted(p):
             return "a task already snapshotted (partial aborts not enabled)"
         return None
+
+    def _any_snapshotted(self, p) -> bool:
+        """A task took its snapshot of ``p`` (acknowledged, or with async delivery its ack in flight)."""
+        return p.acknowledged > 0 or any(w.checkpoint_id == p.id for w in self.writers)
 
     def _may_crash(self, ev):
         return None if self._crash_budget() else f"crash budget spent (max_crashes={self.config.max_crashes})"
@@ -345,13 +385,14 @@ class System:
         P = cfg.parallelism
         coord = self.coordinator
         pend = self.pending_checkpoint
+        chans = self.channels
         for t in range(P):
             w = self.writers[t]
             buffered = w.offset - w.flushed
             full = buffered >= cfg.buffer_size
             if w.offset < cfg.records and not full:
                 out.append(_event(E.Ingest, t))
-            barrier = pend is not None and pend.tasks[t] is None
+            barrier = pend is not None and pend.tasks[t] is None and w.checkpoint_id != pend.id
             if w.instant is None:
                 if (full or barrier) and not coord.would_block(w.checkpoint_id):
                     out.append(_event(E.RequestInstant, t))
@@ -360,8 +401,10 @@ class System:
                     out.append(_event(E.Flush, t))
                 if barrier:
                     out.append(_event(E.SnapshotTask, t))
+            if chans[t]:
+                out.append(_event(E.DeliverEvent, t))
         if pend is None:
-            if self.next_checkpoint <= cfg.max_checkpoints or self.faults_stopped:
+            if (self.next_checkpoint <= cfg.max_checkpoints or self.faults_stopped) and not self._bootstrap_in_flight():
                 out.append(_event(E.TriggerCheckpoint))
         elif pend.all_tasks_done():
             out.append(_event(E.CompleteCheckpoint))
@@ -371,7 +414,8 @@ class System:
                 out.extend(_event(E.DeliverAck, n) for n in acks)
             else:
                 out.append(_event(E.DeliverAck, acks[0]))
-        if not cfg.eager and self.table.failed_writes():
+        if not cfg.eager and self.table.failed_writes() and (cfg.clean_during_restart
+                                                             or not self._bootstrap_in_flight()):
             out.append(_event(E.Clean))
         if cfg.blocking and not acks:
             for t in range(P):
@@ -382,7 +426,12 @@ class System:
         faults = cfg.faults
         if "lost-ack" in faults:
             out.extend(_event(E.LoseAck, n) for n in acks)
-        if "abort" in faults and pend is not None and (cfg.partial_aborts or not pend.acknowledged):
+        if "lost-event" in faults and self.crashes < cfg.max_crashes:
+            out.extend(_event(E.LoseEvent, t) for t in range(P) if chans[t])
+        if "request-timeout" in faults and self.crashes < cfg.max_crashes:
+            out.extend(_event(E.RequestTimeout, t) for t in range(P)
+                       if self._may_request_instant(_event(E.RequestInstant, t)) is None)
+        if "abort" in faults and pend is not None and (cfg.partial_aborts or not self._any_snapshotted(pend)):
             out.append(_event(E.AbortCheckpoint))
         if self.crashes < cfg.max_crashes:
             if "task-crash" in faults:
@@ -424,7 +473,41 @@ class System:
         w.grant(self._c().handle_instant_request(self.table, w.checkpoint_id))
 
     def _do_flush(self, ev):
-        self._c().handle_write_metadata(self.table, self._w(ev.task).flush(last_batch=False))
+        self._send(ev.task, self._w(ev.task).flush(last_batch=False))
+
+    def _send(self, t: int, message) -> None:
+        """Task ``t`` sends ``message`` (:func:`model.protocol.channels.send`): into its channel with async
+        event delivery, else handled at once."""
+        if self.config.event_delivery == "async":
+            ch = self.channels
+            self.channels = ch[:t] + (ch[t] + (message,),) + ch[t + 1:]
+        else:
+            self._receive(t, message)
+
+    def _receive(self, t: int, message) -> None:
+        """A message from task ``t`` arrives (:func:`model.protocol.channels.receive`)."""
+        if type(message) is TaskSnapshot:
+            p = self.pending_checkpoint
+            if p is not None and p.id == message.checkpoint_id and p.tasks[t] is None:
+                self._p().acknowledge_task(t, message)
+        elif message.bootstrap:
+            self._c().handle_bootstrap_event(self.table, message)
+        else:
+            self._c().handle_write_metadata(self.table, message)
+
+    def _do_deliver_event(self, ev):
+        t = ev.task
+        ch = self.channels
+        message = ch[t][0]
+        self.channels = ch[:t] + (ch[t][1:],) + ch[t + 1:]
+        self._receive(t, message)
+
+    def _do_lose_event(self, ev):
+        t = ev.task
+        ch = self.channels
+        self.channels = ch[:t] + (ch[t][1:],) + ch[t + 1:]
+        self.crashes += 1
+        failover.task_failover(self, t)
 
     def _do_trigger(self, ev):
         n = self.next_checkpoint
@@ -434,11 +517,15 @@ class System:
         self._own_p = True
 
     def _do_snapshot(self, ev):
-        p = self._p()
+        p = self.pending_checkpoint
         w = self._w(ev.task)
         sent, state = w.snapshot_state(p.id, self.config.task_state == "append")
-        self._c().handle_write_metadata(self.table, sent)
-        p.acknowledge_task(ev.task, _new(TaskSnapshot, (w.offset, p.id, state)))
+        self._send(ev.task, sent)
+        ack = _new(TaskSnapshot, (w.offset, p.id, state))
+        if self.config.event_delivery == "async" and not self.config.ack_behind_events:
+            self._receive(ev.task, ack)  # broken: the acknowledgement overtakes the events in flight
+        else:
+            self._send(ev.task, ack)
 
     def _do_complete(self, ev):
         p = self.pending_checkpoint
@@ -466,6 +553,11 @@ class System:
         if twice:
             self.table.observe("I12.state-coverage",
                                f"checkpoint {ckp.id}: key(s) {twice} are in the coordinator state and in task state")
+        late = sorted({m.checkpoint_id for ch in self.channels for m in ch
+                       if type(m) is WriteMetadataEvent and m.checkpoint_id < ckp.id})
+        if late:
+            self.table.observe("I11.events-before-ack",
+                               f"checkpoint {ckp.id} completed with write metadata of key(s) {late} still in flight")
 
     def _do_deliver_ack(self, ev):
         self.acks_in_flight = tuple(n for n in self.acks_in_flight if n != ev.checkpoint)
@@ -479,6 +571,8 @@ class System:
         self.table.clean()
 
     def _do_timeout(self, ev):
+        if self.faults_stopped:
+            self.stalls_after_stop = self.stalls_after_stop + (self.step_count + 1,)
         failover.global_failover(self, recreate_coordinator=False)
 
     def _do_stop_faults(self, ev):
@@ -503,7 +597,7 @@ class System:
     def is_quiescent(self) -> bool:
         """Nothing in flight: no checkpoint pending, no ack in flight, no buffered or
         unsnapshotted data in any task, no write statuses waiting in the coordinator."""
-        if self.pending_checkpoint is not None or self.acks_in_flight:
+        if self.pending_checkpoint is not None or self.acks_in_flight or any(self.channels):
             return False
         for w in self.writers:
             if w.offset != w.flushed or w.interval:
@@ -525,10 +619,16 @@ class System:
             self.apply(ev)
             out.append(ev)
 
+        def deliver_messages():
+            for t in range(self.config.parallelism):
+                while self.channels[t]:
+                    do(E.DeliverEvent(t))
+
         if not self.faults_stopped:
             do(E.StopFaults())
         rounds = 0
         while True:
+            deliver_messages()
             while self.acks_in_flight:
                 do(E.DeliverAck(self.acks_in_flight[0]))
             if self.is_quiescent() or rounds >= max_checkpoints:
@@ -549,6 +649,7 @@ class System:
             rounds += 1
             if aborted:
                 continue
+            deliver_messages()
             do(E.CompleteCheckpoint())
         if not self.config.eager and self.table.failed_writes():
             do(E.Clean())
@@ -639,6 +740,7 @@ class System:
             self.crashes,
             self.faults_stopped,
             self.observed_rules,
+            self.channels,
         )
 
     def __repr__(self) -> str:
@@ -653,6 +755,10 @@ class System:
             lines.append(f"  {w!r} status={self.writer_status(w.task)}")
         for k, e in sorted(self.coordinator.buffers.items()):
             lines.append(f"  buffer key {k}: {e}")
+        for t, ch in enumerate(self.channels):
+            if ch:
+                lines.append(f"  in flight from task {t}: "
+                             f"{[f'ack(ckp {m.checkpoint_id})' if type(m) is TaskSnapshot else str(m) for m in ch]}")
         lines.append(f"  timeline: {[str(i) for i in self.table.timeline.instants()]}")
         lines.append(f"  heartbeats: {sorted(self.table.heartbeats)}")
         if self.last_completed:
@@ -678,6 +784,9 @@ _ACTIONS = {
     "crash-task": ("_may_crash", "_do_crash_task"),
     "crash-coordinator": ("_may_crash", "_do_crash_coordinator"),
     "restart-job": ("_may_crash", "_do_restart_job"),
+    "deliver-event": ("_may_deliver_event", "_do_deliver_event"),
+    "lose-event": ("_may_lose_event", "_do_lose_event"),
+    "request-timeout": ("_may_request_timeout", "_do_request_timeout"),
 }
 assert set(_ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
 _GUARDS = {k: getattr(System, g) for k, (g, _) in _ACTIONS.items()}

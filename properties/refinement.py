@@ -42,7 +42,8 @@ def all_candidates(cfg: ProtocolConfig, next_checkpoint: int) -> list[E.Event]:
     ckps = range(0, next_checkpoint + 1)
     out: list[E.Event] = []
     for kind, cls in E.EVENT_TYPES.items():
-        if kind in ("ingest", "request-instant", "flush", "snapshot-task", "instant-timeout", "crash-task"):
+        if kind in ("ingest", "request-instant", "flush", "snapshot-task", "instant-timeout", "crash-task",
+                    "deliver-event", "lose-event", "request-timeout"):
             out += [cls(t) for t in tasks]
         elif kind in ("deliver-ack", "lose-ack"):
             out += [cls(n) for n in ckps]
@@ -217,7 +218,7 @@ def fingerprint_core(system: System) -> tuple:
     """The engine's fingerprint without its monitors (the table's last committed key, the coordinator's
     max_acked / assigned, the highest ack, the rules observed): a function of the abstract state."""
     fp = system.fingerprint()
-    return (fp[0], fp[1], fp[3][:2], fp[4], fp[5], fp[6], fp[7], fp[9], fp[10])
+    return (fp[0], fp[1], fp[3][:2], fp[4], fp[5], fp[6], fp[7], fp[9], fp[10], fp[12])
 
 
 def fork(run: Lockstep) -> Lockstep:

@@ -39,6 +39,12 @@ CASES = [
     ("exactly-once.drained", "async-eager"),
     ("exactly-once.drained", "bug-19215"),
     ("exactly-once.drained", "hudi-1.1-partial-abort"),
+    ("I11.events-before-ack", "ack-overtakes-events"),
+    ("I11.subsume", "ack-overtakes-events"),
+    ("exactly-once.no-duplicates", "stale-attempt-events"),
+    ("exactly-once.drained", "clean-during-restart"),
+    ("liveness.stall", "blocking-lost-ack-stall"),
+    ("liveness.stall", "coordinator-start-lost-ack-stall"),
 ]
 
 #: Small bounds: the broken behaviours show within two tasks, two records and a few checkpoints.
@@ -84,7 +90,8 @@ def test_broken_variant_is_caught(invariant, name, capsys):
         print(f"\n[{name} breaks {invariant}] {len(trace.events)} events; replay: hoodie-lab replay {found.trace}")
 
 
-@pytest.mark.parametrize("name", ["hudi-1.1", "hudi-1.1-blocking"])
+@pytest.mark.parametrize("name", ["hudi-1.1", "hudi-1.1-blocking", "hudi-1.1-async-events",
+                                  "hudi-0.x-coordinator-start"])
 def test_correct_designs_are_not_caught_with_the_same_search(name):
     """The same targeted search finds nothing in the correct designs (the cases are not vacuous)."""
     cfg = variant(name, **CATCH_BOUNDS)

@@ -26,6 +26,7 @@ from checker.replay import replay, shrink_events
 from lakeio.traces import load_trace, write_trace
 from model.invariants.protocol import check_drained, check_step
 from model.protocol import ProtocolConfig, spec
+from model.protocol import events as E
 from model.protocol.state import committed_offsets
 
 #: Steps executed by every machine in this process (all suites).
@@ -146,6 +147,21 @@ class ProtocolMachine(RuleBasedStateMachine):
     def clean(self, data):
         self._step(data, "clean")
 
+    @precondition(_has("deliver-event"))
+    @rule(data=st.data())
+    def deliver_event(self, data):
+        self._step(data, "deliver-event")
+
+    @precondition(_has("lose-event"))
+    @rule(data=st.data())
+    def lose_event(self, data):
+        self._step(data, "lose-event")
+
+    @precondition(_has("request-timeout"))
+    @rule(data=st.data())
+    def request_timeout(self, data):
+        self._step(data, "request-timeout")
+
     @precondition(_has("instant-timeout"))
     @rule(data=st.data())
     def instant_timeout(self, data):
@@ -197,6 +213,9 @@ class ProtocolMachine(RuleBasedStateMachine):
                 ev = next((e for e in spec.enabled(self.state) if e.kind == kind and e.task == t), None)
                 if ev is not None:
                     self._apply(ev)
+        for t in range(self.CONFIG.parallelism):  # async event delivery: the messages in flight arrive
+            while self.state.channels[t]:
+                self._apply(E.DeliverEvent(t))
         ev = next((e for e in spec.enabled(self.state) if e.kind == "complete-checkpoint"), None)
         if ev is not None:
             self._apply(ev)

@@ -33,6 +33,7 @@ SUITES = {
     "async-tv6": variant("hudi-1.1-tv6", **SUITE_BOUNDS),
     "blocking-tv8": variant("hudi-1.1-blocking", **SUITE_BOUNDS),
     "blocking-tv6": variant("hudi-0.x-blocking", **SUITE_BOUNDS),
+    "async-events": variant("hudi-1.1-async-events", **SUITE_BOUNDS),
 }
 for _cfg in SUITES.values():
     assert _cfg.faults == ALL_FAULTS, "the suites interleave every fault"
@@ -41,6 +42,7 @@ AsyncTv8 = machine_for(SUITES["async-tv8"], "suite-async-tv8")
 AsyncTv6 = machine_for(SUITES["async-tv6"], "suite-async-tv6")
 BlockingTv8 = machine_for(SUITES["blocking-tv8"], "suite-blocking-tv8")
 BlockingTv6 = machine_for(SUITES["blocking-tv6"], "suite-blocking-tv6")
+AsyncEvents = machine_for(SUITES["async-events"], "suite-async-events")
 
 #: The ci profile's 60 examples are cheap here (the spec costs ~60 us a step, enabled events included); run more.
 _SUITE_SETTINGS = settings(max_examples=200) if not DEEP else settings.default
@@ -49,7 +51,8 @@ TestAsyncTv8 = AsyncTv8.TestCase
 TestAsyncTv6 = AsyncTv6.TestCase
 TestBlockingTv8 = BlockingTv8.TestCase
 TestBlockingTv6 = BlockingTv6.TestCase
-for _tc in (TestAsyncTv8, TestAsyncTv6, TestBlockingTv8, TestBlockingTv6):
+TestAsyncEvents = AsyncEvents.TestCase
+for _tc in (TestAsyncTv8, TestAsyncTv6, TestBlockingTv8, TestBlockingTv6, TestAsyncEvents):
     _tc.settings = settings(_SUITE_SETTINGS, max_examples=_SUITE_SETTINGS.max_examples)
 del _tc
 
@@ -60,8 +63,8 @@ DEEP_STEPS = 1_000_000
 
 @pytest.mark.skipif(not DEEP, reason="deep profile only (make deep)")
 def test_deep_million_steps():
-    """Keep running the four suites (2000 examples x up to 200 steps each) until >= 1e6 steps."""
-    machines = [AsyncTv8, AsyncTv6, BlockingTv8, BlockingTv6]
+    """Keep running the five suites (2000 examples x up to 200 steps each) until >= 1e6 steps."""
+    machines = [AsyncTv8, AsyncTv6, BlockingTv8, BlockingTv6, AsyncEvents]
     rounds = 0
     while STEPS["count"] < DEEP_STEPS:
         m = machines[rounds % len(machines)]

@@ -56,7 +56,8 @@ def any_design(draw):
     flags = {name: draw(st.booleans(), label=name) for name in (
         "coordinator_snapshot", "snapshot_all_null_entries", "reset_keeps_memory", "resend_on_global_failover",
         "idempotent_recommit", "share_instant_per_key", "commit_guard", "partial_aborts",
-        "allow_commit_on_empty_batch")}
+        "allow_commit_on_empty_batch", "ack_behind_events", "drop_failed_attempt_events", "clean_during_restart",
+        "coordinator_starts_instants")}
     return ProtocolConfig(**choice, **flags, parallelism=draw(st.integers(1, 3)),
                           max_checkpoints=draw(st.integers(1, 3)), records=draw(st.integers(0, 3)),
                           buffer_size=draw(st.integers(1, 2)), faults=draw(st.frozensets(st.sampled_from(FAULTS))),
@@ -121,6 +122,14 @@ EXHAUSTIVE = [
     ("broken-commit-le", _SMALL, ("full-restart",), 8000),
     ("non-idempotent-recommit", _SMALL, ("coordinator-crash", "late-ack"), 4000),
     ("single-task-failover", _TWO, ("task-crash",), 2000),
+    ("hudi-1.1-async-events", _TWO, ("coordinator-crash", "lost-event", "abort"), 4000),
+    ("hudi-1.1-async-events", _SMALL, ("lost-ack", "full-restart"), 4000),
+    ("ack-overtakes-events", _SMALL, (), 3000),
+    ("stale-attempt-events", _SMALL, ("coordinator-crash",), 4000),
+    ("clean-during-restart", _SMALL, ("coordinator-crash",), 4000),
+    ("blocking-lost-ack-stall", _SMALL, ("lost-ack",), 3000),
+    ("hudi-0.x-coordinator-start", _SMALL, ("lost-ack", "full-restart", "task-crash"), 4000),
+    ("hudi-0.x-coordinator-start", _TWO, ("abort", "coordinator-crash"), 3000),
 ]
 if DEEP:
     EXHAUSTIVE += [

@@ -72,7 +72,7 @@ from engine.invariants import (
     check_step,
     check_subsume,
 )
-from model.protocol import (AbortCheckpoint, Clean, CompleteCheckpoint, CrashCoordinator, CrashTask, DeliverAck, Flush, Ingest, InstantTimeout, LoseAck, RequestInstant, RestartJob, SnapshotTask, TriggerCheckpoint, variant)
+from model.protocol import (AbortCheckpoint, Clean, CompleteCheckpoint, CrashCoordinator, CrashTask, DeliverAck, Flush, Ingest, InstantTimeout, LoseAck, RequestInstant, RequestTimeout, RestartJob, SnapshotTask, TriggerCheckpoint, variant)
 from engine import System, TrueTimeSource
 from model.truetime import Clock, Lock, SkewAdjustingTimeGenerator, TimeGeneratorConfig
 
@@ -89,6 +89,19 @@ RPC_S = 0.001
 HANDLE_S = 0.0001
 
 CRASH_EVENTS = {"task": "crash-task", "coordinator": "crash-coordinator", "job": "restart-job"}
+
+
+#: The value an expired instant request's grant fires with (see :func:`expire_request`).
+EXPIRED = object()
+
+
+def expire_request(executor: Executor, grant, _timer) -> None:
+    """The instant request of ``grant`` is still queued ``ack_timeout_s`` after it was sent: its RPC times
+    out (``write.commit.ack.timeout``; Hudi #19902). Taken out of the queue, its grant fires with
+    :data:`EXPIRED`. A grant already taken, or given up by a crash, is left alone."""
+    if not grant.triggered and grant in executor.queue:
+        executor.give(grant)
+        grant.succeed(EXPIRED)
 
 
 @dataclass
@@ -119,6 +132,7 @@ class StreamResult:
     lost_records: int = 0
     duplicated_records: int = 0
     crash_log: list = field(default_factory=list)
+    request_timeouts: int = 0         # instant requests that timed out queued on the coordinator (request-timeout)
 
 
 class _Writer:
@@ -197,10 +211,15 @@ class StreamSim:
                        for t in targets}
         name = p["protocol"]["blocking_variant" if mode == "blocking" else "async_variant"]
         n_ckp = int(self.duration / ck["interval_s"]) + 16 + crashes * 4
+        # An instant request still queued on the coordinator's executor (behind a slow commit or table
+        # service) ack_timeout_s after it was sent fails its task (model fault request-timeout); room for
+        # one such failure per timeout period in the crash budget.
+        faults.add("request-timeout")
+        timeouts = int(self.duration / co["ack_timeout_s"]) + 1
         try:
             self.pcfg = variant(name, parallelism=P, buffer_size=1, records=records,
                                 max_checkpoints=min(10_000, n_ckp), faults=frozenset(faults),
-                                max_crashes=min(10_000, crashes))
+                                max_crashes=min(10_000, crashes + timeouts))
         except ValueError as exc:  # a bound of the protocol model (e.g. its maximum parallelism)
             from lakeio.errors import UserError
 
@@ -241,6 +260,7 @@ class StreamSim:
         self.crash_plan_label = (f"{crash_plan.target}-{crash_plan.when}-{crash_plan.step}-{crash_plan.occurrence}"
                                  if crash_plan is not None and crash_plan.step else "")
         self.crash_log: list[dict] = []
+        self.request_timeouts = 0  # instant requests that timed out while queued on the coordinator
         self.trace_dir = trace_dir                # every run's trace goes here (when given)
         self.failed_trace_dir = failed_trace_dir  # a failing run's trace goes here (default runs/sim/failed)
         self.check_every = check_every_acks or 1
@@ -401,6 +421,7 @@ class StreamSim:
         ev_ingest, ev_request, ev_flush, ev_snapshot = w.ev_ingest, w.ev_request, w.ev_flush, w.ev_snapshot
         flush_base, flush_per_record, storage = self.flush_base_s, self.flush_s_per_record, self.storage
         instant_requests, stall = self.metrics.instant_requests, self.metrics.stall
+        request_timeout = self.p["coordinator"]["ack_timeout_s"]
         now = env.now  # (read once after each yield)
         while True:
             try:
@@ -448,8 +469,21 @@ class StreamSim:
                         if w.stall_t0 is None:
                             w.stall_t0 = t0
                         grant = take()
+                        expired = False
                         try:  # (a crash gives the job up, queued or running)
-                            yield grant
+                            if not grant.triggered:  # queued behind another job: the RPC may time out
+                                timeout(max(0.0, t0 + request_timeout - now)).callbacks.append(
+                                    partial(expire_request, self.request_thread, grant))
+                            if (yield grant) is EXPIRED:
+                                expired = True  # (expire_request took it out of the queue)
+                                ev = RequestTimeout(i)
+                                if is_enabled(ev) is None:
+                                    self.request_timeouts += 1
+                                    apply(ev, checked=False)
+                                    self._after_failover("request-timeout")
+                                    raise _Crash()  # this writer was restarted too
+                                now = env.now  # no crash budget left: the task asks again
+                                continue
                             if is_enabled(ev_request) is not None:
                                 now = env.now
                                 continue
@@ -460,7 +494,8 @@ class StreamSim:
                             else:
                                 yield timeout(HANDLE_S)
                         finally:
-                            give(grant)
+                            if not expired:
+                                give(grant)
                         yield timeout(RPC_S)  # the request's and the reply's network time
                         now = env.now
                         instant_requests.append(now - t0)
@@ -819,7 +854,8 @@ class StreamSim:
         res = StreamResult(self.mode, self.seed, self.metrics, summary, self.first_violation or "ok",
                            sim_events=steps, model_events=len(self.events), wall_s=sim_wall,
                            loop_cpu_s=self.loop_cpu_s,
-                           lost_records=lost, duplicated_records=dup, crash_log=self.crash_log)
+                           lost_records=lost, duplicated_records=dup, crash_log=self.crash_log,
+                           request_timeouts=self.request_timeouts)
         if self.first_violation is not None or self.trace_dir is not None:
             res.trace_path = self.write_trace(self.trace_dir or self.failed_trace_dir or Path("runs") / "sim" / "failed")
             if self.first_violation is not None:

@@ -270,7 +270,8 @@ def test_tiny_bound_is_exhaustive_without_violation_for_correct_variants(name, t
     assert rep["states"] > 100 and rep["transitions"] >= rep["states"] - 1 and rep["max_depth"] > 5
     assert rep["drained_checks"] > 0  # exactly-once / liveness were judged somewhere
     assert sorted(rep["config"]["faults"]) == sorted(
-        ["lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart"])
+        ["lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart", "lost-event",
+         "request-timeout"])
     assert not list(tmp_path.iterdir())  # no counterexample, no trace
 
 
@@ -438,3 +439,58 @@ def test_graph_refuses_a_state_graph_too_big_to_draw(tmp_path, capsys, monkeypat
 def test_max_states_reports_not_exhaustive(capsys):
     rc, out, _ = run_cli(["explore", "--writers", "2", "--checkpoints", "2", "--max-states", "500"], capsys)
     assert rc == 0 and "NOT exhaustive (stopped: max-states" in out and "500 distinct states" in out
+
+
+#: Messages in flight (async event delivery): each broken variant's shortest counterexample at 1 writer x 2
+#: checkpoints x 1 record, and the correct design exhaustive at the same bound with the same faults.
+ASYNC_EVENT_CASES = [
+    ("ack-overtakes-events", "none", "I11.events-before-ack",
+     ["trigger-checkpoint", "request-instant", "snapshot-task", "complete-checkpoint"]),
+    ("stale-attempt-events", "coordinator-crash", "I12.state-coverage",
+     ["trigger-checkpoint", "request-instant", "snapshot-task", "crash-coordinator", "deliver-event",
+      "deliver-event", "trigger-checkpoint", "request-instant", "snapshot-task", "deliver-event", "deliver-event",
+      "complete-checkpoint"]),
+    ("clean-during-restart", "coordinator-crash", "exactly-once.drained",
+     ["ingest", "trigger-checkpoint", "request-instant", "snapshot-task", "deliver-event", "deliver-event",
+      "complete-checkpoint", "trigger-checkpoint", "crash-coordinator", "clean", "deliver-event"]),
+]
+
+
+@pytest.mark.parametrize("name,faults,invariant,kinds", ASYNC_EVENT_CASES, ids=[c[0] for c in ASYNC_EVENT_CASES])
+def test_async_event_variants_shortest_counterexample_and_the_design_passes(name, faults, invariant, kinds, tmp_path,
+                                                                           capsys):
+    bound = ["--writers", "1", "--checkpoints", "2", "--records", "1", "--faults", faults, "--crashes", "1"]
+    rc, out, _ = run_cli(["explore", "--variant", name, *bound, "--json", "--out", str(tmp_path)], capsys)
+    rep = json.loads(out)
+    assert rc == 1
+    v = rep["violation"]
+    assert v["invariant"] == invariant
+    assert [e["kind"] for e in v["events"]][:len(kinds)] == kinds and v["depth"] == len(kinds)
+    assert v["replay_reports"] == invariant
+    rc, out, _ = run_cli(["explore", "--variant", "hudi-1.1-async-events", *bound, "--json", "--out",
+                          str(tmp_path / "ok")], capsys)
+    rep = json.loads(out)
+    assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["states"] > 100
+
+
+@pytest.mark.parametrize("name", ["blocking-lost-ack-stall", "coordinator-start-lost-ack-stall"])
+def test_stall_bound_blocking_counterexample_and_the_async_design_passes(name, tmp_path, capsys):
+    """The blocking designs (1.1 CommitGuard, 0.x coordinator-started instants): the shortest settled run whose
+    drain needs an instant-timeout failover; the async design explored with the same stall bound 0, bounds and
+    faults has none."""
+    from checker import SystemModel, explore
+    from model.protocol import variant
+
+    bound = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "lost-ack"]
+    rc, out, _ = run_cli(["explore", "--variant", name, *bound, "--json", "--out",
+                          str(tmp_path)], capsys)
+    v = json.loads(out)["violation"]
+    assert rc == 1 and v["invariant"] == "liveness.stall" and v["replay_reports"] == "liveness.stall"
+    kinds = [e["kind"] for e in v["events"]]
+    assert kinds[v["depth"] - 1] == "lose-ack"  # the drain after it needs the instant-timeout failover
+    trace_kinds = [json.loads(line).get("kind") for line in open(v["trace"]).read().splitlines()[1:]]
+    assert "instant-timeout" in trace_kinds[v["depth"]:]
+    for name in ("hudi-1.1", "hudi-1.1-async-events"):
+        cfg = variant(name, parallelism=1, max_checkpoints=2, records=2, faults=frozenset({"lost-ack"}), stall_bound=0)
+        res = explore(SystemModel(cfg), stop_on_violation=False)
+        assert res.complete and not res.discoveries and res.states > 50

@@ -130,3 +130,18 @@ def test_checkpoint_timeout_declines_at_the_deadline(mode):
                            mode, 5, quick=True, keep_series=False)
     assert completed.metrics.checkpoints and all(done is not None for _, _, done in completed.metrics.checkpoints)
     assert completed.verdict == "ok" and completed.lost_records == 0 and completed.duplicated_records == 0
+
+
+def test_an_instant_request_queued_behind_a_slow_commit_times_out():
+    """Blocking mode runs instant requests and commits on one coordinator thread: with a commit slower than
+    write.commit.ack.timeout, a request queued behind it times out (model fault request-timeout: its task
+    fails and restarts) instead of waiting forever; every record still lands exactly once."""
+    exp = small(**{"coordinator.commit_latency_s": 12.0, "coordinator.ack_timeout_s": 5.0})
+    res = run_stream(exp, "blocking", 1, quick=True)
+    assert res.request_timeouts > 0
+    assert res.verdict == "ok", res.verdict
+    assert res.lost_records == 0 and res.duplicated_records == 0
+    # the same workload with a timeout longer than a commit: no request times out
+    calm = run_stream(small(**{"coordinator.commit_latency_s": 12.0, "coordinator.ack_timeout_s": 60.0}),
+                      "blocking", 1, quick=True)
+    assert calm.request_timeouts == 0 and calm.verdict == "ok"

@@ -31,7 +31,8 @@ RANGES = {
 GRAPH_MAX_STATES = 500
 GRAPH_BOUNDS = {"--writers": 2, "--checkpoints": 2, "--records": 4, "--crashes": 1}
 DEFAULT_MAX_STATES = 20_000_000  # the 2 x 3 bound with lost acks and one crash has 13.3 million
-CRASH_FAULTS = frozenset({"task-crash", "coordinator-crash", "full-restart"})
+CRASH_FAULTS = frozenset({"task-crash", "coordinator-crash", "full-restart", "lost-event",
+                          "request-timeout"})
 DEFAULT_OUT = "out/explore"
 
 
@@ -52,10 +53,11 @@ def add_parser(subparsers) -> None:
                    help="checkpoints that may be triggered (0-20, default 2)")
     p.add_argument("--faults", metavar="LIST",
                    help="comma-separated faults: lost-ack, late-ack, abort, task-crash, coordinator-crash, "
-                        "full-restart; 'none' or 'all' (default: the faults the variant needs to show its "
+                        "full-restart, lost-event, request-timeout; 'none' or 'all' (default: the faults the variant needs to show its "
                         "break; none for correct variants)")
     p.add_argument("--crashes", type=int, default=1, metavar="N",
-                   help="crash-like faults per run (task-crash, coordinator-crash, full-restart; 0-10, default 1)")
+                   help="crash-like faults per run (task-crash, coordinator-crash, full-restart, lost-event; 0-10, "
+                        "default 1)")
     p.add_argument("--mode", choices=("blocking", "async"), help="instant generation (default: the variant's)")
     p.add_argument("--table-version", type=int, choices=(6, 8), help="table version (default: the variant's)")
     p.add_argument("--records", type=int, metavar="R", help="records per source split (0-100, default: the variant's)")
@@ -295,9 +297,11 @@ def run(args) -> int:
 
 
 def _describe_config(cfg) -> str:
-    faults = ", ".join(f for f in ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash",
-                                   "full-restart") if f in cfg.faults) or "none"
-    return (f"{cfg.mode}, tv{cfg.table_version}, {cfg.failed_writes}, commit rule '{cfg.commit_rule}'; "
+    from model.protocol import FAULTS
+
+    faults = ", ".join(f for f in FAULTS if f in cfg.faults) or "none"
+    return (f"{cfg.mode}, tv{cfg.table_version}, {cfg.failed_writes}, commit rule '{cfg.commit_rule}'"
+            + (", async event delivery" if cfg.event_delivery == "async" else "") + "; "
             f"{cfg.parallelism} writer(s), {cfg.max_checkpoints} checkpoint(s), {cfg.records} record(s)/split, "
             f"buffer {cfg.buffer_size}; faults: {faults}"
             + (f"; crashes <= {cfg.max_crashes}" if cfg.faults & CRASH_FAULTS else ""))

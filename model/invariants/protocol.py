@@ -7,10 +7,12 @@ Each property is stated once, here; no verdict is decided while a step runs. Two
 
 * :func:`check_step` -- after every event: no duplicate committed record, each instant completes at most
   once, ascending commit order, one instant per key, subsume, blocking mode's single pending instant, async
-  mode's LAZY policy, state coverage at each completed checkpoint, bounded state.
+  mode's LAZY policy, state coverage at each completed checkpoint, no write metadata below a checkpoint in
+  flight when it completes, bounded state.
 * :func:`check_drained` -- after :func:`model.protocol.spec.drain` (faults stopped, checkpoints run with
-  delivered acks): exactly-once (committed records == records read up to the last completed checkpoint) and
-  liveness (quiescent within :data:`LIVENESS_CHECKPOINTS` checkpoints).
+  delivered acks): exactly-once (committed records == records read up to the last completed checkpoint),
+  liveness (quiescent within :data:`LIVENESS_CHECKPOINTS` checkpoints) and the stall bound (at most
+  ``config.stall_bound`` instant-timeout failovers after faults stopped).
 
 The engine evaluates the same invariants on its own state (:mod:`engine.invariants`); the refinement suite
 asserts both give the same verdict in every state it visits.
@@ -32,9 +34,10 @@ STEP_INVARIANTS = (
     "I13.blocking-one-pending",
     "I14.async-lazy",
     "I12.state-coverage",
+    "I11.events-before-ack",
     "bounded-state",
 )
-DRAIN_INVARIANTS = ("exactly-once.drained", "liveness")
+DRAIN_INVARIANTS = ("exactly-once.drained", "liveness", "liveness.stall")
 ALL_INVARIANTS = STEP_INVARIANTS + DRAIN_INVARIANTS
 
 #: Checkpoints after faults stop within which every flushed interval must be committed.
@@ -52,8 +55,12 @@ EXPLANATIONS = {
     "I14.async-lazy": "async instant generation must run with the LAZY failed-writes policy",
     "I12.state-coverage": "a completed checkpoint covered a flushed, uncommitted interval zero or two times "
                           "(coordinator state vs task state)",
+    "I11.events-before-ack": "a checkpoint completed while write metadata keyed below it was still in flight "
+                             "(its ack could commit an entry before the entry's events arrived)",
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
+    "liveness.stall": "after faults stopped, progress resumed only through instant-timeout failovers (more than "
+                      "the configured stall bound)",
 }
 
 #: Commit outcomes in which the instant was on the timeline (and so was committed, once or again).
@@ -179,6 +186,15 @@ def check_state_coverage(s: State) -> Verdict:
     return _fails("I12.state-coverage", breaks)
 
 
+def check_events_before_ack(s: State) -> Verdict:
+    """When checkpoint n completes, every write-metadata event keyed below n has reached the coordinator
+    (async event delivery: Flink delivers a task's operator events ahead of its checkpoint
+    acknowledgement, so ``notifyCheckpointComplete(n)`` commits complete entries; I11)."""
+    return _fails("I11.events-before-ack",
+                  [(c.step, f"checkpoint {c.checkpoint} completed with write metadata of key(s) {sorted(c.late_keys)} "
+                            f"still in flight") for c in s.history.checkpoints if c.late_keys])
+
+
 # -------------------------------------------------------------------------------------- bounded state
 def check_bounded_state(s: State) -> Verdict:
     """Coordinator entries <= U + 2 and events <= P x (U + 2), task state <= 1 event each, where U is the
@@ -211,6 +227,7 @@ def check_step(s: State) -> list[Verdict]:
         check_blocking_one_pending(s),
         check_async_lazy(s),
         check_state_coverage(s),
+        check_events_before_ack(s),
         check_bounded_state(s),
     ]
 
@@ -248,6 +265,20 @@ def check_liveness(s: State, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
                    f"keys with uncommitted data: {waiting}", tuple(f"key {k}" for k in waiting))
 
 
+def check_stall(s: State) -> Verdict:
+    """Once faults stopped, at most ``config.stall_bound`` instant timeouts (-1: not judged). A run that
+    resumes only through a ``write.commit.ack.timeout`` failover (blocking mode after a lost ack: the
+    buffered instant is never committed, the next barrier's instant request waits on the CommitGuard) is a
+    liveness violation, not quiescence."""
+    bound = s.config.stall_bound
+    n = len(s.history.stalls)
+    if bound < 0 or n <= bound:
+        return Verdict("liveness.stall", True, f"{n} instant timeout(s) after faults stopped")
+    return Verdict("liveness.stall", False,
+                   f"{n} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at step "
+                   f"{s.history.stalls[0]}", tuple(f"step {st}" for st in s.history.stalls[:5]))
+
+
 def check_drained(s: State, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:
     """The invariants judged once the run is drained (see :func:`model.protocol.spec.drain`)."""
-    return [check_exactly_once(s), check_liveness(s, bound)]
+    return [check_exactly_once(s), check_liveness(s, bound), check_stall(s)]

@@ -9,7 +9,8 @@ readable protocol, one module per concern:
 * :mod:`~model.protocol.actions` -- one named action per event kind: a guard (None, or a sentence saying why
   not) and an effect returning the next state, each citing the Hudi/Flink method it stands for; the rules
   they use live in :mod:`~model.protocol.writer`, :mod:`~model.protocol.coordinator`,
-  :mod:`~model.protocol.table` and :mod:`~model.protocol.failover`;
+  :mod:`~model.protocol.table`, :mod:`~model.protocol.failover` and :mod:`~model.protocol.channels` (messages
+  between the tasks and the coordinator: handled at once, or in flight with ``event_delivery="async"``);
 * :mod:`~model.protocol.spec` -- Next: :func:`enabled` (derived from the guards), :func:`step`,
   :func:`drain`, :func:`view`, and :data:`SPEC`, the spec as a :class:`~model.protocol.machine.Machine`;
 * :mod:`model.invariants.protocol` -- the properties, pure predicates over state and history.
@@ -32,7 +33,8 @@ Configuration -- :mod:`model.protocol.config`, :mod:`model.protocol.variants`::
     cfg = variant("broken-commit-eq", parallelism=2)   # named variant (+ overrides)
     VARIANTS["bug-19215"].description / .expected   # registry: name -> Variant
     cfg.to_dict() / ProtocolConfig.from_dict(d)     # JSON-able (trace headers)
-    FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart")
+    FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart",
+              "lost-event", "request-timeout")
 
 The spec -- :mod:`model.protocol.spec`::
 
@@ -55,10 +57,12 @@ Events -- :mod:`model.protocol.events` (frozen dataclasses with a ``kind`` strin
 
     normal:  Ingest(task)  RequestInstant(task)  Flush(task)  TriggerCheckpoint()
              SnapshotTask(task)  CompleteCheckpoint()  DeliverAck(checkpoint)  Clean()
-             InstantTimeout(task)  StopFaults()
+             InstantTimeout(task)  StopFaults()  DeliverEvent(task) [event_delivery="async"]
     faults:  LoseAck(checkpoint) ["lost-ack"]; DeliverAck of a newer ack first ["late-ack"];
              AbortCheckpoint() ["abort"]; CrashTask(task) ["task-crash"];
-             CrashCoordinator() ["coordinator-crash"]; RestartJob() ["full-restart"]
+             CrashCoordinator() ["coordinator-crash"]; RestartJob() ["full-restart"];
+             LoseEvent(task) ["lost-event", async event delivery only];
+             RequestTimeout(task) ["request-timeout"]
 
 Invariants -- :mod:`model.invariants.protocol`: ``check_step(state) -> list[Verdict]`` after every
 event, ``check_drained(state) -> list[Verdict]`` after :func:`drain`.
@@ -91,12 +95,15 @@ from .events import (
     CrashCoordinator,
     CrashTask,
     DeliverAck,
+    DeliverEvent,
     Event,
     Flush,
     Ingest,
     InstantTimeout,
     LoseAck,
+    LoseEvent,
     RequestInstant,
+    RequestTimeout,
     RestartJob,
     SnapshotTask,
     StopFaults,
@@ -112,7 +119,7 @@ from .spec import SPEC, DRAIN_LIMIT, drain, enabled, guard, init, step, task_ste
 
 __all__ = [
     "ALL_FAULTS", "FAULTS", "ProtocolConfig", "EVENT_TYPES", "Event", "event_from_dict",
-    "AbortCheckpoint", "Clean", "CompleteCheckpoint", "CrashCoordinator", "CrashTask", "DeliverAck",
+    "AbortCheckpoint", "Clean", "CompleteCheckpoint", "CrashCoordinator", "CrashTask", "DeliverAck", "DeliverEvent", "LoseEvent", "RequestTimeout",
     "Flush", "Ingest", "InstantTimeout", "LoseAck", "RequestInstant", "RestartJob", "SnapshotTask",
     "StopFaults", "TriggerCheckpoint", "Record", "Source", "BOOTSTRAP_INSTANT", "DEFAULT_EPOCH_MS", "BufferEntry",
     "CompletedCheckpoint", "TaskSnapshot", "WriteMetadataEvent", "WriteStatus", "empty_bootstrap", "logical_time",

@@ -20,6 +20,8 @@ snapshot-task(t)       barrier waiting at t and grant held                 flush
 complete-checkpoint    every task snapshotted                              tasks-first: coordinator
                                                                            snapshot; ack n in flight
 deliver-ack(n)         n in flight and the oldest (any with late-ack)      commit keys < n
+deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
+                                                                           the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
 instant-timeout(t)     blocking, t blocked, no ack in flight               global failover
 stop-faults            faults not stopped yet                              no more faults
@@ -29,6 +31,10 @@ abort-checkpoint       [abort] one pending (and no task snapshotted yet,   drop 
 crash-task(t)          [task-crash] crash budget left                      task failover
 crash-coordinator      [coordinator-crash] crash budget left               coordinator failover
 restart-job            [full-restart] crash budget left                    global failover
+lose-event(t)          [lost-event] a message in flight from t, budget     drop it; t fails: task
+                                                                           failover
+request-timeout(t)     [request-timeout] t's request would be granted,     t fails: task failover
+                       budget left
 =====================  ==================================================  =======================
 """
 
@@ -38,8 +44,9 @@ from dataclasses import replace
 from typing import Callable, NamedTuple
 
 from . import coordinator, events as E, failover, table, writer
-from .state import (CheckpointCoverage, Pending, State, barrier_waiting, buffer_full, failed_writes, has_statuses,
-                    needs_instant, would_block, writer_status)
+from .channels import receive, send
+from .state import (CheckpointCoverage, Pending, State, barrier_waiting, bootstrap_in_flight, buffer_full,
+                    failed_writes, has_statuses, late_keys, needs_instant, snapshotted, would_block, writer_status)
 from .values import CompletedCheckpoint, TaskSnapshot
 
 
@@ -108,7 +115,7 @@ def do_flush(s: State, ev: E.Flush) -> State:
     """Eager flush (``lastBatch=false``), the ``WriteMetadataEvent`` handled by the coordinator
     (``handleWriteMetaEvent``)."""
     w, sent = writer.flush(s.writers[ev.task], last_batch=False)
-    return coordinator.handle_write_metadata(_set_writer(s, w), sent)
+    return send(_set_writer(s, w), ev.task, sent)
 
 
 # ------------------------------------------------------------------------------ trigger-checkpoint
@@ -119,6 +126,10 @@ def may_trigger_checkpoint(s: State, ev: E.TriggerCheckpoint) -> str | None:
         return f"checkpoint {s.pending.id} is pending"
     if s.next_checkpoint > s.config.max_checkpoints and not s.faults_stopped:
         return f"bound: max_checkpoints={s.config.max_checkpoints}"
+    if bootstrap_in_flight(s):
+        # CheckpointCoordinator triggers only when every task is RUNNING; a restarted task reports
+        # RUNNING after initializeState, behind its bootstrap events on the same RPC channel.
+        return "a restarted task's bootstrap events are still in flight (not every task is RUNNING)"
     return None
 
 
@@ -144,9 +155,11 @@ def do_snapshot_task(s: State, ev: E.SnapshotTask) -> State:
     replaced, ``checkpointId := n``; Flink records the task's acknowledgement (``acknowledgeTask``)."""
     p = s.pending
     w, sent = writer.snapshot_state(s.writers[ev.task], p.id, append=s.config.task_state == "append")
-    s = coordinator.handle_write_metadata(_set_writer(s, w), sent)
-    tasks = p.tasks[:ev.task] + (TaskSnapshot(w.offset, p.id, w.state),) + p.tasks[ev.task + 1:]
-    return replace(s, pending=replace(p, tasks=tasks))
+    s = send(_set_writer(s, w), ev.task, sent)
+    ack = TaskSnapshot(w.offset, p.id, w.state)
+    if s.config.async_events and not s.config.ack_behind_events:
+        return receive(s, ev.task, ack)  # broken: the acknowledgement overtakes the events in flight
+    return send(s, ev.task, ack)
 
 
 # ------------------------------------------------------------------------------- complete-checkpoint
@@ -170,7 +183,7 @@ def do_complete_checkpoint(s: State, ev: E.CompleteCheckpoint) -> State:
         needed=frozenset(k for k, e in s.coordinator.buffers if k < p.id and has_statuses(e)),
         coordinator_keys=frozenset(k for k, _ in cs),
         task_keys=frozenset(e.checkpoint_id for snap in p.tasks for e in snap.state),
-        after_stop=s.faults_stopped)
+        after_stop=s.faults_stopped, late_keys=late_keys(s, p.id))
     return replace(s, last_completed=done, pending=None, acks_in_flight=s.acks_in_flight + (p.id,),
                    history=replace(s.history, checkpoints=s.history.checkpoints + (coverage,)))
 
@@ -192,6 +205,54 @@ def do_deliver_ack(s: State, ev: E.DeliverAck) -> State:
     return coordinator.notify_checkpoint_complete(s, ev.checkpoint)
 
 
+# ---------------------------------------------------------------------------------- deliver-event(t)
+def may_deliver_event(s: State, ev: E.DeliverEvent) -> str | None:
+    """Async delivery: the oldest message on task t's channel may arrive now (channels of different tasks
+    interleave freely; one task's messages arrive in the order sent)."""
+    if not s.channels[ev.task]:
+        return f"no message in flight from task {ev.task}"
+    return None
+
+
+def do_deliver_event(s: State, ev: E.DeliverEvent) -> State:
+    t = ev.task
+    message = s.channels[t][0]
+    s = replace(s, channels=s.channels[:t] + (s.channels[t][1:],) + s.channels[t + 1:])
+    return receive(s, t, message)
+
+
+# ------------------------------------------------------------------------------------- lose-event(t)
+def may_lose_event(s: State, ev: E.LoseEvent) -> str | None:
+    """An RPC carrying task t's oldest message fails; Flink then fails the sending task
+    (``TaskNotRunningException`` / the operator event dispatcher's failure handler)."""
+    if not s.channels[ev.task]:
+        return f"no message in flight from task {ev.task}"
+    return may_crash(s, ev)
+
+
+def do_lose_event(s: State, ev: E.LoseEvent) -> State:
+    t = ev.task
+    s = replace(s, channels=s.channels[:t] + (s.channels[t][1:],) + s.channels[t + 1:], crashes=s.crashes + 1)
+    return failover.task_failover(s, t)
+
+
+# -------------------------------------------------------------------------------- request-timeout(t)
+def may_request_timeout(s: State, ev: E.RequestTimeout) -> str | None:
+    """The instant request (``Correspondent.requestInstantTime``, an RPC the coordinator answers on its
+    single-threaded executor, which also runs commits and table-service scheduling) waits behind a slow
+    job longer than the RPC timeout. The model has no durations: the fault may hit any request the
+    coordinator would grant (a blocked one times out through ``instant-timeout``)."""
+    why = may_request_instant(s, E.RequestInstant(ev.task))
+    if why is not None:
+        return f"no instant request of task {ev.task} in progress ({why})"
+    return may_crash(s, ev)
+
+
+def do_request_timeout(s: State, ev: E.RequestTimeout) -> State:
+    """The RPC fails in the task (Hudi #19902): the task fails, a task failover."""
+    return failover.task_failover(replace(s, crashes=s.crashes + 1), ev.task)
+
+
 # --------------------------------------------------------------------------------------- lose-ack(n)
 def may_lose_ack(s: State, ev: E.LoseAck) -> str | None:
     return None if ev.checkpoint in s.acks_in_flight else f"no ack of checkpoint {ev.checkpoint} in flight"
@@ -209,6 +270,9 @@ def may_clean(s: State, ev: E.Clean) -> str | None:
         return "EAGER policy: failed writes are rolled back by startCommit, not by clean"
     if not failed_writes(s):
         return "no pending instant with an expired heartbeat"
+    if bootstrap_in_flight(s) and not s.config.clean_during_restart:
+        # a dead writer's heartbeat outlives a restart (see ProtocolConfig.clean_during_restart)
+        return "a restarted task's bootstrap events are still in flight (heartbeats not expired yet)"
     return None
 
 
@@ -231,7 +295,9 @@ def may_instant_timeout(s: State, ev: E.InstantTimeout) -> str | None:
 
 
 def do_instant_timeout(s: State, ev: E.InstantTimeout) -> State:
-    """The task fails the job: a same-graph global failover."""
+    """The task fails the job: a same-graph global failover. History: after faults stopped, a stall."""
+    if s.faults_stopped:
+        s = replace(s, history=replace(s.history, stalls=s.history.stalls + (s.history.steps,)))
     return failover.global_failover(s, recreate_coordinator=False)
 
 
@@ -252,7 +318,7 @@ def may_abort_checkpoint(s: State, ev: E.AbortCheckpoint) -> str | None:
     p = s.pending
     if p is None:
         return "no checkpoint pending"
-    if not s.config.partial_aborts and p.acknowledged:
+    if not s.config.partial_aborts and any(snapshotted(s, t) for t in range(s.config.parallelism)):
         return "a task already snapshotted (partial aborts not enabled)"
     return None
 
@@ -301,6 +367,9 @@ ACTIONS: dict[str, Action] = {
     "crash-task": Action(may_crash, do_crash_task),
     "crash-coordinator": Action(may_crash, do_crash_coordinator),
     "restart-job": Action(may_crash, do_restart_job),
+    "deliver-event": Action(may_deliver_event, do_deliver_event),
+    "lose-event": Action(may_lose_event, do_lose_event),
+    "request-timeout": Action(may_request_timeout, do_request_timeout),
 }
 assert set(ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 #: Fault kinds, in the order ``enabled_events`` lists them.
-FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart")
+FAULTS = ("lost-ack", "late-ack", "abort", "task-crash", "coordinator-crash", "full-restart", "lost-event",
+          "request-timeout")
 ALL_FAULTS = frozenset(FAULTS)
 
 _CHOICES = {
@@ -26,6 +27,7 @@ _CHOICES = {
     "snapshot_order": ("coordinator-first", "tasks-first"),
     "task_state": ("replace", "append"),
     "task_failover": ("region", "single"),
+    "event_delivery": ("sync", "async"),
 }
 _BOUNDS = {
     "parallelism": (1, 256),
@@ -33,6 +35,7 @@ _BOUNDS = {
     "records": (0, 1_000_000),
     "buffer_size": (1, 1_000_000),
     "max_crashes": (0, 10_000),
+    "stall_bound": (-1, 10_000),
 }
 
 
@@ -78,8 +81,42 @@ class ProtocolConfig:
       (their last-known checkpoint id has advanced, the others' has not). Off by default: the
       model then finds lost data (see the ``hudi-1.1-partial-abort`` variant).
     * ``allow_commit_on_empty_batch`` -- ``write.allow_commit_on_empty_batch``.
+    * ``event_delivery`` -- ``"sync"``: the coordinator handles a write-metadata or bootstrap event in
+      the step that sends it (the model's default abstraction). ``"async"``: events are operator
+      events in flight (Flink ``OperatorEventGateway.sendEventToCoordinator``, an RPC to the
+      JobMaster), one FIFO channel per task (RPC messages between one sender and one receiver keep
+      their order), channels of different tasks interleave freely (``deliver-event(t)``), the
+      task's checkpoint acknowledgement (``CheckpointResponder.acknowledgeCheckpoint``) travels
+      behind its events on the same channel, and a failover drops the events of the failed
+      attempts (``SchedulerBase.deliverOperatorEventToCoordinator`` refuses events of an execution
+      that is not running). The restarted tasks' bootstrap events then reach the coordinator one by
+      one, interleaved with acks, commits and the other tasks' writes (a non-atomic failover); a
+      checkpoint is triggered only once every restarted task's bootstrap events arrived (Flink
+      triggers only when every task is RUNNING, which a task reports after ``initializeState`` on
+      the same channel).
+    * ``coordinator_starts_instants`` -- blocking mode only: the 0.x coordinator starts the next
+      instant itself right after a successful commit (``notifyCheckpointComplete -> commitInstant ->
+      startInstant``) and writers take the instant it started (``instantToWrite`` polls
+      ``lastPendingInstant``) instead of asking for one; an empty checkpoint (no write statuses,
+      ``allow_commit_on_empty_batch`` off) is not committed, and its instant -- heartbeat kept -- is
+      reused for the next interval. The coordinator's instant is reused while it is pending with a live
+      heartbeat; after a global failover (heartbeats stopped) the first request starts a new one
+      (0.x ``handleBootstrapEvent -> initInstant -> startInstant``). False: Hudi 1.1's request-driven
+      instants.
+    * ``ack_behind_events`` -- async delivery: the checkpoint acknowledgement is ordered behind the
+      task's events (True, Flink); False is the broken design where it overtakes them.
+    * ``clean_during_restart`` -- async delivery: a LAZY clean may roll back failed writes while a
+      restarted task's bootstrap events are still in flight. False (default): a dead writer's
+      heartbeat expires only after ``hoodie.client.heartbeat.tolerable.misses`` x
+      ``hoodie.client.heartbeat.interval_in_ms`` (2 minutes by default), longer than a restart takes,
+      so the model (which has no durations) lets a clean run only once every task is RUNNING. True is
+      the slow restart where the heartbeat expires first.
+    * ``drop_failed_attempt_events`` -- async delivery: events of a failed attempt are dropped on
+      failover (True, Flink); False is the broken design that still delivers them afterwards.
 
-    Bounds: ``parallelism`` writer tasks, ``max_checkpoints`` triggered checkpoints,
+    Bounds: ``stall_bound`` -- instant timeouts (``write.commit.ack.timeout`` failovers) a run may need
+    after faults stopped before ``liveness.stall`` fails: progress that resumes only through a
+    timeout-triggered failover is a stall; -1 (default) does not judge stalls. ``parallelism`` writer tasks, ``max_checkpoints`` triggered checkpoints,
     ``records`` per source split (one split per task), ``buffer_size`` records per writer buffer
     (eager flush when full), ``faults`` enabled, ``max_crashes`` crash-like faults per run.
     """
@@ -102,12 +139,18 @@ class ProtocolConfig:
     task_failover: str = "region"
     partial_aborts: bool = False
     allow_commit_on_empty_batch: bool = False
+    event_delivery: str = "sync"
+    coordinator_starts_instants: bool = False
+    ack_behind_events: bool = True
+    drop_failed_attempt_events: bool = True
+    clean_during_restart: bool = False
     parallelism: int = 2
     max_checkpoints: int = 3
     records: int = 4
     buffer_size: int = 2
     faults: frozenset = field(default_factory=lambda: ALL_FAULTS)
     max_crashes: int = 1
+    stall_bound: int = -1
 
     def __post_init__(self):
         for name, allowed in _CHOICES.items():
@@ -130,6 +173,15 @@ class ProtocolConfig:
     @property
     def blocking(self) -> bool:
         return self.mode == "blocking"
+
+    @property
+    def coordinator_start(self) -> bool:
+        """0.x coordinator-started instants (blocking mode only)."""
+        return self.mode == "blocking" and self.coordinator_starts_instants
+
+    @property
+    def async_events(self) -> bool:
+        return self.event_delivery == "async"
 
     @property
     def eager(self) -> bool:

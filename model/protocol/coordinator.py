@@ -121,7 +121,11 @@ def handle_instant_request(s: State, key: int) -> tuple[State, str]:
             return s, entry.instant
     if would_block(s, key):
         raise AssertionError("instant request would block; the guard must have refused it")
-    s, instant = table.start_commit(s)
+    current = s.coordinator.instant
+    if s.config.coordinator_start and current and is_pending(s.table, current) and current in s.table.heartbeats:
+        instant = current  # 0.x: the instant the coordinator started (writers poll lastPendingInstant)
+    else:
+        s, instant = table.start_commit(s)
     s = _assign(s, key, instant)
     c = replace(_put(s.coordinator, key, _empty(s, instant)), instant=instant)
     return _with_coordinator(s, c), instant
@@ -148,8 +152,13 @@ def notify_checkpoint_complete(s: State, n: int) -> State:
     s = replace(s, history=replace(h, acks=h.acks + (AckProcessed(h.steps, h.epoch, n),)))
     keys = sorted((k for k in s.coordinator.keys() if commit_rule_holds(s.config.commit_rule, k, n)),
                   reverse=s.config.commit_order == "descending")
+    before = len(s.history.commits)
     for k in keys:
         s = commit_instant(s, k)
+    if s.config.coordinator_start and any(c.outcome == "committed" for c in s.history.commits[before:]):
+        # 0.x notifyCheckpointComplete: a successful commit is followed by startInstant()
+        s, instant = table.start_commit(s)
+        s = _with_coordinator(s, replace(s.coordinator, instant=instant))
     return s
 
 
@@ -164,7 +173,8 @@ def commit_instant(s: State, key: int, recommit: bool = False) -> State:
         return table.record_commit(s, key, entry.instant, how, "skipped")
     statuses = entry_statuses(entry)
     if all_null(entry) or (not statuses and not cfg.allow_commit_on_empty_batch):
-        s = table.stop_heartbeat(s, entry.instant)  # writeClient.cleanResources(instant)
+        if not cfg.coordinator_start:  # 0.x keeps the instant (and its heartbeat) for the next interval
+            s = table.stop_heartbeat(s, entry.instant)  # writeClient.cleanResources(instant)
         return table.record_commit(s, key, entry.instant, how, "empty")
     if recommit and not cfg.eager and is_pending(s.table, entry.instant):
         s = table.start_heartbeat(s, entry.instant)

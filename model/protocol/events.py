@@ -18,6 +18,9 @@ Normal actions
                                  notification (the "ack") is in flight
     ``deliver-ack(checkpoint)``  ``notifyCheckpointComplete(n)`` reaches the coordinator
     ``clean``                    a clean runs the LAZY failed-writes rollback
+    ``deliver-event(task)``      async event delivery: the oldest message in flight on task's channel
+                                 (a write-metadata or bootstrap event, or the task's checkpoint
+                                 acknowledgement) reaches the coordinator / checkpoint coordinator
     ``instant-timeout(task)``    blocking mode: the instant request timed out
                                  (``CommitGuard`` / ``write.commit.ack.timeout``) -> global failover
     ``stop-faults``              from here on no fault is enabled (drain)
@@ -25,7 +28,10 @@ Normal actions
 Faults (enabled by ``ProtocolConfig.faults``)
     ``lose-ack(checkpoint)`` [lost-ack], ``deliver-ack`` of a newer ack first [late-ack],
     ``abort-checkpoint`` [abort], ``crash-task(task)`` [task-crash],
-    ``crash-coordinator`` [coordinator-crash], ``restart-job`` [full-restart]
+    ``crash-coordinator`` [coordinator-crash], ``restart-job`` [full-restart],
+    ``lose-event(task)`` [lost-event] (async event delivery only),
+    ``request-timeout(task)`` [request-timeout]: the task's instant request, queued on the coordinator's
+    executor behind a slow commit or table service, times out; the task fails
 """
 
 from __future__ import annotations
@@ -101,6 +107,12 @@ class Clean(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class DeliverEvent(Event):
+    task: int
+    kind: ClassVar[str] = "deliver-event"
+
+
+@dataclass(frozen=True, slots=True)
 class InstantTimeout(Event):
     task: int
     kind: ClassVar[str] = "instant-timeout"
@@ -143,11 +155,25 @@ class RestartJob(Event):
     fault: ClassVar[str] = "full-restart"
 
 
+@dataclass(frozen=True, slots=True)
+class LoseEvent(Event):
+    task: int
+    kind: ClassVar[str] = "lose-event"
+    fault: ClassVar[str] = "lost-event"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTimeout(Event):
+    task: int
+    kind: ClassVar[str] = "request-timeout"
+    fault: ClassVar[str] = "request-timeout"
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Ingest, RequestInstant, Flush, TriggerCheckpoint, SnapshotTask, CompleteCheckpoint,
                 DeliverAck, Clean, InstantTimeout, StopFaults, LoseAck, AbortCheckpoint, CrashTask,
-                CrashCoordinator, RestartJob)
+                CrashCoordinator, RestartJob, DeliverEvent, LoseEvent, RequestTimeout)
 }
 
 

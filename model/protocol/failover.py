@@ -16,6 +16,15 @@ event, as Flink starts the coordinator and restores every task before records fl
   ``restoreEvents``; tasks restart with attempt + 1, send the cleanup event and (#19215 fix) their pending
   state events.
 
+With ``event_delivery="async"`` the messages in flight from the restarted tasks are dropped (Flink's
+scheduler refuses operator events of an execution attempt that is no longer running,
+``SchedulerBase.deliverOperatorEventToCoordinator``; the broken ``drop_failed_attempt_events=False``
+keeps them) and the bootstrap events join the restarted tasks' channels: they reach the coordinator
+one by one, interleaved with acks in flight, commits and the other tasks' writes -- the failover is
+no longer one atomic step for the coordinator. Restoring the tasks' local state stays one step: a
+restarted task is invisible to the others until its first message arrives, so restoring them one by
+one adds no behaviour the coordinator can see.
+
 Every kind aborts the pending checkpoint. Global kinds also drop the acks in flight (the old coordinator
 never sees them) and stop every heartbeat (the writers died); recommits restart the heartbeats they need
 (LAZY). Instants no state covers stay pending without a heartbeat: EAGER rolls them back at the next
@@ -27,7 +36,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import coordinator, table, writer
+from .channels import send
 from .state import State
+
+
+def _drop_in_flight(s: State, tasks) -> State:
+    """The messages in flight from the failed attempts of ``tasks`` are dropped (async delivery)."""
+    if not s.config.async_events or not s.config.drop_failed_attempt_events:
+        return s
+    return replace(s, channels=tuple(() if t in tasks else ch for t, ch in enumerate(s.channels)))
 
 
 def _restore_writer(s: State, t: int, attempt: int) -> State:
@@ -48,7 +65,7 @@ def _send_bootstrap(s: State, tasks, global_failover: bool) -> State:
     for t in tasks:
         for ev in writer.bootstrap_events(s.writers[t], s.table, restored, global_failover,
                                           s.config.resend_on_global_failover):
-            s = coordinator.handle_bootstrap_event(s, ev)
+            s = send(s, t, ev)
     return s
 
 
@@ -56,6 +73,7 @@ def task_failover(s: State, failed: int) -> State:
     """Region (or single-task) failover of the write tasks."""
     s = replace(s, pending=None)
     tasks = [failed] if s.config.task_failover == "single" else list(range(s.config.parallelism))
+    s = _drop_in_flight(s, tasks)
     for t in tasks:
         s = _restore_writer(s, t, s.writers[t].attempt + 1)
     return _send_bootstrap(s, tasks, global_failover=False)
@@ -66,6 +84,7 @@ def global_failover(s: State, recreate_coordinator: bool) -> State:
     global failover (the coordinator object survives, tasks at attempt + 1)."""
     cfg = s.config
     s = table.stop_all_heartbeats(replace(s, pending=None, acks_in_flight=()))
+    s = _drop_in_flight(s, range(cfg.parallelism))
     ckp = s.last_completed
     keep = False if recreate_coordinator else cfg.reset_keeps_memory
     s = coordinator.reset_to_checkpoint(s, ckp.coordinator_state if ckp is not None else (), keep_memory=keep)

@@ -48,12 +48,14 @@ def candidates(s: State) -> list[E.Event]:
     P = range(s.config.parallelism)
     out: list[E.Event] = []
     for t in P:
-        out += [E.Ingest(t), E.RequestInstant(t), E.Flush(t), E.SnapshotTask(t)]
+        out += [E.Ingest(t), E.RequestInstant(t), E.Flush(t), E.SnapshotTask(t), E.DeliverEvent(t)]
     out += [E.TriggerCheckpoint(), E.CompleteCheckpoint()]
     out += [E.DeliverAck(n) for n in s.acks_in_flight]
     out.append(E.Clean())
     out += [E.InstantTimeout(t) for t in P]
     out += [E.LoseAck(n) for n in s.acks_in_flight]
+    out += [E.LoseEvent(t) for t in P]
+    out += [E.RequestTimeout(t) for t in P]
     out.append(E.AbortCheckpoint())
     crash_tasks = [0] if s.config.task_failover == "region" else P
     out += [E.CrashTask(t) for t in crash_tasks]
@@ -94,9 +96,11 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
     """Stop faults, then run checkpoints with delivered acks until quiescent: the drained state and the
     events applied.
 
-    Deterministic: deliver acks oldest first; complete or trigger a checkpoint, each task getting an instant
-    and snapshotting in task order; a task blocked (blocking mode, the ack that would free it lost) times
-    out. Gives up after ``max_checkpoints`` checkpoints; then a LAZY clean if failed writes remain."""
+    Deterministic: deliver the messages in flight (async event delivery: channel by channel in task order)
+    and the acks, oldest first; complete or trigger a checkpoint, each task getting an instant and
+    snapshotting in task order (then the messages in flight again); a task blocked (blocking mode, the ack
+    that would free it lost) times out. Gives up after ``max_checkpoints`` checkpoints; then a LAZY clean if
+    failed writes remain."""
     out: list[E.Event] = []
 
     def do(ev: E.Event) -> None:
@@ -104,10 +108,16 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
         s = step(s, ev)
         out.append(ev)
 
+    def deliver_messages() -> None:
+        for t in range(s.config.parallelism):
+            while s.channels[t]:
+                do(E.DeliverEvent(t))
+
     if not s.faults_stopped:
         do(E.StopFaults())
     rounds = 0
     while True:
+        deliver_messages()
         while s.acks_in_flight:
             do(E.DeliverAck(s.acks_in_flight[0]))
         if is_quiescent(s) or rounds >= max_checkpoints:
@@ -128,6 +138,7 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
         rounds += 1
         if aborted:
             continue
+        deliver_messages()
         do(E.CompleteCheckpoint())
     if not s.config.eager and failed_writes(s):
         do(E.Clean())

@@ -22,7 +22,7 @@ from typing import NamedTuple
 from ..instant import State as InstantState
 from .config import ProtocolConfig
 from .source import Record, Source
-from .values import BufferEntry, CompletedCheckpoint, TaskSnapshot  # noqa: F401 - part of the state's vocabulary
+from .values import BufferEntry, CompletedCheckpoint, TaskSnapshot, WriteMetadataEvent  # noqa: F401 - vocabulary
 
 # ------------------------------------------------------------------------------------------- variables
 
@@ -132,7 +132,8 @@ class CommitAttempt(NamedTuple):
 
 class CheckpointCoverage(NamedTuple):
     """Checkpoint ``checkpoint`` completed at ``step``: the keys with flushed, uncommitted data below it
-    (``needed``), the keys of its coordinator state and of its task states, and whether faults had stopped."""
+    (``needed``), the keys of its coordinator state and of its task states, whether faults had stopped, and
+    the keys below it of write-metadata events still in flight (``late_keys``; async event delivery)."""
 
     step: int
     checkpoint: int
@@ -140,6 +141,7 @@ class CheckpointCoverage(NamedTuple):
     coordinator_keys: frozenset
     task_keys: frozenset
     after_stop: bool
+    late_keys: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ class History:
     commits: tuple = ()            # tuple[CommitAttempt]
     rollbacks: tuple = ()          # instants rolled back, in order
     checkpoints: tuple = ()        # tuple[CheckpointCoverage]
+    stalls: tuple = ()             # steps of the instant timeouts taken after faults stopped
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,7 @@ class View:
     acks_in_flight: tuple
     crashes: int
     faults_stopped: bool
+    channels: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -187,10 +191,14 @@ class State:
     crashes: int
     faults_stopped: bool
     history: History
+    #: per task, the messages in flight to the coordinator, oldest first (async event delivery): a
+    #: :class:`WriteMetadataEvent` (bootstrap-flagged when sent at (re)start) or the task's checkpoint
+    #: acknowledgement, a :class:`TaskSnapshot`. Always empty with ``event_delivery="sync"``.
+    channels: tuple = ()
 
     def view(self) -> View:
         return View(self.writers, self.coordinator, self.table, self.pending, self.last_completed,
-                    self.next_checkpoint, self.acks_in_flight, self.crashes, self.faults_stopped)
+                    self.next_checkpoint, self.acks_in_flight, self.crashes, self.faults_stopped, self.channels)
 
 
 def initial_state(config: ProtocolConfig | None = None, seed: int = 0) -> State:
@@ -198,7 +206,7 @@ def initial_state(config: ProtocolConfig | None = None, seed: int = 0) -> State:
     checkpoint, next checkpoint id 1, no ack in flight, no crash, faults on."""
     cfg = config if config is not None else ProtocolConfig()
     return State(cfg, seed, tuple(Writer(t) for t in range(cfg.parallelism)), CoordinatorState(), TableState(),
-                 None, None, 1, (), 0, False, History())
+                 None, None, 1, (), 0, False, History(), ((),) * cfg.parallelism)
 
 
 # ------------------------------------------------------------------------------------ read helpers
@@ -242,9 +250,26 @@ def failed_writes(s: State) -> list[str]:
     return [t for t in pending_instants(s) if t not in s.table.heartbeats]
 
 
+def snapshotted(s: State, t: int) -> bool:
+    """Task ``t`` took its snapshot of the pending checkpoint (its last-known checkpoint id is the pending
+    one); with async event delivery its acknowledgement may still be in flight."""
+    return s.pending is not None and s.writers[t].checkpoint_id == s.pending.id
+
+
 def barrier_waiting(s: State, t: int) -> bool:
     """A checkpoint is pending and its barrier has not been processed by task ``t`` yet."""
-    return s.pending is not None and s.pending.tasks[t] is None
+    return s.pending is not None and s.pending.tasks[t] is None and not snapshotted(s, t)
+
+
+def bootstrap_in_flight(s: State) -> bool:
+    """A restarted task's bootstrap event is still in flight (the task is not RUNNING yet)."""
+    return any(isinstance(m, WriteMetadataEvent) and m.bootstrap for ch in s.channels for m in ch)
+
+
+def late_keys(s: State, below: int) -> frozenset:
+    """Keys ``< below`` of write-metadata events still in flight."""
+    return frozenset(m.checkpoint_id for ch in s.channels for m in ch
+                     if isinstance(m, WriteMetadataEvent) and m.checkpoint_id < below)
 
 
 def buffer_full(s: State, t: int) -> bool:
@@ -281,7 +306,7 @@ def writer_status(s: State, t: int) -> str:
 def is_quiescent(s: State) -> bool:
     """Nothing in flight: no checkpoint pending, no ack in flight, no buffered or unsnapshotted data in any
     task, no write statuses waiting in the coordinator."""
-    if s.pending is not None or s.acks_in_flight:
+    if s.pending is not None or s.acks_in_flight or any(s.channels):
         return False
     if any(w.offset != w.flushed or w.interval for w in s.writers):
         return False
@@ -344,6 +369,10 @@ def emitted_records(s: State, upto: str = "checkpoint") -> list[Record]:
     return [src.record(t, o) for t, o in sorted(emitted_offsets(s, upto))]
 
 
+def _message(m) -> str:
+    return f"ack(ckp {m.checkpoint_id})" if isinstance(m, TaskSnapshot) else str(m)
+
+
 def describe(s: State) -> str:
     """A multi-line, human-readable dump of the state (for counterexamples)."""
     cfg = s.config
@@ -355,6 +384,9 @@ def describe(s: State) -> str:
                      f"attempt={w.attempt} status={writer_status(s, w.task)}")
     for k, e in s.coordinator.buffers:
         lines.append(f"  buffer key {k}: {e}")
+    for t, ch in enumerate(s.channels):
+        if ch:
+            lines.append(f"  in flight from task {t}: {[_message(m) for m in ch]}")
     lines.append(f"  timeline: {[str(i) for i in s.table.timeline]}")
     lines.append(f"  heartbeats: {sorted(s.table.heartbeats)}")
     if s.last_completed:

@@ -41,6 +41,13 @@ _V = [
             "Hudi 0.x/1.0 blocking flow on a tv6 table: one pending data instant, the next one only "
             "after a commit, EAGER rollback of failed writes at startCommit.",
             {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6}),
+    Variant("hudi-0.x-coordinator-start",
+            "Hudi 0.x blocking flow with coordinator-started instants on a tv6 table: the coordinator "
+            "starts the next instant right after a successful commit, writers take the instant it started "
+            "(polling lastPendingInstant), an empty checkpoint is not committed and its instant is reused; "
+            "EAGER rollback of failed writes at startCommit.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
+             "coordinator_starts_instants": True}),
     Variant("hudi-1.1-partial-abort",
             "Hudi 1.1 where a checkpoint may abort after some tasks snapshotted it: those tasks "
             "advanced their last-known checkpoint id, the others did not, so one key's entry collects "
@@ -58,7 +65,35 @@ _V = [
             "restarted task re-flushed it; after a restore its data is neither recommitted nor re-sent.",
             {"task_failover": "single"}, ("exactly-once.drained", "I12.state-coverage"),
             ("task-crash", "coordinator-crash")),
+    Variant("hudi-1.1-async-events",
+            "Hudi 1.1 with write-metadata and bootstrap events as messages in flight: one FIFO channel per "
+            "task, channels interleaving freely, the checkpoint acknowledgement behind the task's events, "
+            "the failed attempts' events dropped on failover, bootstrap events arriving one by one while "
+            "the coordinator keeps committing (a non-atomic failover), and the lost-event fault.",
+            {"event_delivery": "async"}),
+    Variant("clean-during-restart",
+            "Hudi 1.1 with async event delivery where a restart is slower than the heartbeat tolerance: "
+            "after a coordinator or global failover the dead writers' heartbeats expire and a LAZY clean "
+            "rolls back a pending instant while the restarted tasks' bootstrap events for it are still "
+            "in flight; the recommit then finds the instant gone and its data is lost. Found by this "
+            "model; not confirmed against Hudi.",
+            {"event_delivery": "async", "clean_during_restart": True},
+            ("exactly-once.drained",), ("coordinator-crash",)),
     # ------------------------------------------------------------------ broken
+    Variant("ack-overtakes-events",
+            "Async event delivery where a task's checkpoint acknowledgement overtakes the write-metadata "
+            "events it sent before its snapshot: checkpoint n completes and its ack commits key n-1 "
+            "before that key's last events arrive; they then re-create an entry below the acked "
+            "checkpoint.",
+            {"event_delivery": "async", "ack_behind_events": False},
+            ("I11.events-before-ack", "I11.subsume", "I11.complete-once", "I11.ascending-commit-order",
+             "I12.state-coverage", "bounded-state", "exactly-once.drained"), ()),
+    Variant("stale-attempt-events",
+            "Async event delivery where the events of a failed execution attempt are still delivered "
+            "after the failover: a restarted task replays records whose old write metadata then reaches "
+            "the coordinator too.",
+            {"event_delivery": "async", "drop_failed_attempt_events": False},
+            ("exactly-once.no-duplicates", "I12.state-coverage", "exactly-once.drained"), ("coordinator-crash",)),
     Variant("broken-commit-eq",
             "Commit rule k == n: the ack of n commits only key n, but data of interval n is keyed n "
             "and only flushed at checkpoint n+1, and no later ack subsumes older keys.",
@@ -105,6 +140,21 @@ _V = [
     Variant("instant-per-request",
             "Every instant request starts a new instant, even for a key that already has one.",
             {"share_instant_per_key": False}, ("I10.one-instant-per-key",), ()),
+    Variant("blocking-lost-ack-stall",
+            "Hudi 1.1 blocking mode (COW upsert, CommitGuard) judged with stall bound 0: a lost ack leaves "
+            "the buffered instant uncommitted, the next barrier's instant request waits on the CommitGuard, "
+            "the checkpoint that would subsume the lost ack cannot complete, and only the "
+            "write.commit.ack.timeout failover resumes progress. The async design passes the same bound "
+            "(the next ack subsumes the lost one).",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "stall_bound": 0},
+            ("liveness.stall",), ("lost-ack",)),
+    Variant("coordinator-start-lost-ack-stall",
+            "Hudi 0.x coordinator-started instants judged with stall bound 0: the coordinator starts a new "
+            "instant only after a successful commit, so after a lost ack no instant appears, the writers "
+            "wait at the next barrier, and only the write.commit.ack.timeout failover resumes progress.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
+             "coordinator_starts_instants": True, "stall_bound": 0},
+            ("liveness.stall",), ("lost-ack",)),
     Variant("unbounded-task-state",
             "Tasks append each interval's write metadata to their state instead of replacing it.",
             {"task_state": "append"}, ("bounded-state", "I12.state-coverage"), ()),
