@@ -32,7 +32,12 @@ def test_time_format_names_the_bad_times():
     assert check_time_format([A, B]) == Verdict("I1.time-format", True, "", ())
     bad = [str(n) for n in range(10)]
     v = check_time_format([A, *bad])
-    assert v == Verdict("I1.time-format", False, f"10 time(s) are not 17 digits: {bad[:3]}", tuple(bad[:MAX_INVOLVED]))
+    assert v == Verdict("I1.time-format", False, f"10 time(s) are not 17-digit calendar times: {bad[:3]}",
+                        tuple(bad[:MAX_INVOLVED]))
+    # 17 digits out of calendar range (month 13, Feb 30) are refused too
+    cal = ["20251301000000000", "20250230000000000"]
+    assert check_time_format([A, *cal]) == Verdict(
+        "I1.time-format", False, f"2 time(s) are not 17-digit calendar times: {cal}", tuple(cal))
 
 
 def test_times_unique_names_each_duplicate_once():
