@@ -6,13 +6,12 @@ line boundary) unless the header marks a write-ahead log (the pipeline's)."""
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from model.protocol import ProtocolConfig
 from model.trace import Trace, TraceError, parse_trace, to_text
 
-from .errors import UserError
+from .errors import UserError, check_regular_file
 
 
 def write_trace(path, config: ProtocolConfig, events, seed: int | None = None, driver: str = "manual",
@@ -31,18 +30,7 @@ def load_trace(path) -> Trace:
     without opening it, so a replay never blocks; a trace without its end marker is refused as
     possibly truncated unless it is a write-ahead log (:mod:`model.trace`)."""
     p = Path(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise UserError(f"{path}: is a directory, not a trace file")
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device"
-                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a special file")
-        raise UserError(f"{path}: {kind}, not a regular file; refusing to read it")
+    check_regular_file(p, missing="no such file", directory="is a directory, not a trace file")
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -377,8 +377,8 @@ def _set_line(no: int, text: str):
 # (case id, how to spoil a good trace file, regex of the one line after "<path>")
 REPLAY_CASES = [
     ("fifo", lambda p: _replace_by(p, os.mkfifo), r": a FIFO, not a regular file; refusing to read it"),
-    ("device", lambda p: _replace_by(p, lambda q: os.symlink("/dev/null", q)), r": a device, not a regular file"),
-    ("symlink-loop", lambda p: _replace_by(p, _symlink_loop), r": cannot read \(Too many levels of symbolic links\)"),
+    ("device", lambda p: _replace_by(p, lambda q: os.symlink("/dev/null", q)), r": a (character |block )?device, not a regular file"),
+    ("symlink-loop", lambda p: _replace_by(p, _symlink_loop), r": unreadable \(Too many levels of symbolic links\)"),
     ("cut-at-line-boundary", _cut_at_line, r": no end marker \{\"end\": N\} after the last line .*may be truncated"),
     ("deep-json-event", _deep_line, r":3: JSON nested too deeply to be a trace line"),
     ("deep-json-header", _deep_header, r":1: JSON nested too deeply to be a trace line"),

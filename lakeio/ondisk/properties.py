@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import uuid
 import zlib
 from pathlib import Path
 
-from lakeio.errors import UserError
+from lakeio.errors import UserError, check_regular_file
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -95,19 +94,7 @@ def read_properties(path: str | os.PathLike) -> dict[str, str]:
     but a regular file without opening it (a FIFO or a device would block the read forever).
     """
     path = Path(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise UserError(f"{path}: missing") from None
-    except OSError as exc:
-        raise UserError(f"{path}: unreadable ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise UserError(f"{path}: unreadable (Is a directory)")
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
-                else "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
-                else "a special file")
-        raise UserError(f"{path}: {kind}, not a regular file; refusing to read it")
+    check_regular_file(path, missing="missing", directory="unreadable (Is a directory)")
     try:
         data = path.read_bytes()
     except FileNotFoundError:

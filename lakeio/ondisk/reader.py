@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakeio.errors import UserError
+from lakeio.errors import UserError, check_regular_file, file_kind
 from lakeio.ondisk import fastcodec as fn
 from model.errors import CodecError
 from model.instant import Action, State, time_problem
@@ -269,28 +269,6 @@ def leftover_temp_target(name: str, layout: int) -> str | None:
     return None
 
 
-_KINDS = ((_stat.S_ISFIFO, "a FIFO"), (_stat.S_ISCHR, "a character device"), (_stat.S_ISBLK, "a block device"),
-          (_stat.S_ISSOCK, "a socket"), (_stat.S_ISDIR, "a directory"))
-
-
-def _kind(mode: int) -> str:
-    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
-
-
-def check_regular_file(path: str | os.PathLike, st: os.stat_result | None = None) -> os.stat_result:
-    """``stat`` ``path`` (following symlinks) and refuse anything but a regular file, without opening
-    it: a FIFO or device would block a reader forever. A symlink loop, a dangling symlink or an
-    unreadable folder on the way is :class:`UserError` too."""
-    if st is None:
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise UserError(f"{path}: unreadable ({exc.strerror or exc})") from None
-    if not _stat.S_ISREG(st.st_mode):
-        raise UserError(f"{path}: {_kind(st.st_mode)}, not a regular file; refusing to read it")
-    return st
-
-
 def _entry_stat(entry: os.DirEntry) -> os.stat_result:
     try:
         return entry.stat()  # follows symlinks
@@ -470,7 +448,7 @@ def _check_partition_folders(base: Path, named) -> None:
         except OSError as exc:
             raise UserError(f"{p}: unreadable partition folder ({exc.strerror or exc})") from None
         if not _stat.S_ISDIR(st.st_mode):
-            raise UserError(f"{p}: partition folder of committed files is {_kind(st.st_mode)}, not a folder")
+            raise UserError(f"{p}: partition folder of committed files is {file_kind(st.st_mode)}, not a folder")
 
 
 def check_readable(base: Path, files, listed) -> None:
