@@ -34,7 +34,6 @@ a missing file) is reported by the spec's predicates over :meth:`LsmHistory.disk
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -155,9 +154,9 @@ def _create_immutable(path: Path, data: bytes, *, durable: bool = False) -> None
             pass
 
 
-def _unlink(path: Path) -> None:
+def _unlink(path: Path | str) -> None:
     try:
-        path.unlink()
+        os.unlink(path)
     except FileNotFoundError:
         pass
 
@@ -225,11 +224,15 @@ def records_table(records: Iterable[ArchivedInstant | dict]) -> pa.Table:
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
-    buf = io.BytesIO()
-    with pq.ParquetWriter(buf, LSM_ARROW_SCHEMA, compression="snappy") as w:
+    """The parquet file of ``table``: snappy, row groups of :data:`ROW_GROUP_ROWS`, plain encoding (no
+    dictionary pages: every instant time is distinct, and readers need none), and column statistics for
+    ``instantTime`` only -- the one column lookups prune row groups by (:meth:`LsmHistory._groups_covering`)."""
+    buf = pa.BufferOutputStream()
+    with pq.ParquetWriter(buf, LSM_ARROW_SCHEMA, compression="snappy", use_dictionary=False,
+                          write_statistics=["instantTime"]) as w:
         w.write_table(table, row_group_size=ROW_GROUP_ROWS)
         w.add_key_value_metadata({"parquet.avro.schema": LSM_AVRO_SCHEMA_JSON, "writer.model.name": "avro"})
-    return buf.getvalue()
+    return buf.getvalue().to_pybytes()
 
 
 def _open_parquet(path: Path) -> pq.ParquetFile:
@@ -474,6 +477,10 @@ class LsmWriter:
         if state is None:
             state = LsmHistory(self.folder).disk_state() if any(self.folder.iterdir()) else lsm.EMPTY
         self.state = state
+        #: what this writer wrote and has not deleted: data file name -> (its rows, its length on disk). A
+        #: compaction takes its sources' rows from here and a manifest its files' lengths (files written by
+        #: others are read and stat'ed); each entry goes when its file is deleted
+        self._written: dict[str, tuple[pa.Table, int]] = {}
 
     # -- the steps
     def run(self, steps, payload: dict[str, tuple[bytes | None, bytes | None]] | None = None) -> None:
@@ -509,6 +516,7 @@ class LsmWriter:
         elif st.kind == "delete-manifest":
             _unlink(self.folder / lsm.manifest_name(st.version))
         elif st.kind == "delete-data-file":
+            self._written.pop(st.name, None)
             _unlink(self.folder / st.name)
         else:  # pragma: no cover - a new step kind must be taught here
             raise ValueError(f"unknown LSM step {st.kind!r}")
@@ -517,17 +525,27 @@ class LsmWriter:
     def _write_table(self, name: str, table: pa.Table) -> None:
         path = self.folder / name
         _unlink(path)  # a leftover not committed: "delete the corrupt file and retry"
-        _create_immutable(path, _parquet_bytes(table), durable=self.durable)
+        self._written.pop(name, None)
+        data = _parquet_bytes(table)
+        _create_immutable(path, data, durable=self.durable)
+        self._written[name] = (table, len(data))
 
     def _write_records(self, name: str, records, payload) -> None:
-        rows = [{"instantTime": r.instant_time, "completionTime": r.completion_time, "action": r.action,
-                 "metadata": payload.get(r.instant_time, (None, None))[0],
-                 "plan": payload.get(r.instant_time, (None, None))[1], "version": 1} for r in records]
-        self._write_table(name, pa.Table.from_pylist(rows, schema=LSM_ARROW_SCHEMA))
+        none = (None, None)
+        got = [payload.get(r.instant_time, none) for r in records]
+        cols = [[r.instant_time for r in records], [r.completion_time for r in records],
+                [r.action for r in records], [g[0] for g in got], [g[1] for g in got], [1] * len(records)]
+        self._write_table(name, pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(cols, LSM_ARROW_SCHEMA)],
+                                                     schema=LSM_ARROW_SCHEMA))
+
+    def _source_rows(self, name: str) -> pa.Table:
+        kept = self._written.get(name)
+        if kept is not None:
+            return kept[0]
+        return _open_parquet(self.folder / name).read().select(LSM_ARROW_SCHEMA.names).cast(LSM_ARROW_SCHEMA)
 
     def _compact(self, sources: list[str], target: str, records) -> None:
-        tables = [_open_parquet(self.folder / s).read().select(LSM_ARROW_SCHEMA.names).cast(LSM_ARROW_SCHEMA)
-                  for s in sources]
+        tables = [self._source_rows(s) for s in sources]
         merged = pa.concat_tables(tables)
         # one row per instant, as the spec's merged record set (a re-archived batch can repeat one)
         times = merged.column("instantTime").to_pylist()
@@ -544,7 +562,8 @@ class LsmWriter:
         self._write_table(target, merged)
 
     def _write_manifest(self, version: int, names) -> None:
-        entries = [ManifestEntry(n, (self.folder / n).stat().st_size) for n in names]
+        entries = [ManifestEntry(n, self._written[n][1] if n in self._written else (self.folder / n).stat().st_size)
+                   for n in names]
         path = self.folder / lsm.manifest_name(version)
         _unlink(path)  # a leftover of a failed update (createManifestFile deletes it first)
         _create_immutable(path, manifest_json(entries).encode("utf-8"), durable=self.durable)
@@ -709,10 +728,13 @@ class TableArchiver:
     (:func:`model.archival.v1_blocks`), then the active files are deleted in the same order.
     """
 
-    def __init__(self, base, cfg=None, ctx=None, *, durable: bool = False):
+    def __init__(self, base, cfg=None, ctx=None, *, durable: bool = False, planner=None):
         from lakeio.ondisk.reader import _read_facts, _timeline_dir, find_base_path
         from model import archival
 
+        #: who decides a run: the spec's :func:`model.archival.start` unless the caller passes an executor of
+        #: the same rules with its signature (``engine.archival.start``; lakeio does not import the engine)
+        self.planner = planner or archival.start
         self.base = find_base_path(base)
         self.cfg = (cfg or archival.ArchivalConfig()).validate()
         self.ctx = ctx or archival.RetentionContext()
@@ -785,13 +807,16 @@ class TableArchiver:
     def _payload(self, files: dict, to_archive) -> dict[str, tuple[bytes | None, bytes | None]]:
         from model.instant import State
 
+        by: dict[tuple, list] = {}
+        for af, name in files.items():
+            by.setdefault((af.requested_time, af.action), []).append((af, name))
+        tdir = str(self.tdir)
         out = {}
         for i in to_archive:
             meta = plan = None
-            for af, name in files.items():
-                if af.requested_time != i.requested_time or af.action is not i.action:
-                    continue
-                data = (self.tdir / name).read_bytes()
+            for af, name in by.get((i.requested_time, i.action), ()):
+                with open(os.path.join(tdir, name), "rb") as fh:
+                    data = fh.read()
                 if af.state is State.COMPLETED:
                     meta = data or None
                 elif af.state is State.REQUESTED:
@@ -817,10 +842,11 @@ class TableArchiver:
                     if isinstance(st, archival.DeleteActiveFile):
                         _unlink(self.tdir / files[st.file])
             return d
-        d, state = archival.start(state, self.cfg, self.ctx)
+        d, state = self.planner(state, self.cfg, self.ctx)
         if not d.archives:
             return d
         payload = self._payload(files, d.to_archive)
+        tdir = str(self.tdir)
         done = 0
         while state.job:
             if crash_after is not None and done >= crash_after:
@@ -830,7 +856,7 @@ class TableArchiver:
             before = state
             state = archival.step(state, self.cfg)
             if isinstance(head, archival.DeleteActiveFile):
-                _unlink(self.tdir / files[head.file])
+                _unlink(os.path.join(tdir, files[head.file]))
             elif isinstance(head, (archival.CompactLevel, archival.CleanLSM)):
                 continue  # they only put their concrete steps at the head of the job
             else:
