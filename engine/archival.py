@@ -38,7 +38,8 @@ def _shown(action: Action) -> Action:
     return COMPLETED_ACTION.get(action, action)
 
 
-#: per action: its shown action when completed, and whether that is on the completed commits timeline
+#: per action: its comparable action (the identity ``Timeline.load`` keys instants by; also the action shown
+#: once completed), and whether that is on the completed commits timeline
 _SHOWN = {a: COMPLETED_ACTION.get(a, a) for a in Action}
 _IS_COMMIT = {a: COMPLETED_ACTION.get(a, a) in _COMMITS for a in Action}
 
@@ -69,7 +70,7 @@ def _instants(active) -> list | None:
     keys: dict[tuple, tuple] = {}
     out = []
     for (rt, action), fs in by.items():
-        ident = (rt, _shown(action))  # InstantKey.of: the comparable action
+        ident = (rt, _SHOWN[action])  # InstantKey.of: the comparable action
         if ident in keys:
             return None  # Timeline.load: "loaded twice"
         keys[ident] = (rt, action)
