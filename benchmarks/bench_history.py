@@ -101,7 +101,7 @@ def part_lookup(n: int, seed: int, root: Path) -> dict:
             "mean_ms": statistics.fmean(times) * 1e3, "rss_mib": _rss_mib()}
 
 
-def part_archive(n: int, seed: int, root: Path, spec_planner: bool = False) -> dict:
+def part_archive(n: int, seed: int, root: Path, spec_executor: bool = False) -> dict:
     from engine import archival as fast_archival
     from lakeio.audit import audit_table
     from lakeio.ondisk.skeleton import write_skeleton
@@ -110,7 +110,7 @@ def part_archive(n: int, seed: int, root: Path, spec_planner: bool = False) -> d
 
     base = write_skeleton(root / "table", Timeline(9), [], [], name="bench")
     tdir = base / ".hoodie" / "timeline"
-    arch = H.TableArchiver(base, ArchivalConfig(), planner=None if spec_planner else fast_archival.start)
+    arch = H.TableArchiver(base, ArchivalConfig(), executor=None if spec_executor else fast_archival)
     from lakeio.ondisk import metadata as md
 
     meta = md.encode_commit_metadata(md.make_commit_metadata({}, operation="UPSERT"), 9)  # an empty write's

@@ -1,5 +1,7 @@
 """The engine's archival decision: :func:`model.archival.start` without rebuilding a timeline.
 
+:func:`step` runs a job's next step as :func:`model.archival.step` does.
+
 Same inputs, same results: ``start(s, cfg, ctx, design)`` returns the spec's :class:`ArchivalDecision` (equal
 value: the same :class:`Instant` values in the same order, the same retention candidates and ``why`` text) and
 the same :class:`HistoryState` with the same job steps. ``tests/test_fastpaths.py`` keeps the two equal on
@@ -27,7 +29,7 @@ from model import archival as spec
 from model import lsm
 from model.instant import COMPLETED_ACTION, WRITE_ACTIONS, Action, Instant, State
 
-__all__ = ["start"]
+__all__ = ["start", "step"]
 
 _COMMITS = spec.COMMIT_ACTIONS
 _DONE = State.COMPLETED
@@ -173,3 +175,18 @@ def start(s: spec.HistoryState, cfg: spec.ArchivalConfig, ctx: spec.RetentionCon
     steps = (lsm.write_steps(recs) + tuple(spec.DeleteActiveFile(f) for f in pending + done)
              + (spec.CompactLevel(0),))
     return d, replace(s, job=steps, deleted=())
+
+
+def step(s: spec.HistoryState, cfg: spec.ArchivalConfig = spec.ArchivalConfig(), design: spec.Design = spec.HUDI
+         ) -> spec.HistoryState:
+    """:func:`model.archival.step`: a deletion of an active file (most of a job's steps) is done here with the
+    spec's guard and effect, without ``dataclasses.replace``; every other step is the spec's own ``apply``."""
+    if not s.job:
+        raise spec.ArchivalStepRefused("step", "no archival job is running")
+    head = s.job[0]
+    if type(head) is spec.DeleteActiveFile and design == spec.HUDI:
+        if head.file not in s.active:
+            raise spec.ArchivalStepRefused(head.kind, f"{head.file} is not on the active timeline")
+        return spec.HistoryState(active=s.active - {head.file}, lsm=s.lsm, job=s.job[1:],
+                                 deleted=s.deleted + (head.file,), table_version=s.table_version)
+    return spec.step(s, cfg, design)

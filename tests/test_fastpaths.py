@@ -576,6 +576,31 @@ def _random_archival_settings(rng: random.Random):
     return cfg, ctx
 
 
+def _step_outcome(fn, s, cfg):
+    try:
+        return ("ok", fn(s, cfg))
+    except ModelError as e:
+        return (type(e).__name__, str(e))
+
+
+def _check_steps_agree(rng: random.Random, s, cfg, where: str, seen: dict) -> None:
+    """Run the job with both ``step``s, comparing every state; now and then an active file the job deletes
+    is taken away first (both must refuse alike), and one more step after the end (both refuse)."""
+    if s.job and rng.random() < 0.2:
+        dels = [st.file for st in s.job if isinstance(st, spec_archival.DeleteActiveFile)]
+        if dels:
+            s = replace(s, active=s.active - {rng.choice(dels)})
+    for k in range(len(s.job) + 1):
+        want = _step_outcome(spec_archival.step, s, cfg)
+        got = _step_outcome(fast_archival.step, s, cfg)
+        assert got == want, f"engine.archival.step and the spec differ at step {k} ({where}):\n spec:   {want}\n engine: {got}"
+        if want[0] != "ok":
+            seen["step-refused"] = seen.get("step-refused", 0) + 1
+            return
+        s = want[1]
+        seen["steps"] = seen.get("steps", 0) + 1
+
+
 def check_archival_agrees(seed: int, cases: int = 1500) -> dict:
     """Both executors on random states; raises AssertionError (with the replay seed) on the first difference.
     Returns how many cases triggered, archived, or were refused (so the caller can check it is not vacuous)."""
@@ -592,6 +617,7 @@ def check_archival_agrees(seed: int, cases: int = 1500) -> dict:
             seen["refused"] += 1
             continue
         d = want[1]
+        _check_steps_agree(rng, want[2], cfg, f"case {case}; replay: check_archival_agrees(seed={seed})", seen)
         seen["triggered"] += d.triggered
         seen["archived"] += d.archives
         seen["clean-rollback"] += any(i.action in (Action.CLEAN, Action.ROLLBACK) for i in d.to_archive)
@@ -601,8 +627,8 @@ def check_archival_agrees(seed: int, cases: int = 1500) -> dict:
 
 def test_fast_archival_equals_the_spec_on_random_timelines():
     seen = check_archival_agrees(seed=11)
-    # not vacuous: every branch of the decision is reached
-    assert all(v >= 10 for v in seen.values()), seen
+    # not vacuous: every branch of the decision is reached, jobs run and steps are refused
+    assert all(v >= 10 for v in seen.values()) and seen["steps"] >= 1000 and seen["step-refused"] >= 10, seen
 
 
 def test_fast_archival_equals_the_spec_on_the_benchmarks_sequence():
@@ -618,7 +644,11 @@ def test_fast_archival_equals_the_spec_on_the_benchmarks_sequence():
         want = spec_archival.start(s, cfg)
         assert fast_archival.start(s, cfg) == want, f"differ at commit {i}"
         runs += want[0].archives
-        s = spec_archival.run_to_end(want[1], cfg)
+        s = want[1]
+        while s.job:
+            nxt = spec_archival.step(s, cfg)
+            assert fast_archival.step(s, cfg) == nxt, f"step differs at commit {i}"
+            s = nxt
     assert runs >= 50 and len(s.active) <= 3 * (cfg.max_commits + 1)
 
 
@@ -633,6 +663,19 @@ def test_archival_check_catches_a_wrong_commit_count(monkeypatch):
 def test_archival_check_catches_a_lost_retention_rule(monkeypatch):
     """Broken fast path: no write action counts as pending (retention rules 1 and 3 never apply)."""
     monkeypatch.setattr(fast_archival, "WRITE_ACTIONS", frozenset())
+    with pytest.raises(AssertionError, match="differ"):
+        check_archival_agrees(seed=11)
+
+
+def test_archival_check_catches_a_step_that_forgets_the_deletion_order(monkeypatch):
+    """Broken fast path: a deletion step that does not record the file in ``deleted`` (I16's history)."""
+    real = fast_archival.step
+
+    def broken(s, cfg=spec_archival.ArchivalConfig(), design=spec_archival.HUDI):
+        out = real(s, cfg, design)
+        return replace(out, deleted=s.deleted) if isinstance(s.job[0], spec_archival.DeleteActiveFile) else out
+
+    monkeypatch.setattr(fast_archival, "step", broken)
     with pytest.raises(AssertionError, match="differ"):
         check_archival_agrees(seed=11)
 
@@ -654,10 +697,10 @@ def test_table_archiver_with_the_fast_planner_writes_the_same_history(tmp_path):
 
     cfg = spec_archival.ArchivalConfig(max_commits=6, min_commits=3, cleaner_commits_retained=1, compaction_batch=3)
     outs = []
-    for label, planner in (("spec", None), ("engine", fast_archival.start)):
+    for label, executor in (("spec", None), ("engine", fast_archival)):
         base = write_skeleton(tmp_path / label, _TL(9), [], [], name="t")
         tdir = base / ".hoodie" / "timeline"
-        arch = H.TableArchiver(base, cfg, planner=planner)
+        arch = H.TableArchiver(base, cfg, executor=executor)
         decisions = []
         for i in range(80):
             t, c = _time(10 * i), _time(10 * i + 5)

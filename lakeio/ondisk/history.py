@@ -728,20 +728,22 @@ class TableArchiver:
     (:func:`model.archival.v1_blocks`), then the active files are deleted in the same order.
     """
 
-    def __init__(self, base, cfg=None, ctx=None, *, durable: bool = False, planner=None):
+    def __init__(self, base, cfg=None, ctx=None, *, durable: bool = False, executor=None):
         from lakeio.ondisk.reader import _read_facts, _timeline_dir, find_base_path
         from model import archival
 
-        #: who decides a run: the spec's :func:`model.archival.start` unless the caller passes an executor of
-        #: the same rules with its signature (``engine.archival.start``; lakeio does not import the engine)
-        self.planner = planner or archival.start
+        #: who decides a run and steps its job: the spec (:mod:`model.archival`: ``start``, ``step``) unless the
+        #: caller passes an executor of the same rules with the same two functions (:mod:`engine.archival`, kept
+        #: equal to the spec by ``tests/test_fastpaths.py``; lakeio does not import the engine)
+        self.executor = executor or archival
         self.base = find_base_path(base)
         self.cfg = (cfg or archival.ArchivalConfig()).validate()
         self.ctx = ctx or archival.RetentionContext()
         self.props, self.version, self.layout, self.tz = _read_facts(self.base)
         self.tdir = _timeline_dir(self.base, self.props, self.version)
         self.durable = durable
-        self._names: set[str] = set()  # the timeline folder's names at the last listing
+        self._listing: set[str] = set()  # every name in the timeline folder at the last listing
+        self._names: set[str] = set()  # the state-file names among them
         self._parsed: dict = {}     # file name -> (TimelineFile, its key, mtime time or None), None = not one
         self._groups: dict = {}     # instant key -> its file names
         self._instants: dict = {}   # instant key -> its ActiveFiles
@@ -765,10 +767,15 @@ class TableArchiver:
         from model.instant import State
 
         try:
-            with os.scandir(self.tdir) as it:
-                names = {e.name for e in it if e.name[:1].isdigit() and e.is_file()}
+            listing = set(os.listdir(self.tdir))
         except OSError as exc:
             raise UserError(f"{self.tdir}: unreadable ({exc.strerror or exc})") from None
+        # a state file's name starts with a digit and names a file (not a folder); only names not listed last
+        # time are looked at (a name listed at both calls is the same entry, kept or skipped as before)
+        tdir = str(self.tdir)
+        fresh = {n for n in listing - self._listing if n[:1].isdigit() and os.path.isfile(os.path.join(tdir, n))}
+        names = (self._names & listing) | fresh
+        self._listing = listing
         touched = set()
         for n in self._names - names:
             entry = self._parsed.pop(n)
@@ -842,7 +849,7 @@ class TableArchiver:
                     if isinstance(st, archival.DeleteActiveFile):
                         _unlink(self.tdir / files[st.file])
             return d
-        d, state = self.planner(state, self.cfg, self.ctx)
+        d, state = self.executor.start(state, self.cfg, self.ctx)
         if not d.archives:
             return d
         payload = self._payload(files, d.to_archive)
@@ -854,7 +861,7 @@ class TableArchiver:
             done += 1
             head = state.job[0]
             before = state
-            state = archival.step(state, self.cfg)
+            state = self.executor.step(state, self.cfg)
             if isinstance(head, archival.DeleteActiveFile):
                 _unlink(os.path.join(tdir, files[head.file]))
             elif isinstance(head, (archival.CompactLevel, archival.CleanLSM)):
