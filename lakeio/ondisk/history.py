@@ -477,10 +477,12 @@ class LsmWriter:
         if state is None:
             state = LsmHistory(self.folder).disk_state() if any(self.folder.iterdir()) else lsm.EMPTY
         self.state = state
-        #: what this writer wrote and has not deleted: data file name -> (its rows, its length on disk). A
-        #: compaction takes its sources' rows from here and a manifest its files' lengths (files written by
-        #: others are read and stat'ed); each entry goes when its file is deleted
-        self._written: dict[str, tuple[pa.Table, int]] = {}
+        #: what this writer wrote and has not deleted: data file name -> (its rows for an L0 file, else None;
+        #: its length on disk). A manifest takes its files' lengths from here, an L0 compaction (every
+        #: ``compaction_batch`` archival runs) its sources' rows; higher levels, and files written by others,
+        #: are read from disk and stat'ed (keeping every level's rows would hold the whole history's metadata
+        #: in memory). An entry goes when its file is deleted.
+        self._written: dict[str, tuple[pa.Table | None, int]] = {}
 
     # -- the steps
     def run(self, steps, payload: dict[str, tuple[bytes | None, bytes | None]] | None = None) -> None:
@@ -528,7 +530,7 @@ class LsmWriter:
         self._written.pop(name, None)
         data = _parquet_bytes(table)
         _create_immutable(path, data, durable=self.durable)
-        self._written[name] = (table, len(data))
+        self._written[name] = (table if lsm.parse_data_file_name(name).level == 0 else None, len(data))
 
     def _write_records(self, name: str, records, payload) -> None:
         none = (None, None)
@@ -540,7 +542,7 @@ class LsmWriter:
 
     def _source_rows(self, name: str) -> pa.Table:
         kept = self._written.get(name)
-        if kept is not None:
+        if kept is not None and kept[0] is not None:
             return kept[0]
         return _open_parquet(self.folder / name).read().select(LSM_ARROW_SCHEMA.names).cast(LSM_ARROW_SCHEMA)
 
