@@ -537,8 +537,10 @@ class LsmWriter:
         got = [payload.get(r.instant_time, none) for r in records]
         cols = [[r.instant_time for r in records], [r.completion_time for r in records],
                 [r.action for r in records], [g[0] for g in got], [g[1] for g in got], [1] * len(records)]
-        self._write_table(name, pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(cols, LSM_ARROW_SCHEMA)],
-                                                     schema=LSM_ARROW_SCHEMA))
+        # from_pandas=False: plain Python values (None is null); the default looks for pandas' NaN semantics,
+        # ~25x slower for a short string column
+        self._write_table(name, pa.Table.from_arrays([pa.array(c, f.type, from_pandas=False)
+                                                      for c, f in zip(cols, LSM_ARROW_SCHEMA)], schema=LSM_ARROW_SCHEMA))
 
     def _source_rows(self, name: str) -> pa.Table:
         kept = self._written.get(name)
