@@ -826,6 +826,8 @@ class TableArchiver:
         for i in to_archive:
             meta = plan = None
             for af, name in by.get((i.requested_time, i.action), ()):
+                if af.state is not State.COMPLETED and af.state is not State.REQUESTED:
+                    continue  # an inflight file's bytes go nowhere
                 with open(os.path.join(tdir, name), "rb") as fh:
                     data = fh.read()
                 if af.state is State.COMPLETED:
