@@ -133,7 +133,7 @@ def start(s: spec.HistoryState, cfg: spec.ArchivalConfig, ctx: spec.RetentionCon
         return spec.start(s, cfg, ctx, design)
     if n <= cfg.max_commits:  # most calls: no trigger, no timeline needed
         d = spec.ArchivalDecision(n, False, None, (), None, (), (), f"{n} completed commits <= keep.max {cfg.max_commits}")
-        return d, replace(s, job=(), deleted=())
+        return d, spec.HistoryState(active=s.active, lsm=s.lsm, job=(), deleted=(), table_version=s.table_version)
     grouped = _instants(s.active)
     insts = [i for i, _ in grouped]
     commits = [i for i in insts if i.state is _DONE and _shown(i.action) in _COMMITS]
@@ -179,14 +179,21 @@ def start(s: spec.HistoryState, cfg: spec.ArchivalConfig, ctx: spec.RetentionCon
 
 def step(s: spec.HistoryState, cfg: spec.ArchivalConfig = spec.ArchivalConfig(), design: spec.Design = spec.HUDI
          ) -> spec.HistoryState:
-    """:func:`model.archival.step`: a deletion of an active file (most of a job's steps) is done here with the
-    spec's guard and effect, without ``dataclasses.replace``; every other step is the spec's own ``apply``."""
+    """:func:`model.archival.step`: a deletion of an active file (most of a job's steps) and a storage step
+    (:mod:`model.lsm`'s guard and ``apply``) are done here with the spec's guard and effect, without
+    ``dataclasses.replace``; ``CompactLevel`` and ``CleanLSM`` (which plan steps) are the spec's own ``step``."""
     if not s.job:
         raise spec.ArchivalStepRefused("step", "no archival job is running")
     head = s.job[0]
-    if type(head) is spec.DeleteActiveFile and design == spec.HUDI:
+    if design != spec.HUDI or isinstance(head, (spec.CompactLevel, spec.CleanLSM)):
+        return spec.step(s, cfg, design)
+    if type(head) is spec.DeleteActiveFile:
         if head.file not in s.active:
             raise spec.ArchivalStepRefused(head.kind, f"{head.file} is not on the active timeline")
         return spec.HistoryState(active=s.active - {head.file}, lsm=s.lsm, job=s.job[1:],
                                  deleted=s.deleted + (head.file,), table_version=s.table_version)
-    return spec.step(s, cfg, design)
+    why = lsm.guard(s.lsm, head)  # a storage step: the spec's guard and effect on the LSM state
+    if why is not None:
+        raise spec.ArchivalStepRefused(head.kind, why)
+    return spec.HistoryState(active=s.active, lsm=lsm.apply(s.lsm, head), job=s.job[1:], deleted=s.deleted,
+                             table_version=s.table_version)

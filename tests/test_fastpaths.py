@@ -590,12 +590,17 @@ def _check_steps_agree(rng: random.Random, s, cfg, where: str, seen: dict) -> No
         dels = [st.file for st in s.job if isinstance(st, spec_archival.DeleteActiveFile)]
         if dels:
             s = replace(s, active=s.active - {rng.choice(dels)})
-    for k in range(len(s.job) + 1):
+    repeat = s.job[0] if s.job and rng.random() < 0.15 else None  # run the first step twice (a storage step
+    for k in range(len(s.job) + 2):                                 # done again: its guard refuses or skips it)
+        if k == 1 and repeat is not None:
+            s = replace(s, job=(repeat,) + s.job)
         want = _step_outcome(spec_archival.step, s, cfg)
         got = _step_outcome(fast_archival.step, s, cfg)
         assert got == want, f"engine.archival.step and the spec differ at step {k} ({where}):\n spec:   {want}\n engine: {got}"
         if want[0] != "ok":
             seen["step-refused"] = seen.get("step-refused", 0) + 1
+            if "no archival job" not in want[1]:
+                seen["step-guard-refused"] = seen.get("step-guard-refused", 0) + 1
             return
         s = want[1]
         seen["steps"] = seen.get("steps", 0) + 1
@@ -676,6 +681,16 @@ def test_archival_check_catches_a_step_that_forgets_the_deletion_order(monkeypat
         return replace(out, deleted=s.deleted) if isinstance(s.job[0], spec_archival.DeleteActiveFile) else out
 
     monkeypatch.setattr(fast_archival, "step", broken)
+    with pytest.raises(AssertionError, match="differ"):
+        check_archival_agrees(seed=11)
+
+
+def test_archival_check_catches_a_storage_step_without_its_guard(monkeypatch):
+    """Broken fast path: storage steps run without the LSM guard (a refused step fails differently)."""
+    from types import SimpleNamespace
+    monkeypatch.setattr(fast_archival, "lsm", SimpleNamespace(guard=lambda s, st: None, apply=spec_lsm.apply,
+                                                              write_steps=spec_lsm.write_steps,
+                                                              LSMRecord=spec_lsm.LSMRecord))
     with pytest.raises(AssertionError, match="differ"):
         check_archival_agrees(seed=11)
 
