@@ -590,9 +590,17 @@ def _check_steps_agree(rng: random.Random, s, cfg, where: str, seen: dict) -> No
         dels = [st.file for st in s.job if isinstance(st, spec_archival.DeleteActiveFile)]
         if dels:
             s = replace(s, active=s.active - {rng.choice(dels)})
-    repeat = s.job[0] if s.job and rng.random() < 0.15 else None  # run the first step twice (a storage step
-    for k in range(len(s.job) + 2):                                 # done again: its guard refuses or skips it)
-        if k == 1 and repeat is not None:
+    # now and then a storage step of the job runs twice (done again, its guard refuses or it is skipped)
+    storage = [j for j, st in enumerate(s.job) if not isinstance(st, (spec_archival.DeleteActiveFile,
+                                                                     spec_archival.CompactLevel,
+                                                                     spec_archival.CleanLSM))]
+    if storage and storage[0] == 0 and rng.random() < 0.15:  # the L0 file never written: the manifest
+        s = replace(s, job=s.job[1:])                           # update naming it is refused
+        storage = [j - 1 for j in storage[1:]]
+    again = rng.choice(storage) + 1 if storage and rng.random() < 0.3 else None
+    repeat = s.job[again - 1] if again is not None else None
+    for k in range(len(s.job) + 2):
+        if k == again:
             s = replace(s, job=(repeat,) + s.job)
         want = _step_outcome(spec_archival.step, s, cfg)
         got = _step_outcome(fast_archival.step, s, cfg)
