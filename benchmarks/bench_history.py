@@ -9,8 +9,10 @@ process (so peak RSS is the part's own), each printing its figures; exit 1 when 
   target p50 < 5 ms. Every answer is checked against the generator, five against ``model.lsm.load_instants``.
 * **archive** -- 100,000 instants pass through the active timeline of a tv9 table and into its LSM history:
   after each commit (three timeline files, written outside the clock) the table is archived as a writer's
-  post-commit does (``TableArchiver.archive``: the spec decides, keep.max 30 / keep.min 20); the time is the sum
-  of the archive calls: target < 30 s and peak RSS < 1 GiB.
+  post-commit does (``TableArchiver.archive``, keep.max 30 / keep.min 20, run by the engine's executor of the
+  spec's rules, :mod:`engine.archival`, kept equal to :mod:`model.archival` by ``tests/test_fastpaths.py``;
+  ``--spec-executor`` runs the spec itself); the time is the sum of the archive calls: target < 30 s and peak
+  RSS < 1 GiB. Its CPU time is printed too: on a loaded machine the wall time is mostly waiting for a core.
 * **audit** -- ``audit_table`` of that table (100,000 archived instants): target < 10 s.
 
 The archive part runs in ``/dev/shm`` by default (``--archive-dir`` to change): each archival run deletes ~33
@@ -101,7 +103,8 @@ def part_lookup(n: int, seed: int, root: Path) -> dict:
             "mean_ms": statistics.fmean(times) * 1e3, "rss_mib": _rss_mib()}
 
 
-def part_archive(n: int, seed: int, root: Path) -> dict:
+def part_archive(n: int, seed: int, root: Path, spec_executor: bool = False) -> dict:
+    from engine import archival as fast_archival
     from lakeio.audit import audit_table
     from lakeio.ondisk.skeleton import write_skeleton
     from model.archival import ArchivalConfig
@@ -109,7 +112,7 @@ def part_archive(n: int, seed: int, root: Path) -> dict:
 
     base = write_skeleton(root / "table", Timeline(9), [], [], name="bench")
     tdir = base / ".hoodie" / "timeline"
-    arch = H.TableArchiver(base, ArchivalConfig())
+    arch = H.TableArchiver(base, ArchivalConfig(), executor=None if spec_executor else fast_archival)
     from lakeio.ondisk import metadata as md
 
     meta = md.encode_commit_metadata(md.make_commit_metadata({}, operation="UPSERT"), 9)  # an empty write's
@@ -133,7 +136,7 @@ def part_archive(n: int, seed: int, root: Path) -> dict:
     audit_s = time.perf_counter() - t0
     if not result.ok:
         raise SystemExit(f"audit of the archived table failed: {[str(v) for v in result.verdicts if not v.holds]}")
-    return {"instants": n, "archival_runs": runs, "archived": archived, "archive_s": spent, "archive_cpu_s": cpu,
+    return {"instants": n, "executor": "spec" if spec_executor else "engine", "archival_runs": runs, "archived": archived, "archive_s": spent, "archive_cpu_s": cpu,
             "per_call_ms": spent / n * 1e3, "rss_mib": rss, "files": len(h.files), "levels": h.levels(),
             "audit_s": audit_s, "audit_instants": result.history.summary["instants"]}
 
@@ -147,6 +150,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--archive-dir", type=Path, default=None,
                     help="where the archive part's table goes (default /dev/shm when present: creating and deleting "
                          "300,000 timeline files is file-system bound; pass a disk folder to measure that)")
+    ap.add_argument("--spec-executor", action="store_true",
+                    help="archive with the spec's model.archival (start/step) instead of engine.archival")
     ap.add_argument("--part", choices=["lookup", "archive"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     n_lookup, n_archive = (20_000, 2_000) if args.quick else (1_000_000, 100_000)
@@ -156,7 +161,7 @@ def main(argv: list[str]) -> int:
         root = Path(tempfile.mkdtemp(prefix="bench-history-", dir=args.dir if args.part == "lookup" else args.archive_dir))
         try:
             out = (part_lookup(n_lookup, args.seed, root) if args.part == "lookup"
-                   else part_archive(n_archive, args.seed, root))
+                   else part_archive(n_archive, args.seed, root, spec_executor=args.spec_executor))
         finally:
             shutil.rmtree(root, ignore_errors=True)
         print(json.dumps(out))
@@ -165,7 +170,8 @@ def main(argv: list[str]) -> int:
     for part in ("lookup", "archive"):
         cmd = [sys.executable, __file__, "--part", part, "--seed", str(args.seed)] + (["--quick"] if args.quick else []) \
             + (["--dir", str(args.dir)] if args.dir else []) \
-            + (["--archive-dir", str(args.archive_dir)] if args.archive_dir else [])
+            + (["--archive-dir", str(args.archive_dir)] if args.archive_dir else []) \
+            + (["--spec-executor"] if args.spec_executor else [])
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stdout + r.stderr)
@@ -177,7 +183,7 @@ def main(argv: list[str]) -> int:
           f"{lk['build_s']:.1f} s); open {lk['open_ms']:.1f} ms; completion-time lookup of a random instant "
           f"p50 {lk['p50_ms']:.2f} ms, p90 {lk['p90_ms']:.2f} ms, p99 {lk['p99_ms']:.2f} ms, max {lk['max_ms']:.1f} ms "
           f"(2,000 lookups); peak RSS {lk['rss_mib']:.0f} MiB")
-    print(f"archive (in {args.archive_dir or tempfile.gettempdir()}): {ar['instants']:,} instants through the active timeline, {ar['archival_runs']:,} archival runs, "
+    print(f"archive (in {args.archive_dir or tempfile.gettempdir()}, {ar['executor']} executor): {ar['instants']:,} instants through the active timeline, {ar['archival_runs']:,} archival runs, "
           f"{ar['archived']:,} archived in {ar['files']} files {ar['levels']}: {ar['archive_s']:.1f} s in archive calls "
           f"({ar['archive_cpu_s']:.1f} CPU-seconds; {ar['per_call_ms']:.2f} ms per commit); peak RSS {ar['rss_mib']:.0f} MiB")
     print(f"audit: a table with {ar['audit_instants']:,} archived instants in {ar['audit_s']:.2f} s")
@@ -188,7 +194,7 @@ def main(argv: list[str]) -> int:
     if lk["p50_ms"] >= 5:
         missed.append(f"lookup p50 {lk['p50_ms']:.2f} ms >= 5 ms")
     if ar["archive_s"] >= 30:
-        missed.append(f"archiving {ar['archive_s']:.1f} s >= 30 s")
+        missed.append(f"archiving {ar['archive_s']:.1f} s >= 30 s ({ar['archive_cpu_s']:.1f} CPU-seconds)")
     if ar["rss_mib"] >= 1024:
         missed.append(f"archiving peak RSS {ar['rss_mib']:.0f} MiB >= 1 GiB")
     if ar["audit_s"] >= 10:

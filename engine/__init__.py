@@ -13,7 +13,9 @@ engine and spec enable the same events, reach the same abstract state after each
   :mod:`engine.failover` -- its parts (the pipeline's driver-side coordinator uses them too);
 * :mod:`engine.invariants` -- the invariants of :mod:`model.invariants.protocol`, evaluated on an engine
   state (``check_step``, ``check_drained``): same ids, same verdicts;
-* :mod:`engine.refinement` -- the abstraction function engine state -> spec state.
+* :mod:`engine.refinement` -- the abstraction function engine state -> spec state;
+* :mod:`engine.archival` -- :func:`model.archival.start` / ``step`` made fast (``TableArchiver(executor=...)``;
+  kept equal to the spec by ``tests/test_fastpaths.py``).
 
 Imports :mod:`model` only.
 """

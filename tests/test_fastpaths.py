@@ -26,14 +26,18 @@ from __future__ import annotations
 import random
 import string
 import zipfile
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 import pytest
 
+import engine.archival as fast_archival
 import engine.timeline as fast_timeline
 from fixtures_util import fixture_zips
 from lakeio.ondisk import fastcodec, fastslicing
+from model import archival as spec_archival
 from model import filenames as spec_codec
+from model import lsm as spec_lsm
 from model import slicing as spec_slicing
 from model.errors import ModelError, TimelineError
 from model.filenames import LAYOUT_1, LAYOUT_2, BaseFile, LogFile
@@ -525,3 +529,212 @@ def test_slicing_check_catches_an_exclusive_boundary(monkeypatch):
     monkeypatch.setattr(fastslicing, "bisect_right", bisect_left)
     with pytest.raises(AssertionError, match="differ"):
         check_slicing_agrees(seed=5)
+
+
+# ============================================================================================ archival decision
+# ``engine.archival.start`` against the spec's ``model.archival.start``: random active timelines (every action,
+# every subset of states, comparable-action collisions, double completed files), random settings and retention
+# contexts, running jobs; and the benchmark's own sequence (a deltacommit, then an archival run, 600 times).
+
+
+def _archival_outcome(fn, s, cfg, ctx, design=spec_archival.HUDI):
+    try:
+        return ("ok",) + tuple(fn(s, cfg, ctx, design))
+    except ModelError as e:
+        return (type(e).__name__, str(e))
+
+
+def _random_history_state(rng: random.Random) -> spec_archival.HistoryState:
+    files = set()
+    k = 0
+    for _ in range(rng.randrange(0, 40)):
+        k += rng.choice((1, 1, 1, 2, 0))  # 0: a second instant at the same time (a collision or not)
+        action = rng.choice(ACTIONS if rng.random() < 0.3 else [Action.COMMIT, Action.DELTACOMMIT, Action.CLEAN,
+                                                                 Action.REPLACECOMMIT, Action.COMPACTION])
+        states = [st for st in STATES if rng.random() < 0.5] or [State.COMPLETED]
+        if rng.random() < 0.6 and State.COMPLETED not in states:
+            states.append(State.COMPLETED)
+        for st in states:
+            ct = _time(10 * k + 5) if st is State.COMPLETED else None
+            files.add(spec_archival.ActiveFile(_time(10 * k), action, st, ct))
+        if State.COMPLETED in states and rng.random() < 0.03:  # a second completed file, another completion
+            files.add(spec_archival.ActiveFile(_time(10 * k), action, State.COMPLETED, _time(10 * k + 7)))
+    job = (spec_archival.CompactLevel(0),) if rng.random() < 0.03 else ()
+    return spec_archival.HistoryState(active=frozenset(files), lsm=spec_lsm.EMPTY, job=job,
+                                      table_version=rng.choice((8, 9)))
+
+
+def _random_archival_settings(rng: random.Random):
+    mx = rng.randrange(2, 12)
+    mn = rng.randrange(1, mx)
+    cfg = spec_archival.ArchivalConfig(max_commits=mx, min_commits=mn, cleaner_commits_retained=rng.randrange(0, mn),
+                                       beyond_savepoint=rng.random() < 0.3, batch=rng.randrange(1, 5))
+    ctx = spec_archival.RetentionContext(
+        compaction_num_commits=rng.random() < 0.3, mdt_enabled=rng.random() < 0.2,
+        mdt_latest_compaction=rng.choice((None, _time(rng.randrange(0, 300)))),
+        clean_earliest_retain=rng.choice((None, None, _time(10 * rng.randrange(0, 30)))))
+    return cfg, ctx
+
+
+def _step_outcome(fn, s, cfg):
+    try:
+        return ("ok", fn(s, cfg))
+    except ModelError as e:
+        return (type(e).__name__, str(e))
+
+
+def _check_steps_agree(rng: random.Random, s, cfg, where: str, seen: dict) -> None:
+    """Run the job with both ``step``s, comparing every state; now and then an active file the job deletes
+    is taken away first (both must refuse alike), and one more step after the end (both refuse)."""
+    if s.job and rng.random() < 0.2:
+        dels = [st.file for st in s.job if isinstance(st, spec_archival.DeleteActiveFile)]
+        if dels:
+            s = replace(s, active=s.active - {rng.choice(dels)})
+    # now and then a storage step of the job runs twice (done again, its guard refuses or it is skipped)
+    storage = [j for j, st in enumerate(s.job) if not isinstance(st, (spec_archival.DeleteActiveFile,
+                                                                     spec_archival.CompactLevel,
+                                                                     spec_archival.CleanLSM))]
+    if storage and storage[0] == 0 and rng.random() < 0.15:  # the L0 file never written: the manifest
+        s = replace(s, job=s.job[1:])                           # update naming it is refused
+        storage = [j - 1 for j in storage[1:]]
+    again = rng.choice(storage) + 1 if storage and rng.random() < 0.3 else None
+    repeat = s.job[again - 1] if again is not None else None
+    for k in range(len(s.job) + 2):
+        if k == again:
+            s = replace(s, job=(repeat,) + s.job)
+        want = _step_outcome(spec_archival.step, s, cfg)
+        got = _step_outcome(fast_archival.step, s, cfg)
+        assert got == want, f"engine.archival.step and the spec differ at step {k} ({where}):\n spec:   {want}\n engine: {got}"
+        if want[0] != "ok":
+            seen["step-refused"] = seen.get("step-refused", 0) + 1
+            if "no archival job" not in want[1]:
+                seen["step-guard-refused"] = seen.get("step-guard-refused", 0) + 1
+            return
+        s = want[1]
+        seen["steps"] = seen.get("steps", 0) + 1
+
+
+def check_archival_agrees(seed: int, cases: int = 1500) -> dict:
+    """Both executors on random states; raises AssertionError (with the replay seed) on the first difference.
+    Returns how many cases triggered, archived, or were refused (so the caller can check it is not vacuous)."""
+    rng = random.Random(seed)
+    seen = {"triggered": 0, "archived": 0, "clean-rollback": 0, "refused": 0, "savepoint": 0}
+    for case in range(cases):
+        s = _random_history_state(rng)
+        cfg, ctx = _random_archival_settings(rng)
+        want = _archival_outcome(spec_archival.start, s, cfg, ctx)
+        got = _archival_outcome(fast_archival.start, s, cfg, ctx)
+        assert got == want, (f"engine.archival.start and the spec differ (case {case}; replay: "
+                             f"check_archival_agrees(seed={seed})):\n spec:   {want}\n engine: {got}")
+        if want[0] != "ok":
+            seen["refused"] += 1
+            continue
+        d = want[1]
+        _check_steps_agree(rng, want[2], cfg, f"case {case}; replay: check_archival_agrees(seed={seed})", seen)
+        seen["triggered"] += d.triggered
+        seen["archived"] += d.archives
+        seen["clean-rollback"] += any(i.action in (Action.CLEAN, Action.ROLLBACK) for i in d.to_archive)
+        seen["savepoint"] += d.first_savepoint is not None
+    return seen
+
+
+def test_fast_archival_equals_the_spec_on_random_timelines():
+    seen = check_archival_agrees(seed=11)
+    # not vacuous: every branch of the decision is reached, jobs run and steps are refused
+    assert all(v >= 10 for v in seen.values()) and seen["steps"] >= 1000 and seen["step-refused"] >= 10, seen
+
+
+def test_fast_archival_equals_the_spec_on_the_benchmarks_sequence():
+    """``benchmarks/bench_history.py --part archive`` in memory: a deltacommit's three state files, then a run."""
+    cfg = spec_archival.ArchivalConfig()
+    s = spec_archival.HistoryState(table_version=9)
+    runs = 0
+    for i in range(600):
+        t, c = _time(10 * i), _time(10 * i + 5)
+        s = replace(s, active=s.active | {spec_archival.ActiveFile(t, Action.DELTACOMMIT, st)
+                                          for st in (State.REQUESTED, State.INFLIGHT)}
+                    | {spec_archival.ActiveFile(t, Action.DELTACOMMIT, State.COMPLETED, c)})
+        want = spec_archival.start(s, cfg)
+        assert fast_archival.start(s, cfg) == want, f"differ at commit {i}"
+        runs += want[0].archives
+        s = want[1]
+        while s.job:
+            nxt = spec_archival.step(s, cfg)
+            assert fast_archival.step(s, cfg) == nxt, f"step differs at commit {i}"
+            s = nxt
+    assert runs >= 50 and len(s.active) <= 3 * (cfg.max_commits + 1)
+
+
+def test_archival_check_catches_a_wrong_commit_count(monkeypatch):
+    """Broken fast path: replacecommits (and clustering) left off the completed commits timeline."""
+    broken = dict(fast_archival._IS_COMMIT, **{Action.REPLACECOMMIT: False, Action.CLUSTERING: False})
+    monkeypatch.setattr(fast_archival, "_IS_COMMIT", broken)
+    with pytest.raises(AssertionError, match="differ"):
+        check_archival_agrees(seed=11)
+
+
+def test_archival_check_catches_a_lost_retention_rule(monkeypatch):
+    """Broken fast path: no write action counts as pending (retention rules 1 and 3 never apply)."""
+    monkeypatch.setattr(fast_archival, "WRITE_ACTIONS", frozenset())
+    with pytest.raises(AssertionError, match="differ"):
+        check_archival_agrees(seed=11)
+
+
+def test_archival_check_catches_a_step_that_forgets_the_deletion_order(monkeypatch):
+    """Broken fast path: a deletion step that does not record the file in ``deleted`` (I16's history)."""
+    real = fast_archival.step
+
+    def broken(s, cfg=spec_archival.ArchivalConfig(), design=spec_archival.HUDI):
+        out = real(s, cfg, design)
+        return replace(out, deleted=s.deleted) if isinstance(s.job[0], spec_archival.DeleteActiveFile) else out
+
+    monkeypatch.setattr(fast_archival, "step", broken)
+    with pytest.raises(AssertionError, match="differ"):
+        check_archival_agrees(seed=11)
+
+
+def test_archival_check_catches_a_storage_step_without_its_guard(monkeypatch):
+    """Broken fast path: storage steps run without the LSM guard (a refused step fails differently)."""
+    from types import SimpleNamespace
+    monkeypatch.setattr(fast_archival, "lsm", SimpleNamespace(guard=lambda s, st: None, apply=spec_lsm.apply,
+                                                              write_steps=spec_lsm.write_steps,
+                                                              LSMRecord=spec_lsm.LSMRecord))
+    with pytest.raises(AssertionError, match="differ"):
+        check_archival_agrees(seed=11)
+
+
+def test_archival_check_catches_a_missed_collision(monkeypatch):
+    """Broken fast path: instants keyed by their own action, not the comparable one (a compaction and a commit
+    at one time pass as two instants; the spec's ``Timeline.load`` refuses them as one instant loaded twice)."""
+    monkeypatch.setattr(fast_archival, "_SHOWN", {a: a for a in Action})
+    with pytest.raises(AssertionError, match="differ"):
+        check_archival_agrees(seed=11)
+
+
+def test_table_archiver_with_the_fast_planner_writes_the_same_history(tmp_path):
+    """On disk: the same table archived with the spec's planner and with the engine's gives the same decisions,
+    the same history folder (names and bytes of manifests/_version_, rows of the data files) and timeline."""
+    from lakeio.ondisk import history as H
+    from lakeio.ondisk.skeleton import write_skeleton
+    from model.timeline import Timeline as _TL
+
+    cfg = spec_archival.ArchivalConfig(max_commits=6, min_commits=3, cleaner_commits_retained=1, compaction_batch=3)
+    outs = []
+    for label, executor in (("spec", None), ("engine", fast_archival)):
+        base = write_skeleton(tmp_path / label, _TL(9), [], [], name="t")
+        tdir = base / ".hoodie" / "timeline"
+        arch = H.TableArchiver(base, cfg, executor=executor)
+        decisions = []
+        for i in range(80):
+            t, c = _time(10 * i), _time(10 * i + 5)
+            (tdir / f"{t}.deltacommit.requested").write_bytes(b"")
+            (tdir / f"{t}.deltacommit.inflight").write_bytes(b"")
+            (tdir / f"{t}_{c}.deltacommit").write_bytes(b'{"i": %d}' % i)
+            decisions.append(arch.archive())
+        folder = H.lsm_folder(base, {})
+        small = {p.name: p.read_bytes() for p in folder.iterdir() if not p.name.endswith(".parquet")}
+        data = {p.name: H.LsmHistory(folder).read_columns(p.name, H.LSM_ARROW_SCHEMA.names).to_pylist()
+                for p in folder.iterdir() if p.name.endswith(".parquet")}
+        outs.append((decisions, small, data, sorted(p.name for p in tdir.iterdir())))
+    assert sum(d.archives for d in outs[0][0]) >= 10 and len(outs[0][2]) >= 2
+    assert outs[0] == outs[1]

@@ -34,7 +34,6 @@ a missing file) is reported by the spec's predicates over :meth:`LsmHistory.disk
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -155,9 +154,9 @@ def _create_immutable(path: Path, data: bytes, *, durable: bool = False) -> None
             pass
 
 
-def _unlink(path: Path) -> None:
+def _unlink(path: Path | str) -> None:
     try:
-        path.unlink()
+        os.unlink(path)
     except FileNotFoundError:
         pass
 
@@ -225,11 +224,15 @@ def records_table(records: Iterable[ArchivedInstant | dict]) -> pa.Table:
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
-    buf = io.BytesIO()
-    with pq.ParquetWriter(buf, LSM_ARROW_SCHEMA, compression="snappy") as w:
+    """The parquet file of ``table``: snappy, row groups of :data:`ROW_GROUP_ROWS`, plain encoding (no
+    dictionary pages: every instant time is distinct, and readers need none), and column statistics for
+    ``instantTime`` only -- the one column lookups prune row groups by (:meth:`LsmHistory._groups_covering`)."""
+    buf = pa.BufferOutputStream()
+    with pq.ParquetWriter(buf, LSM_ARROW_SCHEMA, compression="snappy", use_dictionary=False,
+                          write_statistics=["instantTime"]) as w:
         w.write_table(table, row_group_size=ROW_GROUP_ROWS)
         w.add_key_value_metadata({"parquet.avro.schema": LSM_AVRO_SCHEMA_JSON, "writer.model.name": "avro"})
-    return buf.getvalue()
+    return buf.getvalue().to_pybytes()
 
 
 def _open_parquet(path: Path) -> pq.ParquetFile:
@@ -474,6 +477,12 @@ class LsmWriter:
         if state is None:
             state = LsmHistory(self.folder).disk_state() if any(self.folder.iterdir()) else lsm.EMPTY
         self.state = state
+        #: what this writer wrote and has not deleted: data file name -> (its rows for an L0 file, else None;
+        #: its length on disk). A manifest takes its files' lengths from here, an L0 compaction (every
+        #: ``compaction_batch`` archival runs) its sources' rows; higher levels, and files written by others,
+        #: are read from disk and stat'ed (keeping every level's rows would hold the whole history's metadata
+        #: in memory). An entry goes when its file is deleted.
+        self._written: dict[str, tuple[pa.Table | None, int]] = {}
 
     # -- the steps
     def run(self, steps, payload: dict[str, tuple[bytes | None, bytes | None]] | None = None) -> None:
@@ -509,6 +518,7 @@ class LsmWriter:
         elif st.kind == "delete-manifest":
             _unlink(self.folder / lsm.manifest_name(st.version))
         elif st.kind == "delete-data-file":
+            self._written.pop(st.name, None)
             _unlink(self.folder / st.name)
         else:  # pragma: no cover - a new step kind must be taught here
             raise ValueError(f"unknown LSM step {st.kind!r}")
@@ -517,17 +527,29 @@ class LsmWriter:
     def _write_table(self, name: str, table: pa.Table) -> None:
         path = self.folder / name
         _unlink(path)  # a leftover not committed: "delete the corrupt file and retry"
-        _create_immutable(path, _parquet_bytes(table), durable=self.durable)
+        self._written.pop(name, None)
+        data = _parquet_bytes(table)
+        _create_immutable(path, data, durable=self.durable)
+        self._written[name] = (table if lsm.parse_data_file_name(name).level == 0 else None, len(data))
 
     def _write_records(self, name: str, records, payload) -> None:
-        rows = [{"instantTime": r.instant_time, "completionTime": r.completion_time, "action": r.action,
-                 "metadata": payload.get(r.instant_time, (None, None))[0],
-                 "plan": payload.get(r.instant_time, (None, None))[1], "version": 1} for r in records]
-        self._write_table(name, pa.Table.from_pylist(rows, schema=LSM_ARROW_SCHEMA))
+        none = (None, None)
+        got = [payload.get(r.instant_time, none) for r in records]
+        cols = [[r.instant_time for r in records], [r.completion_time for r in records],
+                [r.action for r in records], [g[0] for g in got], [g[1] for g in got], [1] * len(records)]
+        # from_pandas=False: plain Python values (None is null); the default looks for pandas' NaN semantics,
+        # ~25x slower for a short string column
+        self._write_table(name, pa.Table.from_arrays([pa.array(c, f.type, from_pandas=False)
+                                                      for c, f in zip(cols, LSM_ARROW_SCHEMA)], schema=LSM_ARROW_SCHEMA))
+
+    def _source_rows(self, name: str) -> pa.Table:
+        kept = self._written.get(name)
+        if kept is not None and kept[0] is not None:
+            return kept[0]
+        return _open_parquet(self.folder / name).read().select(LSM_ARROW_SCHEMA.names).cast(LSM_ARROW_SCHEMA)
 
     def _compact(self, sources: list[str], target: str, records) -> None:
-        tables = [_open_parquet(self.folder / s).read().select(LSM_ARROW_SCHEMA.names).cast(LSM_ARROW_SCHEMA)
-                  for s in sources]
+        tables = [self._source_rows(s) for s in sources]
         merged = pa.concat_tables(tables)
         # one row per instant, as the spec's merged record set (a re-archived batch can repeat one)
         times = merged.column("instantTime").to_pylist()
@@ -544,7 +566,8 @@ class LsmWriter:
         self._write_table(target, merged)
 
     def _write_manifest(self, version: int, names) -> None:
-        entries = [ManifestEntry(n, (self.folder / n).stat().st_size) for n in names]
+        entries = [ManifestEntry(n, self._written[n][1] if n in self._written else (self.folder / n).stat().st_size)
+                   for n in names]
         path = self.folder / lsm.manifest_name(version)
         _unlink(path)  # a leftover of a failed update (createManifestFile deletes it first)
         _create_immutable(path, manifest_json(entries).encode("utf-8"), durable=self.durable)
@@ -709,17 +732,22 @@ class TableArchiver:
     (:func:`model.archival.v1_blocks`), then the active files are deleted in the same order.
     """
 
-    def __init__(self, base, cfg=None, ctx=None, *, durable: bool = False):
+    def __init__(self, base, cfg=None, ctx=None, *, durable: bool = False, executor=None):
         from lakeio.ondisk.reader import _read_facts, _timeline_dir, find_base_path
         from model import archival
 
+        #: who decides a run and steps its job: the spec (:mod:`model.archival`: ``start``, ``step``) unless the
+        #: caller passes an executor of the same rules with the same two functions (:mod:`engine.archival`, kept
+        #: equal to the spec by ``tests/test_fastpaths.py``; lakeio does not import the engine)
+        self.executor = executor or archival
         self.base = find_base_path(base)
         self.cfg = (cfg or archival.ArchivalConfig()).validate()
         self.ctx = ctx or archival.RetentionContext()
         self.props, self.version, self.layout, self.tz = _read_facts(self.base)
         self.tdir = _timeline_dir(self.base, self.props, self.version)
         self.durable = durable
-        self._names: set[str] = set()  # the timeline folder's names at the last listing
+        self._listing: set[str] = set()  # every name in the timeline folder at the last listing
+        self._names: set[str] = set()  # the state-file names among them
         self._parsed: dict = {}     # file name -> (TimelineFile, its key, mtime time or None), None = not one
         self._groups: dict = {}     # instant key -> its file names
         self._instants: dict = {}   # instant key -> its ActiveFiles
@@ -743,10 +771,15 @@ class TableArchiver:
         from model.instant import State
 
         try:
-            with os.scandir(self.tdir) as it:
-                names = {e.name for e in it if e.name[:1].isdigit() and e.is_file()}
+            listing = set(os.listdir(self.tdir))
         except OSError as exc:
             raise UserError(f"{self.tdir}: unreadable ({exc.strerror or exc})") from None
+        # a state file's name starts with a digit and names a file (not a folder); only names not listed last
+        # time are looked at (a name listed at both calls is the same entry, kept or skipped as before)
+        tdir = str(self.tdir)
+        fresh = {n for n in listing - self._listing if n[:1].isdigit() and os.path.isfile(os.path.join(tdir, n))}
+        names = (self._names & listing) | fresh
+        self._listing = listing
         touched = set()
         for n in self._names - names:
             entry = self._parsed.pop(n)
@@ -785,13 +818,18 @@ class TableArchiver:
     def _payload(self, files: dict, to_archive) -> dict[str, tuple[bytes | None, bytes | None]]:
         from model.instant import State
 
+        by: dict[tuple, list] = {}
+        for af, name in files.items():
+            by.setdefault((af.requested_time, af.action), []).append((af, name))
+        tdir = str(self.tdir)
         out = {}
         for i in to_archive:
             meta = plan = None
-            for af, name in files.items():
-                if af.requested_time != i.requested_time or af.action is not i.action:
-                    continue
-                data = (self.tdir / name).read_bytes()
+            for af, name in by.get((i.requested_time, i.action), ()):
+                if af.state is not State.COMPLETED and af.state is not State.REQUESTED:
+                    continue  # an inflight file's bytes go nowhere
+                with open(os.path.join(tdir, name), "rb") as fh:
+                    data = fh.read()
                 if af.state is State.COMPLETED:
                     meta = data or None
                 elif af.state is State.REQUESTED:
@@ -817,10 +855,11 @@ class TableArchiver:
                     if isinstance(st, archival.DeleteActiveFile):
                         _unlink(self.tdir / files[st.file])
             return d
-        d, state = archival.start(state, self.cfg, self.ctx)
+        d, state = self.executor.start(state, self.cfg, self.ctx)
         if not d.archives:
             return d
         payload = self._payload(files, d.to_archive)
+        tdir = str(self.tdir)
         done = 0
         while state.job:
             if crash_after is not None and done >= crash_after:
@@ -828,9 +867,9 @@ class TableArchiver:
             done += 1
             head = state.job[0]
             before = state
-            state = archival.step(state, self.cfg)
+            state = self.executor.step(state, self.cfg)
             if isinstance(head, archival.DeleteActiveFile):
-                _unlink(self.tdir / files[head.file])
+                _unlink(os.path.join(tdir, files[head.file]))
             elif isinstance(head, (archival.CompactLevel, archival.CleanLSM)):
                 continue  # they only put their concrete steps at the head of the job
             else:
