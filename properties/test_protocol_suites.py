@@ -33,7 +33,10 @@ SUITES = {
     "async-tv6": variant("hudi-1.1-tv6", **SUITE_BOUNDS),
     "blocking-tv8": variant("hudi-1.1-blocking", **SUITE_BOUNDS),
     "blocking-tv6": variant("hudi-0.x-blocking", **SUITE_BOUNDS),
-    "async-events": variant("hudi-1.1-async-events", **SUITE_BOUNDS),
+    # one crash: the bound explored exhaustively; with two, a bootstrap lost after a global failover loses its
+    # data in this model (a task failover re-sends only the cleanup bootstrap) -- pinned as a finding by
+    # tests/test_protocol_channels.py::test_finding_a_bootstrap_lost_after_a_restart_loses_its_data
+    "async-events": variant("hudi-1.1-async-events", **{**SUITE_BOUNDS, "max_crashes": 1}),
 }
 for _cfg in SUITES.values():
     assert _cfg.faults == ALL_FAULTS, "the suites interleave every fault"
