@@ -6,7 +6,7 @@ and whether renaming them is sound for its configuration; the checker chooses th
 state's orbit and hashes that instead of the state (:func:`checker.explorer.explore`'s ``symmetry``).
 
 The representative of ``s`` is the renaming ``perm(s)``, over all ``n!`` permutations of the ``n``
-tasks, whose fingerprint has the smallest hash (ties: the first permutation in lexicographic order).
+tasks, whose fingerprint has the smallest hash (``model.fingerprint_hash``, a function of the fingerprint) (ties: the first permutation in lexicographic order).
 Sound by construction: the fingerprint kept is the exact fingerprint of a state of ``s``'s orbit, so
 two states share it only when they are renamings of one another (orbits are disjoint). Canonical up
 to hash ties: every member of an orbit has the same set of renamings, so the same smallest hash; a
@@ -41,13 +41,14 @@ def representative_function(model, max_tasks: int = MAX_TASKS) -> Callable[[Any]
         raise SymmetryRefused(f"symmetry reduction tries all {n}! task renamings per state; "
                               f"at most {max_tasks} tasks are supported")
     perms = [p for p in permutations(range(n))]
-    permute, fingerprint = model.permute, model.fingerprint
+    permute = model.permute
+    fingerprint_hash = getattr(model, "fingerprint_hash", None) or (lambda s: hash(model.fingerprint(s)))
 
     def representative(state):
         best, best_h = None, None
         for p in perms:
             r = permute(state, p)
-            h = hash(fingerprint(r))
+            h = fingerprint_hash(r)
             if best_h is None or h < best_h:
                 best, best_h = r, h
         return best
