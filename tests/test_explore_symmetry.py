@@ -99,7 +99,10 @@ def test_permute_tasks_leaves_the_state_alone_and_rejects_non_permutations():
 
 # ------------------------------------------------------------- same verdicts on every variant
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_same_verdicts_and_depths_with_and_without_symmetry(variant):
+def test_same_verdicts_and_depths_with_and_without_symmetry(variant, tmp_path):
+    from checker.replay import replay
+    from lakeio.traces import load_trace, write_trace
+
     cfg = small_config(variant)
     plain, v_plain = verdicts(SystemModel(cfg))
     model = SystemModel(cfg)
@@ -114,6 +117,10 @@ def test_same_verdicts_and_depths_with_and_without_symmetry(variant):
         for ev, want in zip(d.actions, d.states[1:]):
             s = model.next_state(s, ev)
             assert model.fingerprint(s) == model.fingerprint(want)
+        # ... and its trace replays to a violation (what `hoodie-lab replay` runs)
+        path = write_trace(tmp_path / f"{d.property}.jsonl", cfg, model.trace_events(d), seed=model.seed,
+                           driver="explore")
+        assert not replay(load_trace(path)).ok, f"{variant}: {d.property} does not replay"
 
 
 def test_reduction_on_the_correct_design_is_close_to_two():
