@@ -18,6 +18,10 @@ Run: ``python benchmarks/bench_protocol.py [--quick]``.
 2. Times each protocol property suite (``properties/test_protocol_*.py``) in the default Hypothesis
    profile (``ci``), one pytest process per file, and prints its wall time and outcome.
 
+``--symmetry``: explore the bound twice, plainly and with symmetry reduction (``explore --symmetry``:
+states equal up to renaming the writer tasks count once), and print the state-count reduction and both
+runs' states per CPU second (the states-per-CPU-second target applies to the plain run).
+
 ``--quick``: a smaller bound (2 writers x 2 checkpoints, lost acks and one task crash) and the suites
 are not run. Exit status 1 when a target is missed (not exhaustive, a violation, too slow, a suite
 failed), as ``benchmarks/run.py`` expects.
@@ -42,12 +46,14 @@ FULL_BOUND = dict(parallelism=2, max_checkpoints=3, max_crashes=1,
 QUICK_BOUND = dict(parallelism=2, max_checkpoints=2, max_crashes=1, faults=frozenset({"lost-ack", "task-crash"}))
 
 
-def bench_explore(bound: dict, max_states: int) -> dict:
+def bench_explore(bound: dict, max_states: int, symmetry: bool = False) -> dict:
     from checker import SystemModel, explore
+    from checker.symmetry import representative_function
     from model.protocol import variant
 
     cfg = variant("hudi-1.1", **bound)
     model = SystemModel(cfg)
+    rep = representative_function(model) if symmetry else None
     last = [time.monotonic()]
 
     def progress(res, queue):
@@ -56,11 +62,12 @@ def bench_explore(bound: dict, max_states: int) -> dict:
             print(f"  ... {res.states:,} states, frontier {queue:,}, {res.states_per_cpu_second:,.0f} states/CPU-s",
                   file=sys.stderr, flush=True)
 
-    res = explore(model, max_states=max_states, progress=progress, compact=True)
+    res = explore(model, max_states=max_states, progress=progress, compact=True, symmetry=rep)
     sys.stdout.flush()
     faults = ",".join(sorted(cfg.faults))
     print(f"explore hudi-1.1, {cfg.parallelism} writers x {cfg.max_checkpoints} checkpoints, {cfg.records} records/split, "
-          f"buffer {cfg.buffer_size}, faults {faults}, crashes <= {cfg.max_crashes}")
+          f"buffer {cfg.buffer_size}, faults {faults}, crashes <= {cfg.max_crashes}"
+          + (", symmetry reduction (canonical states)" if symmetry else ""))
     print(f"  distinct states        {res.states:>12,}")
     print(f"  transitions            {res.transitions:>12,}")
     print(f"  max depth              {res.max_depth:>12,}")
@@ -103,10 +110,20 @@ def bench_suites() -> list[tuple[str, int, float]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller bound, property suites not run")
+    ap.add_argument("--symmetry", action="store_true",
+                    help="also explore with symmetry reduction and print the state-count reduction")
     ap.add_argument("--max-states", type=int, default=20_000_000, help="safety cap on distinct states")
     args = ap.parse_args(argv)
     fig = bench_explore(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states)
     ok = fig["complete"] and fig["violation"] is None
+    if args.symmetry:
+        sym = bench_explore(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, symmetry=True)
+        same = sym["complete"] and sym["violation"] == fig["violation"]
+        print(f"symmetry reduction: {fig['states']:,} -> {sym['states']:,} states "
+              f"({fig['states'] / max(sym['states'], 1):.2f}x fewer), {fig['states_per_cpu_second']:,.0f} -> "
+              f"{sym['states_per_cpu_second']:,.0f} states per CPU second, CPU {fig['cpu_s']:.1f} s -> "
+              f"{sym['cpu_s']:.1f} s; verdict {'the same' if same else 'DIFFERS'}")
+        ok = ok and same
     fast = fig["states_per_cpu_second"] >= TARGET_STATES_PER_CPU_SECOND
     if not fast:
         print(f"  TARGET MISSED: {fig['states_per_cpu_second']:,.0f} < {TARGET_STATES_PER_CPU_SECOND:,} distinct "

@@ -198,6 +198,7 @@ def explore(
     progress_every: int = 4096,
     compact: bool = False,
     pause_gc: bool = True,
+    symmetry: Callable[[Any], Any] | None = None,
 ) -> ExploreResult:
     """Breadth-first search of every state of ``model`` reachable within its bounds.
 
@@ -220,20 +221,25 @@ def explore(
     instead of 7,100 states per CPU second, same peak memory: model states hold no reference
     cycles, and reference counting still frees everything else). The collector's previous state is
     restored afterwards.
+
+    ``symmetry`` (a ``state -> representative`` function, :func:`checker.symmetry.representative_function`)
+    makes the visited set hold the representative's fingerprint (or hash) instead of the state's, so a
+    state equal to a known one up to a renaming of interchangeable tasks is not expanded again; the
+    search still expands and records the states it actually reached (paths replay unchanged).
     """
     was_enabled = gc.isenabled()
     if pause_gc:
         gc.disable()
     try:
         return _explore(model, max_states, max_depth, stop_on_violation, record_graph, progress,
-                        progress_every, compact)
+                        progress_every, compact, symmetry)
     finally:
         if pause_gc and was_enabled:
             gc.enable()
 
 
 def _explore(model: Model, max_states, max_depth, stop_on_violation, record_graph, progress, progress_every,
-             compact) -> ExploreResult:
+             compact, symmetry=None) -> ExploreResult:
     """The search itself, with the collector already paused; see :func:`explore` for the options."""
     props = list(model.properties())
     always = [p for p in props if p.kind == ALWAYS]
@@ -255,6 +261,8 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     fingerprint, actions_of, step = model.fingerprint, model.actions, model.next_state
     if compact:
         fingerprint = model.fingerprint_hash
+    if symmetry is not None:  # the representative's fingerprint (also in _rebuild: one function)
+        fingerprint = _of_representative(fingerprint, symmetry)
     boundary, settles = model.within_boundary, model.settles
     t0, c0 = time.perf_counter(), time.process_time()
     queue: deque = deque()
@@ -390,6 +398,10 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     if progress is not None:
         progress(res, len(queue))
     return res
+
+
+def _of_representative(fingerprint, representative):
+    return lambda state: fingerprint(representative(state))
 
 
 def _rebuild(model: Model, init_list: list, parent, via, sid: int, seen: dict, fingerprint) -> tuple[list, list, list]:

@@ -90,6 +90,35 @@ class SystemModel(Model):
             return Refused(ev, exc)
         return t
 
+    # ------------------------------------------------------------ symmetry
+    def symmetry_tasks(self) -> int:
+        """The number of interchangeable writer tasks (:mod:`checker.symmetry`), or
+        :class:`~checker.symmetry.SymmetryRefused` saying why renaming them would be unsound.
+
+        Sound here: every task has the same configuration (``ProtocolConfig`` has no per-task field),
+        task ``t`` reads split ``t`` and every split holds ``config.records`` records, so renaming the
+        tasks renames their splits with them; every rule reads a task by its id only
+        (:meth:`engine.System.permute_tasks` renames all the state's task-indexed parts). Refused for a
+        subclass listing other actions (its events may single tasks out) and for a source whose splits
+        differ from the tasks."""
+        from .symmetry import SymmetryRefused
+
+        if self._check_guards:
+            raise SymmetryRefused(f"{type(self).__name__} lists its own actions; they may single out tasks")
+        s = self.init_states()[0]
+        if s.source.splits != self.config.parallelism or type(s.source).__name__ != "Source":
+            raise SymmetryRefused("the source's splits are not one per task of equal length")
+        return self.config.parallelism
+
+    def permute(self, s, perm):
+        """``s`` with task ``t`` renamed ``perm[t]`` (:meth:`engine.System.permute_tasks`); a
+        :class:`Refused` dead end stays as it is (its own representative: sound, never merged)."""
+        if isinstance(s, Refused):
+            return s
+        if all(t == i for i, t in enumerate(perm)) and _metadata_sorted(s):
+            return s  # permute_tasks(identity) would equal s (its commit metadata already sorted)
+        return s.permute_tasks(perm)
+
     def format_action(self, ev) -> str:
         return str(ev)
 
@@ -143,6 +172,14 @@ class SystemModel(Model):
         if d.property in self._inv.DRAIN_INVARIANTS or d.property.startswith("model.refused"):
             events += _drain_events(last)
         return events
+
+
+def _metadata_sorted(s) -> bool:
+    for statuses in s.table.metadata.values():
+        for a, b in zip(statuses, statuses[1:]):
+            if b < a:
+                return False
+    return True
 
 
 def _drain_events(state) -> list:

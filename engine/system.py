@@ -692,6 +692,84 @@ class System:
             return []
         return [o for o in self.observations if o.rule == rule]
 
+    # ------------------------------------------------------------ task renaming
+    def permute_tasks(self, perm) -> "System":
+        """This state with task ``t`` renamed ``perm[t]`` everywhere (a new System; this one is unchanged).
+
+        For symmetry reduction (:mod:`checker.symmetry`): writer tasks of one configuration are
+        interchangeable, as task ``t`` always reads source split ``t`` and every split holds
+        ``config.records`` records (the split is renamed with its task). Renamed together: the writer
+        tasks (their ``task``, the statuses of their interval and the events of their state), the
+        channels in flight, the coordinator's buffers (one slot per task), the pending and the last
+        completed checkpoint (per-task snapshots, the coordinator state's slots) and the table's commit
+        metadata (``WriteStatus.task``). Commit metadata is kept as its statuses sorted: no rule reads
+        their order (``Table.duplicated_offsets`` and :meth:`committed_offsets` count them), and after a
+        renaming the order a commit would have written (task order) is that of the new ids. Everything
+        else (instants, checkpoint ids, acks, crash count, observed rules) names no task.
+        Observation texts (not in the fingerprint) keep the old numbers."""
+        n = self.config.parallelism
+        p = tuple(perm)
+        if sorted(p) != list(range(n)):
+            raise ValueError(f"not a permutation of the {n} tasks: {perm!r}")
+        from model.protocol.values import BufferEntry, WriteStatus
+        from .coordinator import EventBuffer
+
+        def st(s):
+            return WriteStatus(p[s.task], s.start, s.end)
+
+        def ev(e):
+            return None if e is None else e._replace(task=p[e.task], statuses=tuple(st(s) for s in e.statuses))
+
+        def msg(m):
+            if type(m) is TaskSnapshot:
+                return TaskSnapshot(m.offset, m.checkpoint_id, tuple(ev(e) for e in m.state))
+            return ev(m)
+
+        def per_task(items, f):
+            out = [None] * n
+            for t, x in enumerate(items):
+                out[p[t]] = f(x)
+            return out
+
+        def entry(be):
+            return BufferEntry(be.instant, tuple(per_task(be.slots, ev)))
+
+        def cstate(cs):
+            return None if cs is None else tuple((k, entry(be)) for k, be in cs)
+
+        def snap(sn):
+            return None if sn is None else msg(sn)
+
+        s = self.clone()
+        writers = []
+        for w in self.writers:
+            w2 = w.copy()
+            w2.task = p[w.task]
+            w2.interval = tuple(st(x) for x in w.interval)
+            w2.state = tuple(ev(e) for e in w.state)
+            writers.append(w2)
+        s.writers = per_task(writers, lambda w: w)
+        s._own_w = None
+        s.channels = tuple(per_task(self.channels, lambda ch: tuple(msg(m) for m in ch)))
+        c = self.coordinator.copy()
+        c.buffers = {k: EventBuffer.thaw(entry(e.frozen())) for k, e in self.coordinator.buffers.items()}
+        c._owned = None
+        s.coordinator, s._own_c = c, True
+        if self.pending_checkpoint is not None:
+            pc = self.pending_checkpoint.copy()
+            pc.coordinator_state = cstate(pc.coordinator_state)
+            pc.tasks = per_task(pc.tasks, snap)
+            s.pending_checkpoint = pc
+        s._own_p = True
+        lc = self.last_completed
+        if lc is not None:
+            s.last_completed = CompletedCheckpoint(lc.id, cstate(lc.coordinator_state), tuple(per_task(lc.tasks, snap)))
+        meta = s.table._meta()
+        for instant, statuses in self.table.metadata.items():
+            meta[instant] = tuple(sorted(st(x) for x in statuses))
+        s._coordinator_hash = s._writers_hash = s._checkpoints_hash = None
+        return s
+
     # -------------------------------------------------------------- fingerprint
     def fingerprint(self) -> tuple:
         """Hashable canonical state. Requested times are canonical by construction (the k-th

@@ -70,6 +70,8 @@ def add_parser(subparsers) -> None:
                         "enabled (default), every state (slower), or nowhere")
     p.add_argument("--exact", action="store_true",
                    help="keep whole state fingerprints instead of 64-bit hashes (no collision risk, ~3x memory)")
+    p.add_argument("--symmetry", action="store_true",
+                   help="symmetry reduction: states equal up to renaming the writer tasks count once (<= 4 writers)")
     p.add_argument("--graph", metavar="FILE", help="draw the state graph (tiny bounds only) to FILE (.png or .svg)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
@@ -244,13 +246,21 @@ def run(args) -> int:
         max_states = min(max_states, GRAPH_MAX_STATES + 1)
 
     model = SystemModel(cfg, drain_check=args.drain)
+    symmetry = None
+    if getattr(args, "symmetry", False):
+        from checker.symmetry import SymmetryRefused, representative_function
+
+        try:
+            symmetry = representative_function(model)
+        except SymmetryRefused as exc:
+            raise UserError(f"--symmetry: {exc}") from None
     progress = _Progress(progress_enabled(args))
     guess = estimate(cfg)
     if guess:
         progress.say(f"{guess}; at most {max_states:,} states with --max-states")
     try:
         res = explore(model, max_states=max_states, record_graph=bool(args.graph), progress=progress,
-                      compact=not args.exact)
+                      compact=not args.exact, symmetry=symmetry)
     finally:
         progress.close()
     if args.graph and res.states > GRAPH_MAX_STATES:
@@ -319,6 +329,7 @@ def _report(name, cfg, model, res, args) -> dict:
         "drained_checks": model.drains,
         "drain": args.drain,
         "fingerprints": "exact" if args.exact else "64-bit hashes",
+        "symmetry": bool(getattr(args, "symmetry", False)),
         "collision_probability": 0.0 if args.exact else res.states * res.states / 2.0 ** 65,
         "elapsed_s": round(res.elapsed, 3),
         "cpu_s": round(res.cpu, 3),
@@ -348,6 +359,9 @@ def _print_text(rep: dict, ce, model) -> None:
     print(f"  {rep['elapsed_s']:.2f} s: {rep['states_per_second']:,.0f} states/s "
           f"({rep['states_per_cpu_second']:,.0f} per CPU second); fingerprints: {rep['fingerprints']}"
           + ("" if rep["fingerprints"] == "exact" else f" (collision probability < {max(rep['collision_probability'], 1e-12):.0e})"))
+    if rep.get("symmetry"):
+        print(f"  symmetry reduction on: {rep['states']:,} canonical states (each stands for its renamings "
+              f"of the {cfg.parallelism} writer tasks)")
     if ce is None:
         if rep["complete"]:
             print("  exhaustive: every state within the bound visited; no invariant violated")

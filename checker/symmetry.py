@@ -1,0 +1,56 @@
+"""Symmetry reduction: states equal up to a renaming of interchangeable writer tasks count once.
+
+As in TLC (``SYMMETRY``) and Stateright (``Representative``): the model says how a state's task ids
+are renamed (:meth:`checker.protocol.SystemModel.permute`, built on :meth:`engine.System.permute_tasks`)
+and whether renaming them is sound for its configuration; the checker chooses the representative of a
+state's orbit and hashes that instead of the state (:func:`checker.explorer.explore`'s ``symmetry``).
+
+The representative of ``s`` is the renaming ``perm(s)``, over all ``n!`` permutations of the ``n``
+tasks, whose fingerprint has the smallest hash (``model.fingerprint_hash``, a function of the fingerprint) (ties: the first permutation in lexicographic order).
+Sound by construction: the fingerprint kept is the exact fingerprint of a state of ``s``'s orbit, so
+two states share it only when they are renamings of one another (orbits are disjoint). Canonical up
+to hash ties: every member of an orbit has the same set of renamings, so the same smallest hash; a
+tie between two different renamings (a 64-bit collision) could only keep an orbit twice (a state
+counted twice, never a state lost). The search still expands the actual states it reached, so every
+path is a real run and counterexamples replay unchanged; BFS depth is preserved (a renamed run is a
+run of the same length), so counterexamples stay shortest.
+"""
+
+from __future__ import annotations
+
+from itertools import permutations
+from typing import Any, Callable
+
+#: Tasks at most: the representative tries every permutation (4! = 24 renamings per state).
+MAX_TASKS = 4
+
+
+class SymmetryRefused(ValueError):
+    """The model's tasks are not interchangeable (or too many to canonicalise); the message says why."""
+
+
+def representative_function(model, max_tasks: int = MAX_TASKS) -> Callable[[Any], Any]:
+    """``state -> representative`` for ``model``, which supplies ``symmetry_tasks()`` (the number of
+    interchangeable tasks; it raises :class:`SymmetryRefused` when renaming is unsound) and
+    ``permute(state, perm)``. Raises :class:`SymmetryRefused` with a one-line reason."""
+    tasks = getattr(model, "symmetry_tasks", None)
+    if tasks is None or not hasattr(model, "permute"):
+        raise SymmetryRefused(f"{type(model).__name__} declares no task symmetry (symmetry_tasks/permute)")
+    n = tasks()
+    if n > max_tasks:
+        raise SymmetryRefused(f"symmetry reduction tries all {n}! task renamings per state; "
+                              f"at most {max_tasks} tasks are supported")
+    perms = [p for p in permutations(range(n))]
+    permute = model.permute
+    fingerprint_hash = getattr(model, "fingerprint_hash", None) or (lambda s: hash(model.fingerprint(s)))
+
+    def representative(state):
+        best, best_h = None, None
+        for p in perms:
+            r = permute(state, p)
+            h = fingerprint_hash(r)
+            if best_h is None or h < best_h:
+                best, best_h = r, h
+        return best
+
+    return representative
