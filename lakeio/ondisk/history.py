@@ -776,17 +776,20 @@ class TableArchiver:
             raise UserError(f"{self.tdir}: unreadable ({exc.strerror or exc})") from None
         # a state file's name starts with a digit and names a file (not a folder); only names not listed last
         # time are looked at (a name listed at both calls is the same entry, kept or skipped as before)
+        # gone: state-file names listed last time and not now; fresh: state-file names new in this listing
+        # (two set differences over the listing; the state-file names are ``self._names - gone | fresh``)
         tdir = str(self.tdir)
-        fresh = {n for n in listing - self._listing if n[:1].isdigit() and os.path.isfile(os.path.join(tdir, n))}
-        names = (self._names & listing) | fresh
+        gone = (self._listing - listing) & self._names if self._listing else ()
+        fresh = [n for n in listing - self._listing if n[:1].isdigit() and os.path.isfile(os.path.join(tdir, n))]
         self._listing = listing
         touched = set()
-        for n in self._names - names:
+        for n in gone:
             entry = self._parsed.pop(n)
+            self._names.discard(n)
             if entry is not None:
                 self._groups[entry[1]].discard(n)
                 touched.add(entry[1])
-        for n in names - self._names:
+        for n in fresh:
             entry = None
             if fastcodec.is_timeline_file(n) and leftover_temp_target(n, self.layout) is None:
                 try:
@@ -799,7 +802,7 @@ class TableArchiver:
                 self._groups.setdefault(tf.key, set()).add(n)
                 touched.add(tf.key)
             self._parsed[n] = entry
-        self._names = names
+            self._names.add(n)
         for key in touched:
             for af in self._instants.pop(key, ()):
                 del self._files[af]
@@ -807,13 +810,39 @@ class TableArchiver:
             if not ns:
                 self._groups.pop(key, None)
                 continue
-            mtimes = {n: self._parsed[n][2] for n in ns if self._parsed[n][2] is not None}
-            tl = fastcodec.timeline_from_files(sorted(ns), self.version, mtimes=mtimes)
-            by_state = {self._parsed[n][0].state: n for n in ns}
-            afs = [(af, by_state[af.state]) for af, _ in active_files(tl)]
+            afs = self._instant_files(ns)
+            if afs is None:  # anything else: the codec's own timeline of the instant's names (its checks)
+                mtimes = {n: self._parsed[n][2] for n in ns if self._parsed[n][2] is not None}
+                tl = fastcodec.timeline_from_files(sorted(ns), self.version, mtimes=mtimes)
+                by_state = {self._parsed[n][0].state: n for n in ns}
+                afs = [(af, by_state[af.state]) for af, _ in active_files(tl)]
             self._instants[key] = [af for af, _ in afs]
             self._files.update(afs)
         return self._files
+
+    def _instant_files(self, ns) -> list | None:
+        """One instant's ``(ActiveFile, name)``s from its parsed names, as :func:`active_files` of
+        :func:`lakeio.ondisk.fastcodec.timeline_from_files` over those names gives them, in the common case:
+        one file per state. The instant's action is that of its lowest state file (``Timeline.load`` keeps
+        the action of ``g[min(g)]``); the completed file carries the completion time of its name, else its
+        mtime's. None otherwise (two files of one state: the codec's error)."""
+        from model.archival import ActiveFile
+        from model.instant import State
+
+        by_state = {}
+        for n in ns:
+            tf, _, mtime = self._parsed[n]
+            if tf.state in by_state:
+                return None
+            by_state[tf.state] = (n, tf, mtime)
+        first = by_state[min(by_state)][1]
+        rt, action = first.requested_time, first.action
+        out = []
+        for st in sorted(by_state):
+            n, tf, mtime = by_state[st]
+            ct = (tf.completion_time if tf.completion_time is not None else mtime) if st is State.COMPLETED else None
+            out.append((ActiveFile(rt, action, st, ct), n))
+        return out
 
     def _payload(self, files: dict, to_archive) -> dict[str, tuple[bytes | None, bytes | None]]:
         from model.instant import State
