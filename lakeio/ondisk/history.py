@@ -765,22 +765,28 @@ class TableArchiver:
         each is parsed once, and an instant's files are turned into ``ActiveFile``s (by
         :func:`lakeio.ondisk.fastcodec.timeline_from_files` over that instant's names) only when its set of
         names changed -- a writer calls this after every commit."""
-        from lakeio.ondisk import fastcodec
-        from lakeio.ondisk.reader import _mtime_time, leftover_temp_target
-        from model.errors import CodecError as _CodecError
-        from model.instant import State
-
         try:
             listing = set(os.listdir(self.tdir))
         except OSError as exc:
             raise UserError(f"{self.tdir}: unreadable ({exc.strerror or exc})") from None
         # a state file's name starts with a digit and names a file (not a folder); only names not listed last
         # time are looked at (a name listed at both calls is the same entry, kept or skipped as before)
-        # gone: state-file names listed last time and not now; fresh: state-file names new in this listing
-        # (two set differences over the listing; the state-file names are ``self._names - gone | fresh``)
-        tdir = str(self.tdir)
-        gone = (self._listing - listing) & self._names if self._listing else ()
-        fresh = [n for n in listing - self._listing if n[:1].isdigit() and os.path.isfile(os.path.join(tdir, n))]
+        try:
+            return self._update(listing)
+        except BaseException:
+            # a refused name (or an interrupted update): forget everything, the next call starts afresh
+            self._listing, self._names = set(), set()
+            self._parsed, self._groups, self._instants, self._files = {}, {}, {}, {}
+            raise
+
+    def _update(self, listing: set[str]) -> dict:
+        """:meth:`_active`'s work on one listing."""
+        from lakeio.ondisk import fastcodec
+        from lakeio.ondisk.reader import _mtime_time, leftover_temp_target
+        from model.errors import CodecError as _CodecError
+        from model.instant import State
+
+        gone, fresh = self._changes(listing)
         self._listing = listing
         touched = set()
         for n in gone:
@@ -819,6 +825,14 @@ class TableArchiver:
             self._instants[key] = [af for af, _ in afs]
             self._files.update(afs)
         return self._files
+
+    def _changes(self, listing: set[str]) -> tuple:
+        """The state-file names gone since the last listing, and the names new in ``listing`` that may be
+        state files (a name starting with a digit that names a file, not a folder)."""
+        tdir = str(self.tdir)
+        gone = (self._listing - listing) & self._names if self._listing else ()
+        fresh = [n for n in listing - self._listing if n[:1].isdigit() and os.path.isfile(os.path.join(tdir, n))]
+        return gone, fresh
 
     def _instant_files(self, ns) -> list | None:
         """One instant's ``(ActiveFile, name)``s from its parsed names, as :func:`active_files` of
