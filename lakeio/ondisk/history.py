@@ -34,6 +34,7 @@ a missing file) is reported by the spec's predicates over :meth:`LsmHistory.disk
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -139,19 +140,45 @@ def _create_immutable(path: Path, data: bytes, *, durable: bool = False) -> None
     a hidden temporary file in the same folder, hard-linked to the final name, so a killed process
     leaves the whole file or none. No fsync unless ``durable`` (Hudi's storage call does not sync
     either; the manifest/``_version_`` protocol is what makes a history update atomic)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the temporary name: ``.<name>.<pid>-<n>.tmp`` created exclusively (mode 0600, as mkstemp's), mkstemp's
+    # random name when that one exists (another process of the same pid); plain os calls, no file object
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}-{next(_TMP_SEQ)}.tmp")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.link(tmp, path)
     finally:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+
+
+_TMP_SEQ = itertools.count()
+
+
+def _read_bytes(path: str) -> bytes:
+    """A file's bytes with plain os calls (no buffered file object: a fourth of the time for small files)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            c = os.read(fd, 1 << 20)
+            if not c:
+                return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+            chunks.append(c)
+    finally:
+        os.close(fd)
 
 
 def _unlink(path: Path | str) -> None:
@@ -557,11 +584,15 @@ class LsmWriter:
         for i, t in enumerate(times):
             first.setdefault(t, i)
         if len(first) != len(times):
-            merged = merged.take(sorted(first.values()))
-        order = pc.sort_indices(merged, sort_keys=[("instantTime", "ascending")])
-        merged = merged.take(order)
+            keep = sorted(first.values())
+            merged = merged.take(keep)
+            times = [times[i] for i in keep]
+        if any(a > b for a, b in zip(times, times[1:])):  # sources in time order need no sort
+            order = pc.sort_indices(merged, sort_keys=[("instantTime", "ascending")])
+            merged = merged.take(order)
+            times = [times[i] for i in order.to_pylist()]
         want = [r.instant_time for r in records]
-        if merged.column("instantTime").to_pylist() != want:
+        if times != want:
             raise ValueError(f"{self.folder / target}: the sources' rows are not the spec's merged records")
         self._write_table(target, merged)
 
@@ -804,9 +835,10 @@ class TableArchiver:
                     raise UserError(f"{self.tdir / n}: {exc.problem}") from None
                 mtime = _mtime_time(self.tdir / n, self.tz) \
                     if tf.state is State.COMPLETED and tf.completion_time is None else None
-                entry = (tf, tf.key, mtime)
-                self._groups.setdefault(tf.key, set()).add(n)
-                touched.add(tf.key)
+                key = tf.key
+                entry = (tf, key, mtime)
+                self._groups.setdefault(key, set()).add(n)
+                touched.add(key)
             self._parsed[n] = entry
             self._names.add(n)
         for key in touched:
@@ -871,8 +903,7 @@ class TableArchiver:
             for af, name in by.get((i.requested_time, i.action), ()):
                 if af.state is not State.COMPLETED and af.state is not State.REQUESTED:
                     continue  # an inflight file's bytes go nowhere
-                with open(os.path.join(tdir, name), "rb") as fh:
-                    data = fh.read()
+                data = _read_bytes(os.path.join(tdir, name))
                 if af.state is State.COMPLETED:
                     meta = data or None
                 elif af.state is State.REQUESTED:
