@@ -49,8 +49,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakeio.errors import UserError
+from lakeio.ondisk import fastcodec as _fastcodec
 from model import lsm
+from model.archival import ActiveFile as _ActiveFile
 from model.errors import CodecError
+from model.instant import State as _State
 
 VERSION_FILE = lsm.VERSION_FILE
 #: 0.x archive files: ``HoodieArchivedTimeline`` lists ``.commits_.archive*``
@@ -812,11 +815,9 @@ class TableArchiver:
 
     def _update(self, listing: set[str]) -> dict:
         """:meth:`_active`'s work on one listing."""
-        from lakeio.ondisk import fastcodec
         from lakeio.ondisk.reader import _mtime_time, leftover_temp_target
-        from model.errors import CodecError as _CodecError
-        from model.instant import State
 
+        fastcodec, _CodecError, State = _fastcodec, CodecError, _State
         gone, fresh = self._changes(listing)
         self._listing = listing
         touched = set()
@@ -872,9 +873,7 @@ class TableArchiver:
         one file per state. The instant's action is that of its lowest state file (``Timeline.load`` keeps
         the action of ``g[min(g)]``); the completed file carries the completion time of its name, else its
         mtime's. None otherwise (two files of one state: the codec's error)."""
-        from model.archival import ActiveFile
-        from model.instant import State
-
+        ActiveFile, State = _ActiveFile, _State
         by_state = {}
         for n in ns:
             tf, _, mtime = self._parsed[n]
