@@ -49,13 +49,21 @@ _IS_COMMIT = {a: COMPLETED_ACTION.get(a, a) in _COMMITS for a in Action}
 def _commits_only(active) -> int | None:
     """The number of completed commits when the spec's rebuild of the timeline is unambiguous, else None:
     no two state-file groups are one instant (the comparable action) and no group has two completed files."""
-    groups = {(f.requested_time, f.action) for f in active}
+    groups = set()
+    done = set()
+    n = 0
+    for f in active:  # one pass: the groups, the completed files (each group's at most once), the commits
+        k = (f.requested_time, f.action)
+        groups.add(k)
+        if f.state is _DONE:
+            if k in done:
+                return None
+            done.add(k)
+            if _IS_COMMIT[k[1]]:
+                n += 1
     if len({(rt, _SHOWN[a]) for rt, a in groups}) != len(groups):
         return None
-    done = [(f.requested_time, f.action) for f in active if f.state is _DONE]
-    if len(set(done)) != len(done):
-        return None
-    return sum(1 for _, a in done if _IS_COMMIT[a])
+    return n
 
 
 def _instants(active) -> list | None:
