@@ -432,19 +432,21 @@ def temp_dir_for(path: str | os.PathLike) -> Path:
     return path.parent
 
 
-def write_timeline_file(path: str | os.PathLike, data: bytes) -> Path:
+def write_timeline_file(path: str | os.PathLike, data: bytes, *, refusal: str | None = None) -> Path:
     """Create a timeline file atomically and immutably.
 
     The bytes go to a temporary file ``.<name>.<random>.tmp`` in :func:`temp_dir_for` (the
     table's ``.hoodie/.temp``), which is then hard-linked to the final name: ``os.link`` fails if
     the name exists, so an existing timeline file is never overwritten
     (``HoodieStorage.createImmutableFileInPath``), and the final name appears only with all its
-    bytes. The temporary file is removed on success and on failure. Raises ``FileExistsError``.
+    bytes. The temporary file is removed on success and on failure. Raises ``FileExistsError``
+    (``refusal``: its message after ``"{path}: "``; ``hoodie.properties`` is written the same way).
     """
     path = Path(path)
+    refusal = refusal or "timeline files are immutable; refusing to overwrite"
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        raise FileExistsError(f"{path}: timeline files are immutable; refusing to overwrite")
+        raise FileExistsError(f"{path}: {refusal}")
     tmp_dir = temp_dir_for(path)
     tmp_dir.mkdir(parents=True, exist_ok=True)
     # created like Hadoop's FileSystem.create (Hudi): mode 0666 less the umask, not mkstemp's 0600 (readers
@@ -459,7 +461,7 @@ def write_timeline_file(path: str | os.PathLike, data: bytes) -> Path:
         try:
             os.link(tmp, path)
         except FileExistsError:
-            raise FileExistsError(f"{path}: timeline files are immutable; refusing to overwrite") from None
+            raise FileExistsError(f"{path}: {refusal}") from None
     finally:
         try:
             os.unlink(tmp)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 import zlib
 from pathlib import Path
 
 from lakeio.errors import UserError, check_regular_file
+from lakeio.ondisk.metadata import write_timeline_file
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -152,23 +152,9 @@ def write_hoodie_properties(path: str | os.PathLike, props: dict[str, str]) -> P
         raise FileExistsError(f"{path}: exists; write_hoodie_properties creates new tables only")
     props = {k: str(v) for k, v in props.items()}
     props["hoodie.table.checksum"] = str(table_checksum(props))
-    path.parent.mkdir(parents=True, exist_ok=True)
     # all bytes to a temporary file in .hoodie/.temp, fsynced, then hard-linked to the final name: a kill
     # leaves no file or the whole file, never an empty one that every later open refuses (Hudi guards its
     # updates the same way: HoodieTableConfig.modify keeps hoodie.properties.backup, recoverIfNeeded restores
-    # from it); os.link refuses an existing name
-    tmp_dir = path.parent / ".temp"
-    tmp_dir.mkdir(exist_ok=True)
-    tmp = tmp_dir / f".{path.name}.{uuid.uuid4().hex}.tmp"
-    try:
-        with open(tmp, "x", encoding="latin-1") as fh:
-            fh.write(format_properties(props, "Properties saved by hoodie-lab"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise FileExistsError(f"{path}: exists; write_hoodie_properties creates new tables only") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    # from it); the link refuses an existing name
+    data = format_properties(props, "Properties saved by hoodie-lab").encode("latin-1")
+    return write_timeline_file(path, data, refusal="exists; write_hoodie_properties creates new tables only")
