@@ -58,6 +58,7 @@ from model.timeline import Timeline
 from model.truetime import Lock, SkewAdjustingTimeGenerator, TimeGeneratorConfig
 
 from model.concurrency import rules as R
+from model.errors import RuleViolation
 from model.concurrency.settings import Settings, SettingsError, validate
 
 MODES = ("single_writer", "occ", "nbcc")
@@ -165,10 +166,22 @@ class _Times:
         return check_times_strictly_increasing([t for _, t in sorted(self.generated)])
 
 
+def _guarded(proc, failures: list[str], replay: str):
+    """Run a process; a timeline operation the spec refuses (``RuleViolation``: a duplicate instant, a
+    completion time not after its requested time, ...) ends it and fails the run, naming the rule."""
+    try:
+        yield from proc
+    except RuleViolation as e:
+        failures.append(f"{e} -- replay: {replay}")
+
+
 def _check(tl: Timeline, times: _Times, failures: list[str], replay: str) -> str:
     bad = [v for v in timeline_verdicts(tl) + [times.verdict()] if not v.holds]
+    refused = list(failures)
     failures.extend(f"{v} -- replay: {replay}" for v in bad)
-    return "ok" if not bad else f"{bad[0].invariant} violated"
+    if bad:
+        return f"{bad[0].invariant} violated"
+    return "ok" if not refused else refused[0].split("]", 1)[0].lstrip("[") + " violated"
 
 
 # --------------------------------------------------------------------------------------- the writers
@@ -284,12 +297,12 @@ def run_writers(params: dict, mode: str, writers: int, overlap: float, seed: int
             if c["think_s"]:
                 yield env.timeout(rng.expovariate(1.0 / c["think_s"]))
 
-    for i in range(writers):
-        env.process(writer(i))
-    if c["failed_writes"] == "lazy":
-        env.process(cleaner())
-    env.run()
     failures: list[str] = []
+    for i in range(writers):
+        env.process(_guarded(writer(i), failures, replay))
+    if c["failed_writes"] == "lazy":
+        env.process(_guarded(cleaner(), failures, replay))
+    env.run()
     verdict = _check(tl, times, failures, replay)
     lat = sorted(latencies)
     hours = duration / 3600
@@ -362,7 +375,7 @@ def run_stall(params: dict, rule: str, seed: int, quick: bool = False, replay: s
             since += 1
             if since >= st["compaction_every_commits"]:
                 since = 0
-                env.process(schedule())
+                env.process(_guarded(schedule(), out.failures, replay))
 
     def schedule():
         wanted = env.now
@@ -384,7 +397,7 @@ def run_stall(params: dict, rule: str, seed: int, quick: bool = False, replay: s
             gate["closed"] = False
             ev, gate["opened"] = gate["opened"], env.event()
             ev.succeed()
-        env.process(execute(tc))
+        env.process(_guarded(execute(tc), out.failures, replay))
 
     def execute(tc: str):
         tl.transition_to_inflight(tc, Action.COMPACTION, by="compactor")
@@ -394,7 +407,7 @@ def run_stall(params: dict, rule: str, seed: int, quick: bool = False, replay: s
         yield env.timeout(max(0.0, rec.released_at / 1000 - env.now))
         stats["compacted"] += 1
 
-    env.process(streaming())
+    env.process(_guarded(streaming(), out.failures, replay))
     env.run(until=duration + st["plan_s"] + st["execute_s"] + 3600)
     verdict = _check(tl, times, out.failures, replay)
     stalls = sorted(out.stall_s)
