@@ -164,3 +164,17 @@ def test_set_is_refused_for_other_experiments_and_concurrency_modes_for_stream(t
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and args[1] in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_report_section_embeds_both_plots(tmp_path):
+    from hoodie_lab.report import build_report
+    from hoodie_lab.report_sections import concurrency_section
+
+    path, sections = build_report(tmp_path, [concurrency_section], quick=True, seed=7, log=lambda _line: None)
+    (s,) = sections
+    assert s.ok, s.paragraphs[-1][:2000]
+    assert s.command == "hoodie-lab simulate concurrency --seed 7 --quick"
+    assert sorted(p.name for p in s.figures) == ["concurrency-compaction-stall.png", "concurrency-concurrency.png"]
+    html = path.read_text(encoding="utf-8")
+    assert html.count("data:image/png;base64,") == 2
+    assert "Earliest write inflight instant time must be later than compaction time" in html
