@@ -6,6 +6,7 @@ in an experiment file or on the command line exit 2 with one line, nothing run."
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
@@ -97,14 +98,20 @@ def test_a_broken_time_configuration_fails_the_run_with_a_replay_line():
 def test_cli_replay_line_reruns_the_failing_point(tmp_path):
     exp = tmp_path / "broken.toml"
     exp.write_text('kind = "concurrency"\nname = "broken"\n[concurrency]\nwriters = [16]\noverlaps = [1.0]\n'
-                   'modes = ["nbcc"]\nquick_duration_s = 60\nmax_skew_ms = 0\nlock_acquire_ms = 0\n'
+                   'modes = ["nbcc"]\nquick_duration_s = 20\nmax_skew_ms = 0\nlock_acquire_ms = 0\n'
                    'lock_acquire_max_ms = 0\ncommit_hold_ms = 0\nwrite_s = 0.5\n[compaction_stall]\nrules = []\n')
     r = subprocess.run([sys.executable, "-m", "hoodie_lab.cli", "simulate", str(exp), "--quick", "--seed", "5",
                         "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert r.returncode == 1, r.stderr
-    line = next(ln for ln in r.stderr.splitlines() if "replay: " in ln)
-    replay = line.split("replay: ", 1)[1]
+    failed = sorted(ln for ln in r.stderr.splitlines() if "replay: " in ln)
+    replay = failed[0].split("replay: ", 1)[1]
     assert replay.startswith(f"hoodie-lab simulate {exp} --seed 5 --quick") and "concurrency.writers=[16]" in replay
+    # the printed command reruns that point: the same violations, bit for bit
+    argv = shlex.split(replay)[1:]
+    again = subprocess.run([sys.executable, "-m", "hoodie_lab.cli", *argv, "--out", str(tmp_path / "again")],
+                           capture_output=True, text=True)
+    assert again.returncode == 1, again.stderr
+    assert sorted(ln for ln in again.stderr.splitlines() if "replay: " in ln) == failed
 
 
 def test_cli_quick_run_writes_table_and_plots(tmp_path):
