@@ -93,6 +93,8 @@ class MachineConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "flaws", frozenset(self.flaws))
+        if self.validated:
+            validate(self.settings)
         checks = [
             (1 <= self.writers <= 3, f"writers must be 1..3, not {self.writers}"),
             (1 <= self.commits <= 3, f"commits must be 1..3, not {self.commits}"),
@@ -112,8 +114,6 @@ class MachineConfig:
         for ok, msg in checks:
             if not ok:
                 raise ValueError(msg)
-        if self.validated:
-            validate(self.settings)
 
     @property
     def processes(self) -> tuple[str, ...]:
