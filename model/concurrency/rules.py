@@ -160,9 +160,12 @@ def may_schedule_compaction(settings: Settings, pending_writes: Iterable[WriteSu
     ``0.x`` (``ScheduleCompactionActionExecutor#execute`` before RFC-66): "Earliest write inflight instant
     time must be later than compaction time" -- no pending ingestion write older than ``tc`` (any pending
     write when ``tc`` is not known yet); instant-time slicing would put its log into the slice being
-    compacted. ``1.x``: always (completion-time slicing, RFC-66 "Non-Serial Compaction Plan Schedule").
+    compacted. Hudi applies it to a single writer only (``!supportsOptimisticConcurrencyControl``): under
+    OCC a write that overlaps a compaction planned after it is aborted by the conflict check instead
+    (:func:`conflict`). ``1.x``: always (completion-time slicing, RFC-66 "Non-Serial Compaction Plan
+    Schedule").
     """
-    if settings.compaction_scheduling != SCHEDULING_0X:
+    if settings.compaction_scheduling != SCHEDULING_0X or settings.multi_writer:
         return None
     older = sorted(w.instant for w in pending_writes
                    if not w.completed and not w.is_table_service and (tc is None or w.instant < tc))
