@@ -38,9 +38,13 @@ the spec only the instants completed since it took its requested time (those com
 later than its start) plus the pending table services; the spec filters them.
 
 Every run is checked by the model's invariants at its end: the timeline checks I1-I5
-(:func:`model.invariants.timeline.timeline_verdicts`) and every generated time strictly after the previous one
-(:func:`model.invariants.times.check_times_strictly_increasing`); a failing run names the invariant and prints
-the command replaying it (same seed, same point).
+(:func:`model.invariants.timeline.timeline_verdicts`), every generated time strictly after the previous one
+(:func:`model.invariants.times.check_times_strictly_increasing`) and the spec's process invariants over the run's
+history (:mod:`model.invariants.concurrency`: ``C.occ-serializable`` -- no two committed OCC writes that mutated a
+common file group ran concurrently; ``C.lazy-rollback`` -- no rollback took a write whose heartbeat was alive;
+``C.compaction-schedule-0x`` -- no 0.x compaction scheduled while an older write was pending). A timeline operation
+the spec refuses ends its process and fails the run too. A failing run names the invariant and prints the command
+replaying it (same seed, same point).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from dataclasses import dataclass, field
 import simpy
 
 from model.instant import Action
+from model.invariants import concurrency as CI
 from model.invariants.timeline import timeline_verdicts
 from model.invariants.times import check_times_strictly_increasing
 from model.timeline import Timeline
@@ -166,6 +171,26 @@ class _Times:
         return check_times_strictly_increasing([t for _, t in sorted(self.generated)])
 
 
+@dataclass
+class History:
+    """The run's history variables, in the shape the spec's process invariants judge
+    (:mod:`model.invariants.concurrency`, the fields of ``model.concurrency.state.ConcState`` they read):
+    ``committed`` ``(instant, completion, writer, ())``, ``touched`` ``(instant, file groups)``, ``rollbacks``
+    ``(target, its heartbeat was alive)``, ``unsafe_schedules`` ``(compaction, older pending writes)`` (recorded
+    only when some were pending: the 0.x invariant's history variable)."""
+
+    committed: list = field(default_factory=list)
+    touched: list = field(default_factory=list)
+    rollbacks: list = field(default_factory=list)
+    unsafe_schedules: list = field(default_factory=list)
+
+
+def _process_verdicts(settings: Settings, h: History) -> list:
+    """``C.occ-serializable``, ``C.lazy-rollback`` and ``C.compaction-schedule-0x`` over the run's history."""
+    return [CI.check_occ_serializable(settings, h), CI.check_lazy_rollback(h),
+            CI.check_compaction_schedule_0x(settings, h)]
+
+
 def _guarded(proc, failures: list[str], replay: str):
     """Run a process; a timeline operation the spec refuses (``RuleViolation``: a duplicate instant, a
     completion time not after its requested time, ...) ends it and fails the run, naming the rule."""
@@ -175,8 +200,8 @@ def _guarded(proc, failures: list[str], replay: str):
         failures.append(f"{e} -- replay: {replay}")
 
 
-def _check(tl: Timeline, times: _Times, failures: list[str], replay: str) -> str:
-    bad = [v for v in timeline_verdicts(tl) + [times.verdict()] if not v.holds]
+def _check(tl: Timeline, times: _Times, failures: list[str], replay: str, process: list = ()) -> str:
+    bad = [v for v in timeline_verdicts(tl) + [times.verdict(), *process] if not v.holds]
     refused = list(failures)
     failures.extend(f"{v} -- replay: {replay}" for v in bad)
     if bad:
@@ -205,6 +230,7 @@ def run_writers(params: dict, mode: str, writers: int, overlap: float, seed: int
     running: set[str] = set()  # pending writes whose writer is alive (heartbeating)
     failed_at: dict[str, float] = {}  # failed attempts: when their heartbeat stopped
     located: dict[tuple[str, str], str] = {}  # (partition, key) -> file id of the committed table (simple index)
+    hist = History()
     hold = int(c["commit_hold_ms"])
     stats = {"attempts": 0, "aborts": 0, "gave_up": 0, "commits": 0, "write_s": 0.0, "wasted_s": 0.0,
              "rolled_back": 0}
@@ -227,6 +253,7 @@ def run_writers(params: dict, mode: str, writers: int, overlap: float, seed: int
 
     def roll_back(targets):
         for rt in targets:
+            hist.rollbacks.append((rt, heartbeat_alive(rt)))
             yield env.timeout(c["rollback_s"])
             if rt in pending:
                 tl.delete(rt, action)
@@ -234,13 +261,16 @@ def run_writers(params: dict, mode: str, writers: int, overlap: float, seed: int
                 failed_at.pop(rt, None)
                 stats["rolled_back"] += 1
 
+    def heartbeat_alive(rt: str) -> bool:
+        """A write's heartbeat: alive while its writer works on it, and ``heartbeat_expiry_s`` after it failed."""
+        return rt in running or (rt in failed_at and env.now - failed_at[rt] < c["heartbeat_expiry_s"])
+
     def cleaner():
         """LAZY: rolls back the failed writes whose heartbeat expired (the spec chooses them)."""
         every = max(c["heartbeat_expiry_s"] / 2, 1.0)
         while env.now < duration:
             yield env.timeout(every)
-            alive = {rt: rt in running or env.now - failed_at.get(rt, env.now) < c["heartbeat_expiry_s"]
-                     for rt in pending}
+            alive = {rt: heartbeat_alive(rt) for rt in pending}
             yield from roll_back(R.rollback_targets(S, list(pending.values()), alive))
 
     def writer(i: int):
@@ -277,15 +307,18 @@ def run_writers(params: dict, mode: str, writers: int, overlap: float, seed: int
                     tl.complete(rt, action, rec.time, by=name)
                     del pending[rt]
                     completed.append(R.WriteSummary(rt, act, R.UPSERT, fgs, state=R.COMPLETED, completion=rec.time))
+                    hist.committed.append((rt, rec.time, name, ()))
+                    hist.touched.append((rt, fgs))
                     for p, k, f in tagged:
                         located[(p, k)] = f
+                else:  # its heartbeat stops when the abort leaves the lock section
+                    failed_at[rt] = rec.released_at / 1000
                 running.discard(rt)
                 yield env.timeout(max(0.0, rec.released_at / 1000 - env.now))
                 if reason is None:
                     stats["commits"] += 1
                     latencies.append(env.now - first)
                     break
-                failed_at[rt] = env.now
                 stats["aborts"] += 1
                 stats["wasted_s"] += d
                 reasons[reason] = reasons.get(reason, 0) + 1
@@ -303,7 +336,7 @@ def run_writers(params: dict, mode: str, writers: int, overlap: float, seed: int
     if c["failed_writes"] == "lazy":
         env.process(_guarded(cleaner(), failures, replay))
     env.run()
-    verdict = _check(tl, times, failures, replay)
+    verdict = _check(tl, times, failures, replay, _process_verdicts(S, hist))
     lat = sorted(latencies)
     hours = duration / 3600
     summary = {
@@ -348,6 +381,7 @@ def run_stall(params: dict, rule: str, seed: int, quick: bool = False, replay: s
     gate = {"closed": False, "opened": env.event(), "committed": env.event()}
     out = StallRun(rule, seed, {}, [])
     stats = {"commits": 0, "scheduled": 0, "compacted": 0, "delay_s": []}
+    hist = History()
 
     def streaming():
         since = 0
@@ -389,6 +423,9 @@ def run_stall(params: dict, rule: str, seed: int, quick: bool = False, replay: s
             out.refusals.append(reason)
             gate["closed"] = True  # the coordinator starts no new instant until the plan is written
             yield gate["committed"]
+        older = tuple(sorted(rt for rt in pending if rt < tc))
+        if older:
+            hist.unsafe_schedules.append((tc, older))
         tl.create(tc, Action.COMPACTION, by="compactor")
         yield env.timeout(st["plan_s"])
         stats["scheduled"] += 1
@@ -409,7 +446,7 @@ def run_stall(params: dict, rule: str, seed: int, quick: bool = False, replay: s
 
     env.process(_guarded(streaming(), out.failures, replay))
     env.run(until=duration + st["plan_s"] + st["execute_s"] + 3600)
-    verdict = _check(tl, times, out.failures, replay)
+    verdict = _check(tl, times, out.failures, replay, _process_verdicts(S, hist))
     stalls = sorted(out.stall_s)
     hours = duration / 3600
     out.summary = {

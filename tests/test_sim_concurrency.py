@@ -74,14 +74,29 @@ def test_the_0x_rule_stalls_the_streaming_writer_and_1x_does_not():
     assert old.summary["invariants"] == new.summary["invariants"] == "ok"
 
 
-def test_decisions_are_the_specs(monkeypatch):
-    """The simulation restates no rule: changing the spec's rule changes what the simulation does."""
+def test_decisions_are_the_specs_and_a_broken_rule_is_caught(monkeypatch):
+    """The simulation restates no rule: changing the spec's rule changes what the simulation does, and the spec's
+    process invariants, checked at the end of every run, catch the broken design (with the replay line)."""
     p = params()
-    assert C.run_writers(p, "occ", 8, 1.0, seed=1, quick=True).summary["aborts"] > 0
-    monkeypatch.setattr(spec_rules, "resolve_write_conflicts", lambda settings, view, mine: None)
-    assert C.run_writers(p, "occ", 8, 1.0, seed=1, quick=True).summary["aborts"] == 0
-    monkeypatch.setattr(spec_rules, "may_schedule_compaction", lambda settings, pending, tc=None: None)
-    assert C.run_stall(p, "0.x", seed=1, quick=True).summary["stall_total_s"] == 0.0
+    ok = C.run_writers(p, "occ", 8, 1.0, seed=1, quick=True)
+    assert ok.summary["aborts"] > 0 and ok.summary["invariants"] == "ok"
+    with monkeypatch.context() as m:  # OCC without its conflict check
+        m.setattr(spec_rules, "resolve_write_conflicts", lambda settings, view, mine: None)
+        r = C.run_writers(p, "occ", 8, 1.0, seed=1, quick=True, replay="REPLAY")
+    assert r.summary["aborts"] == 0 and r.summary["invariants"] == "C.occ-serializable violated"
+    assert any(f.startswith("C.occ-serializable") and f.endswith("replay: REPLAY") for f in r.failures)
+    # NBCC runs the same writes with the same (unpatched) spec: no abort, and C.occ-serializable does not apply
+    assert C.run_writers(p, "nbcc", 8, 1.0, seed=1, quick=True).summary["invariants"] == "ok"
+    with monkeypatch.context() as m:  # 0.x scheduling without its guard
+        m.setattr(spec_rules, "may_schedule_compaction", lambda settings, pending, tc=None: None)
+        r = C.run_stall(p, "0.x", seed=1, quick=True, replay="REPLAY")
+    assert r.summary["stall_total_s"] == 0.0 and r.summary["invariants"] == "C.compaction-schedule-0x violated"
+    with monkeypatch.context() as m:  # a LAZY cleaner that ignores heartbeats
+        m.setattr(spec_rules, "rollback_targets",
+                  lambda settings, pending, alive, me=None: sorted(w.instant for w in pending))
+        r = C.run_writers(p, "occ", 4, 1.0, seed=1, quick=True, replay="REPLAY")
+    assert any(f.startswith("C.lazy-rollback") for f in r.failures), r.failures[:3]
+    assert r.summary["invariants"] != "ok"
 
 
 def test_a_broken_time_configuration_fails_the_run_with_a_replay_line():
