@@ -8,17 +8,20 @@ Two parts, both SimPy over the same spec:
 model's TrueTime generator (:class:`model.truetime.SkewAdjustingTimeGenerator`: one lock with acquisition latency
 drawn from ``[lock_acquire_ms, lock_acquire_max_ms]``, the skew wait), the requested and inflight files on the
 spec's :class:`model.timeline.Timeline`, a write phase of log-normal duration (median ``write_s``), then the
-commit: in one lock section (``consume_time``, held ``commit_hold_ms``) the writer asks the spec which instants
-it must be checked against (``candidate_instants``) and whether any of them conflicts with it (``conflict``);
-with no conflict it completes with that section's completion time, otherwise the attempt aborts, its instant is
-rolled back (``failed_writes`` eager: by the writer, ``rollback_s``, before retrying; lazy: by a cleaner once
-its heartbeat expired, ``heartbeat_expiry_s``) and the write is retried with a new instant after
-``retry_backoff_s``, at most ``max_retries`` times (then it is given up).
+commit: in one lock section (``consume_time``, held ``commit_hold_ms``) the writer asks the spec for the first
+conflict among its candidates (``resolve_write_conflicts``: ``candidate_instants`` + ``conflict``); with none it
+completes with that section's completion time, otherwise the attempt aborts and the write is retried with a new
+instant after ``retry_backoff_s``, at most ``max_retries`` times (then it is given up). Failed attempts are rolled
+back (``rollback_s`` each) as the spec's ``rollback_targets`` chooses: LAZY (every multi-writer mode) by a cleaner
+every ``heartbeat_expiry_s / 2``, taking the writes whose heartbeat expired (a failed attempt's heartbeat stops
+when it aborts and expires ``heartbeat_expiry_s`` later); EAGER (single writer only) by the writer at its next
+start.
 
-The workload maps keys to file groups: each write upserts ``records_per_write`` keys; a key comes from the
+The workload maps keys to file groups: each write upserts ``records_per_write`` keys ``k<n>``; a key comes from the
 partition all writers share with probability ``overlap`` (else from the writer's own partition), and its file
-group is its bucket (``key % buckets``, Hudi's simple bucket index: one file group per bucket). ``overlap`` 0
-means disjoint writers, 1 means every key is shared.
+group is the spec's ``file_group_for`` (bucket index: the key's bucket, one file group per bucket; simple index:
+where the key was committed, else a new file group). ``overlap`` 0 means disjoint writers, 1 means every key is
+shared.
 
 **Compaction scheduling** (:func:`run_stall`, ``compaction_stall.rules``). One streaming writer (a Flink job:
 one deltacommit per ``commit_interval_s`` checkpoint, the next instant started right after the commit) and the
@@ -30,12 +33,12 @@ time and writes the plan (``plan_s``); the writer waits all that time (its *stal
 (1.x: completion-time slicing keeps later logs out of the plan) the plan is written beside the running write.
 The executor then runs the compaction (``execute_s``) and completes it.
 
-What is the spec's and what is this module's: settings are checked (``validate``), candidates chosen, conflicts
-and compaction scheduling decided by ``model.concurrency`` (through :mod:`sim.concurrency_rules`, a forwarding
-adapter); times and the lock by :mod:`model.truetime`; instant states by :class:`model.timeline.Timeline`. This
+What is the spec's and what is this module's: settings are checked (``validate``), candidates chosen, conflicts,
+rollback targets, file groups and compaction scheduling decided by ``model.concurrency`` (``settings``,
+``rules``); times and the lock by :mod:`model.truetime`; instant states by :class:`model.timeline.Timeline`. This
 module chooses only *when* things happen and how long they take. As a speed measure a committing writer offers
-the spec only the instants completed since it took its requested time (those completed before cannot be
-later than its start) plus the pending table services; the spec filters them.
+the spec only the writes completed since it asked for its requested time (one completed before cannot have
+completed after its start) plus every pending write; the spec filters them.
 
 Every run is checked by the model's invariants at its end: the timeline checks I1-I5
 (:func:`model.invariants.timeline.timeline_verdicts`), every generated time strictly after the previous one
