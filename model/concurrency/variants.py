@@ -79,56 +79,62 @@ _V = [
     ConcVariant("occ-no-lock", "OCC whose conflict check and commit are not under the lock: two writers both "
                 "check before either completes, both commit; on COW the later base file lacks the other's "
                 "update.", {"mode": "occ", "table_type": "cow"}, {"writers": 2, "flaws": {"no-commit-lock"}},
-                ("C.occ-serializable", "oracle.snapshot", "oracle.as-of"), {}, {"flaws": frozenset()}),
+                ("C.occ-serializable", "oracle.snapshot", "oracle.as-of"),
+                {"C.occ-serializable": 12, "oracle.snapshot": 12, "oracle.as-of": 12}, {"flaws": frozenset()}),
     ConcVariant("occ-ignores-pending-compaction", "OCC on tv6 whose check ignores a pending compaction plan: the "
                 "plan compacted the slice holding the write's log before the write completed; the compacted "
                 "base lacks it and supersedes the slice.",
                 {"mode": "occ", "table_version": 6, "compaction_scheduling": "0.x"},
                 {"writers": 1, "compactions": 1, "flaws": {"ignore-pending-compaction"}},
-                ("oracle.snapshot", "oracle.as-of"), {}, {"flaws": frozenset()}),
+                ("oracle.snapshot", "oracle.as-of"), {"oracle.snapshot": 9, "oracle.as-of": 9}, {"flaws": frozenset()}),
     ConcVariant("nbcc-cow", "NBCC on a COW table (Hudi refuses it): two writers rewrite one file group without a "
                 "conflict check; the later base file lacks the other's update.",
                 {"mode": "nbcc", "table_type": "cow"}, {"writers": 2, "validated": False},
-                ("oracle.snapshot", "oracle.as-of"), {}, {"table_type": "mor"}),
+                ("oracle.snapshot", "oracle.as-of"), {"oracle.snapshot": 12, "oracle.as-of": 12}, {"table_type": "mor"}),
     ConcVariant("nbcc-simple-index", "NBCC with the simple index (Hudi refuses it): two writers insert the same new "
                 "key into two new file groups.", {"mode": "nbcc", "index": "simple"},
                 {"writers": 2, "keys": 1, "preloaded": False, "validated": False},
-                ("oracle.no-duplicate-key", "oracle.snapshot", "oracle.as-of"), {}, {"index": "bucket"}),
+                ("oracle.no-duplicate-key", "oracle.snapshot", "oracle.as-of"),
+                {"oracle.no-duplicate-key": 12, "oracle.snapshot": 12, "oracle.as-of": 12}, {"index": "bucket"}),
     ConcVariant("occ-simple-index-insert", "Model finding (inferred from the strategies' file-id overlap rule, not "
                 "confirmed against Hudi): OCC with the simple index; two writers insert the same new key, each "
                 "into a new file group; the groups do not overlap, so neither aborts and the key is duplicated. "
                 "A bucket index puts both in one group and the second aborts.", {"mode": "occ", "index": "simple"},
                 {"writers": 2, "keys": 1, "preloaded": False},
-                ("oracle.no-duplicate-key", "oracle.snapshot", "oracle.as-of"), {}, {"index": "bucket"}),
+                ("oracle.no-duplicate-key", "oracle.snapshot", "oracle.as-of"),
+                {"oracle.no-duplicate-key": 12, "oracle.snapshot": 12, "oracle.as-of": 12}, {"index": "bucket"}),
     ConcVariant("log-only-group-pending-first", "Model finding (from the slicing spec, not confirmed against Hudi): "
                 "on an empty MOR table with a bucket index two writers append the first logs of a new file group; "
                 "the group's only slice is keyed by the first log's instant (HoodieFileGroup#getBaseInstantTime), "
                 "so while that write is pending the slice is not committed (isFileSliceCommitted) and a merged "
-                "snapshot read (getLatestMergedFileSlicesBeforeOrOn) misses the other writer's committed log.",
+                "snapshot read (getLatestMergedFileSlicesBeforeOrOn) misses the other writer's committed log. (The "
+                "as-of read, which walks slices without that filter, sees it.)",
                 {"mode": "nbcc"}, {"writers": 2, "keys": 1, "preloaded": False},
-                ("oracle.snapshot", "oracle.as-of"), {}, {"preloaded": True}),
+                ("oracle.snapshot",), {"oracle.snapshot": 9}, {"preloaded": True}),
     ConcVariant("nbcc-eager", "NBCC with the EAGER failed-writes policy (Hudi sets LAZY): a starting writer rolls "
                 "back the other writer's inflight write.", {"mode": "nbcc", "failed_writes": "eager"},
-                {"writers": 2, "validated": False}, ("C.lazy-rollback",), {}, {"failed_writes": "lazy"}),
+                {"writers": 2, "validated": False}, ("C.lazy-rollback",), {"C.lazy-rollback": 3},
+                {"failed_writes": "lazy"}),
     ConcVariant("single-writer-0.x-no-guard", "0.x scheduling on tv6 without the precondition: a compaction is "
                 "planned while an older write is inflight; its log joins the compacted slice and is lost.",
                 _SW0, {"writers": 1, "compactions": 1, "flaws": {"no-0x-guard"}},
-                ("C.compaction-schedule-0x", "oracle.snapshot", "oracle.as-of"), {}, {"flaws": frozenset()}),
+                ("C.compaction-schedule-0x", "oracle.snapshot", "oracle.as-of"),
+                {"C.compaction-schedule-0x": 4, "oracle.snapshot": 9, "oracle.as-of": 9}, {"flaws": frozenset()}),
     ConcVariant("clean-ignores-plans", "A cleaner that deletes files a pending compaction plan needs: the merged "
                 "snapshot read (older base + logs while the compaction is pending) misses them.",
                 {"mode": "single_writer"}, {"writers": 1, "compactions": 1, "cleans": 1,
                                             "clean_policy": KEEP_LATEST_FILE_VERSIONS,
                                             "flaws": {"clean-ignores-plans"}},
-                ("C.clean-safe", "oracle.snapshot"), {}, {"flaws": frozenset()}),
+                ("C.clean-safe", "oracle.snapshot"), {"C.clean-safe": 8, "oracle.snapshot": 8}, {"flaws": frozenset()}),
     ConcVariant("clean-ignores-savepoints", "A cleaner that deletes savepointed files: time travel to the "
                 "savepoint cannot be served.", {"mode": "single_writer", "table_type": "cow"},
                 {"writers": 1, "cleans": 1, "savepoint": True, "clean_policy": KEEP_LATEST_FILE_VERSIONS,
                  "flaws": {"clean-ignores-savepoints"}},
-                ("C.clean-safe", "oracle.as-of"), {}, {"flaws": frozenset()}),
+                ("C.clean-safe", "oracle.as-of"), {"C.clean-safe": 8, "oracle.as-of": 8}, {"flaws": frozenset()}),
     ConcVariant("naive-overwrite", "Two writers with the 0.x naive generator (no TrueTime) on storage without "
                 "put-if-absent: both get one time, the second create silently replaces the first.",
                 {"mode": "occ"}, {"writers": 2, "generator": NAIVE, "storage": OVERWRITE},
-                ("I3.single-writer",), {}, {"generator": "truetime"}),
+                ("I3.single-writer",), {"I3.single-writer": 4}, {"generator": "truetime"}),
 ]
 
 VARIANTS: dict[str, ConcVariant] = {v.name: v for v in _V}
