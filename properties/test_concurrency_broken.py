@@ -1,6 +1,7 @@
 """Every concurrency invariant is shown able to fail: each broken design of :mod:`model.concurrency.variants`
 breaks the invariants it names and Hypothesis (random interleavings, seed :data:`test_concurrency_props.SEED`)
-finds and shrinks a run that shows it; the run replays through the spec to the same violation. The correct
+finds a run that shows it (shrunk under the deep profile or ``CONCURRENCY_SHRINK=1``, and in
+:func:`test_shrinking_shortens_the_counterexample` always); the run replays through the spec to the same violation. The correct
 designs run the same machine without a violation (``test_concurrency_props``).
 """
 
@@ -12,7 +13,7 @@ from model.concurrency import machine as cm
 from model.concurrency.variants import VARIANTS
 from model.invariants.concurrency import INVARIANTS
 
-from .test_concurrency_props import find_counterexample, replay_line
+from .test_concurrency_props import find_counterexample, replay_line, shrink_default
 
 CASES = [(n, inv) for n, v in VARIANTS.items() for inv in v.expected]
 
@@ -35,5 +36,14 @@ def test_broken_variant_caught(name, invariant):
     cfg = VARIANTS[name].config()
     states = cm.run(cfg, actions)
     assert invariant in cm.violated(cfg, states[-1])
-    # shrunk to at most a few steps more than the shortest counterexample explore finds
-    assert len(actions) <= VARIANTS[name].depths[invariant] + 4
+    assert len(actions) >= VARIANTS[name].depths[invariant]          # explore's is a shortest one
+    if shrink_default():  # shrunk: at most a few steps more than the shortest counterexample explore finds
+        assert len(actions) <= VARIANTS[name].depths[invariant] + 4
+
+
+def test_shrinking_shortens_the_counterexample():
+    """Hypothesis shrinks a run to the steps that matter (the same seed, with and without shrinking)."""
+    raw = find_counterexample("occ-no-lock", {"C.occ-serializable"}, shrink=False)
+    short = find_counterexample("occ-no-lock", {"C.occ-serializable"}, shrink=True)
+    assert raw is not None and short is not None
+    assert len(short[0]) <= len(raw[0]) and len(short[0]) <= VARIANTS["occ-no-lock"].depths["C.occ-serializable"] + 4

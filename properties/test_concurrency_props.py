@@ -11,10 +11,11 @@ designs run at bounds larger than ``explore``'s (two commits per writer, a crash
 
 from __future__ import annotations
 
+import os
 from random import Random
 
 import pytest
-from hypothesis import HealthCheck, find, given, seed, settings
+from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
@@ -87,9 +88,19 @@ def test_correct_designs_hold_every_invariant(name):
     run()
 
 
-def find_counterexample(name: str, only: set, *, max_examples: int = 400, steps: int = STEPS, overrides=None):
-    """Hypothesis's shortest failing run of variant ``name`` violating one of ``only``: (actions, verdicts), or
-    None when none was found in ``max_examples`` runs (seed :data:`SEED`)."""
+def shrink_default() -> bool:
+    """Shrink counterexamples under the deep profile or with ``CONCURRENCY_SHRINK=1`` (the ci profile finds
+    without shrinking: finding takes well under a second, shrinking seconds per case)."""
+    return os.environ.get("CONCURRENCY_SHRINK") == "1" or os.environ.get("HYPOTHESIS_PROFILE") == "deep"
+
+
+def find_counterexample(name: str, only: set, *, max_examples: int = 400, steps: int = STEPS, overrides=None,
+                        shrink: bool | None = None):
+    """Hypothesis's failing run of variant ``name`` violating one of ``only`` -- shrunk to a shortest one when
+    ``shrink`` (default :func:`shrink_default`) -- as (actions up to the violation, verdicts), or None when
+    none was found in ``max_examples`` runs (seed :data:`SEED`)."""
+    if shrink is None:
+        shrink = shrink_default()
     cfg = VARIANTS[name].config(**(overrides or {}))
 
     def fails(choices):
@@ -99,7 +110,8 @@ def find_counterexample(name: str, only: set, *, max_examples: int = 400, steps:
     try:
         choices = find(st.lists(st.integers(0, 63), max_size=steps), fails,
                        settings=settings(max_examples=max_examples, database=None, deadline=None,
-                                         suppress_health_check=list(HealthCheck)),
+                                         suppress_health_check=list(HealthCheck),
+                                         phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate]),
                        random=Random(SEED))
     except NoSuchExample:
         return None
