@@ -53,7 +53,7 @@ from ..errors import TimelineError
 from ..filenames import BaseFile, LogFile
 from ..instant import Action, State
 from . import rules as R
-from .settings import COW, LAZY, MOR, NBCC, SIMPLE
+from .settings import COW, LAZY, MOR, SIMPLE
 from .state import (CHECKED, CLEANER, COMPACTOR, EXECUTED, GENERATED, IDLE, LOCKED, PARTITION, REQUESTED,
                     SAVEPOINTER, SCHEDULED, WRITTEN, ConcState, MachineConfig, merge_records, read_slices,
                     set_proc)
@@ -148,7 +148,7 @@ def _rollback(cfg: MachineConfig, state: ConcState, target: str, who: str) -> Co
                    dead=state.dead | {target}, rollbacks=state.rollbacks + ((target, was_alive),))
 
 
-def _abort(state: ConcState, who: str, t: str | None, commit: int, why_lock: bool = True) -> ConcState:
+def _abort(state: ConcState, who: str, t: str | None, commit: int) -> ConcState:
     """The writer gives up its commit (``HoodieWriteConflictException``, or its instant is gone): the lock is
     released, its heartbeat stops (the instant is left for a rollback), it goes on with its next commit."""
     lock = None if state.lock == who else state.lock

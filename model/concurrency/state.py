@@ -32,7 +32,7 @@ from ..instant import Action, format_millis
 from ..slicing import FileSystemView
 from ..timeline import PUT_IF_ABSENT, STORAGE_MODES, Timeline
 from ..truetime import DEFAULT_EPOCH_MS, NaiveGenerator, SkewAdjustingTimeGenerator, TimeGeneratorConfig
-from .rules import CLEAN_POLICIES, KEEP_LATEST_FILE_VERSIONS
+from .rules import CLEAN_POLICIES
 from .settings import BUCKET, MOR, Settings, validate
 
 PARTITION = "p"
