@@ -38,7 +38,13 @@ BIGGER = {
     "clean-keeps-plans": {"commits": 2, "compactions": 2, "cleans": 2, "savepoint": True},
     "clean-keeps-savepoints": {"commits": 3, "cleans": 2},
     "clean-latest-commits": {"commits": 2, "cleans": 2},
+    "occ-clustering": {"commits": 2},
+    "occ-prefer-writer-clustering": {"commits": 2, "crashes": 1, "cleans": 1},
 }
+
+
+def test_every_correct_design_runs_here():
+    assert set(BIGGER) == {n for n, v in VARIANTS.items() if not v.expected}
 
 
 def walk(cfg, choices) -> tuple[list, list]:

@@ -57,6 +57,9 @@ SHAPES = {
     "clean-ignores-plans": A(W1 + "; c schedule; cl clean"),
     # a cleaner deleting what a savepoint needs
     "clean-ignores-savepoints": A("s savepoint; " + W1 + "; cl clean"),
+    # a clustering that commits without its conflict check: the write to the clustered group is hidden
+    "clustering-no-check": A("k schedule; w1 generate; w1 publish; w1 write; w1 acquire; w1 check; k execute;"
+                             " w1 complete; k commit"),
     # colliding naive times on storage without put-if-absent
     "naive-overwrite": A("w1 generate; w1 publish; w2 generate; w2 publish"),
 }
@@ -166,3 +169,24 @@ def test_oracle_catches_an_uncommitted_value_made_visible():
     t = s.proc("w1")[2]
     lying = replace(s, committed=((t, "20990101000000000", "w1", (("k0", "w1.0"),)),))
     assert "oracle.snapshot" in cm.violated(cfg, lying)
+
+
+def test_clustering_simple_aborts_the_writer_prefer_writer_aborts_the_clustering():
+    """A write started before a clustering is planned on its file group: the simple strategy aborts the write
+    (a pending clustering planned after its start), PreferWriter lets it commit and the clustering aborts at its
+    commit and is rolled back; either way nothing committed is lost."""
+    run = A("w1 generate; w1 publish; w1 write; k schedule; k execute; w1 acquire; w1 check")
+    simple = VARIANTS["occ-clustering"].config(writers=1)
+    s = cm.run(simple, run)[-1]
+    assert s.proc("w1")[1] == IDLE and not s.committed                  # the writer aborted
+    prefer = VARIANTS["occ-prefer-writer-clustering"].config(writers=1)
+    states = cm.run(prefer, run + A("w1 complete; k commit"))
+    s = states[-1]
+    tk = s.cplans[0][0]
+    assert len(s.committed) == 1 and s.rollbacks == ((tk, False),)      # the write won, the clustering rolled back
+    assert s.tl.find(tk) == [] and never_violated(prefer, states)
+    # without the clustering's check the replacecommit hides the group holding the committed write (here the
+    # write starts after the plan, so the simple strategy does not abort it)
+    broken = VARIANTS["clustering-no-check"].config()
+    b = cm.run(broken, SHAPES["clustering-no-check"])[-1]
+    assert "oracle.snapshot" in cm.violated(broken, b)

@@ -40,6 +40,15 @@ action             enabled when                     effect (Hudi method)
 ``c commit``       executed, lock free              completed under the lock
 ``cl clean``       cleans left, lock free,          LAZY: roll back writes whose heartbeat expired;
                    something to do                  ``CleanPlanner`` selection deleted
+``k schedule``     clusterings left, lock free,     ``ClusteringPlanActionExecutor``: tk; the plan:
+                   a group to cluster               every group with data not under a pending
+                                                    compaction or clustering; requested clustering
+``k execute``      scheduled                        inflight; one new file group ``c<tk>`` holding the
+                                                    planned groups' merged records
+``k commit``       executed, lock free              under the lock the conflict check (not for a single
+                                                    writer): a conflict aborts and rolls the clustering
+                                                    back; else completed (a replacecommit replacing the
+                                                    planned groups)
 ``s savepoint``    not taken                        savepoint of the latest completed commit: the
                                                     files its read needs (``SavepointActionExecutor``)
 =================  ===============================  ================================================
@@ -54,7 +63,7 @@ from ..filenames import BaseFile, LogFile
 from ..instant import Action, State
 from . import rules as R
 from .settings import COW, LAZY, MOR, SIMPLE
-from .state import (CHECKED, CLEANER, COMPACTOR, EXECUTED, GENERATED, IDLE, LOCKED, PARTITION, REQUESTED,
+from .state import (CHECKED, CLEANER, CLUSTERER, COMPACTOR, EXECUTED, GENERATED, IDLE, LOCKED, PARTITION, REQUESTED,
                     SAVEPOINTER, SCHEDULED, WRITTEN, ConcState, MachineConfig, merge_records, read_slices,
                     set_proc)
 
@@ -110,12 +119,17 @@ def summaries(cfg: MachineConfig, state: ConcState) -> list[R.WriteSummary]:
     compaction instant."""
     touched = dict(state.touched)
     plans = {tc: frozenset(g for g, _ in slices) for tc, slices in state.plans}
+    cplans = {tk: frozenset(gids) for tk, gids in state.cplans}
     out = []
     for i in state.tl.instants():
         st = {State.REQUESTED: R.REQUESTED, State.INFLIGHT: R.INFLIGHT, State.COMPLETED: R.COMPLETED}[i.state]
         if i.action is Action.COMPACTION:
             out.append(R.WriteSummary(i.requested_time, R.COMPACTION, R.COMPACT, plans.get(i.requested_time, ()),
                                       state=st, completion=i.completion_time))
+        elif i.action is Action.CLUSTERING:
+            out.append(R.WriteSummary(i.requested_time, R.CLUSTERING, R.CLUSTER,
+                                      touched.get(i.requested_time, cplans.get(i.requested_time, ())), state=st,
+                                      completion=i.completion_time))
         elif i.action in (Action.COMMIT, Action.DELTACOMMIT):
             out.append(R.WriteSummary(i.requested_time, i.action.value, R.UPSERT,
                                       touched.get(i.requested_time, ()), state=st, completion=i.completion_time))
@@ -129,7 +143,7 @@ def _snapshot_location(state: ConcState, key: str) -> str | None:
     return next((gid.file_id for gid, recs in sorted(groups.items()) if key in recs), None)
 
 
-def _rollback(cfg: MachineConfig, state: ConcState, target: str, who: str) -> ConcState:
+def _rollback(cfg: MachineConfig, state: ConcState, target: str, who: str, action: Action | None = None) -> ConcState:
     """``BaseRollbackActionExecutor#execute`` (marker based, ``MarkerBasedRollbackStrategy``): a rollback
     instant ``trb`` (requested, inflight, completed with ``consumeTime``); the files the target's markers
     name deleted; the target's instant files deleted (``deleteInstantFileIfExists``). The history records
@@ -142,7 +156,7 @@ def _rollback(cfg: MachineConfig, state: ConcState, target: str, who: str) -> Co
     mine = {f for t, f in state.markers if t == target}
     files = tuple((f, r) for f, r in state.files if f not in mine)
     markers = tuple(m for m in state.markers if m[0] != target)
-    tl.delete(target, write_action(cfg))
+    tl.delete(target, action or write_action(cfg))
     rec, _ = gen.consume_time(who, now, lambda c: tl.complete(trb, Action.ROLLBACK, c, by=who))
     return replace(state, tl=tl, gen=gen, now=max(now, rec.released_at), files=files, markers=markers,
                    dead=state.dead | {target}, rollbacks=state.rollbacks + ((target, was_alive),))
@@ -364,6 +378,63 @@ def cl_clean(cfg: MachineConfig, state: ConcState) -> ConcState:
     return replace(state, files=files, cleans=state.cleans + (entry,))
 
 
+# ------------------------------------------------------------------------------------------ clustering
+def k_schedule(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``ClusteringPlanActionExecutor#execute``: a requested clustering ``tk`` whose plan takes every file group
+    with data that is not under a pending compaction or clustering (``ClusteringPlanStrategy`` skips those)."""
+    phase, _, done = state.clus
+    if phase != IDLE or done >= cfg.clusterings:
+        raise Refused(f"clustering is {phase} with {done} of {cfg.clusterings} clustering(s) done")
+    _need_lock(cfg, state, CLUSTERER)
+    busy = set(state.pending_compactions()) | set(state.clustering_maps()[1])
+    gids = tuple(sorted(s.group for s in state.view().latest_merged_file_slices() if s.group not in busy))
+    if not gids:
+        raise Refused("no file group to cluster")
+    tk, gen, now = _generate(state, CLUSTERER)
+    tl = state.tl.copy()
+    tl.create(tk, Action.CLUSTERING, by=CLUSTERER)
+    return replace(state, clus=(SCHEDULED, tk, done), tl=tl, gen=gen, now=now, cplans=state.cplans + ((tk, gids),))
+
+
+def k_execute(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``SparkExecuteClusteringCommitActionExecutor``: inflight; the planned groups' records (their merged
+    latest slices, blocks of non-completed instants skipped) rewritten into one new file group ``c<tk>``."""
+    phase, tk, done = state.clus
+    if phase != SCHEDULED:
+        raise Refused(f"clustering is {phase}; execute needs scheduled")
+    tl = state.tl.copy()
+    tl.transition_to_inflight(tk, Action.CLUSTERING, by=CLUSTERER)
+    gids = set(dict(state.cplans)[tk])
+    completed = {i.requested_time for i in state.tl.completed()}
+    slices = [s for s in state.view().latest_merged_file_slices() if s.group in gids]
+    groups, _ = read_slices(state.file_map(), slices, completed)
+    recs = tuple(sorted(merge_records(r for g in groups.values() for r in g.values()).values()))
+    new = BaseFile(f"c{tk}", cfg.token(CLUSTERER), tk, "parquet", PARTITION)
+    return replace(state, clus=(EXECUTED, tk, done), tl=tl, markers=state.markers + ((tk, new),),
+                   files=tuple(sorted(state.files + ((new, recs),), key=lambda x: x[0].name)),
+                   touched=state.touched + ((tk, frozenset(gids | {(PARTITION, new.file_id)})),))
+
+
+def k_commit(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """The clustering's commit (``BaseHoodieTableServiceClient#completeClustering``): under the lock the
+    conflict check (``preCommit`` -> ``resolveWriteConflict``; none for a single writer, none with the flaw
+    ``clustering-no-check``) -- a conflict aborts it and the clustering is rolled back -- else the
+    replacecommit completes (``consumeTime``), replacing the planned groups."""
+    phase, tk, done = state.clus
+    if phase != EXECUTED:
+        raise Refused(f"clustering is {phase}; commit needs executed")
+    _need_lock(cfg, state, CLUSTERER)
+    if "clustering-no-check" not in cfg.flaws:
+        mine = R.WriteSummary(tk, R.CLUSTERING, R.CLUSTER, dict(state.touched)[tk])
+        if R.resolve_write_conflicts(cfg.settings, summaries(cfg, state), mine) is not None:
+            out = _rollback(cfg, state, tk, CLUSTERER, Action.CLUSTERING)
+            return replace(out, clus=(IDLE, None, done + 1))
+    tl, gen = state.tl.copy(), state.gen.copy()
+    rec, _ = gen.consume_time(CLUSTERER, state.now, lambda c: tl.complete(tk, Action.CLUSTERING, c, by=CLUSTERER))
+    return replace(state, clus=(IDLE, None, done + 1), tl=tl, gen=gen, now=max(state.now, rec.released_at),
+                   markers=tuple(m for m in state.markers if m[0] != tk))
+
+
 # ------------------------------------------------------------------------------------------ savepoint
 def read_time(cfg: MachineConfig, instant) -> str:
     """The time a query at a commit uses: its completion time on tv8 (completion-time reads), its
@@ -391,6 +462,8 @@ def candidate_actions(cfg: MachineConfig) -> list[tuple[str, str]]:
         out += [(w, "crash") for w in cfg.processes]
     if cfg.compactions:
         out += [(COMPACTOR, "schedule"), (COMPACTOR, "execute"), (COMPACTOR, "commit")]
+    if cfg.clusterings:
+        out += [(CLUSTERER, "schedule"), (CLUSTERER, "execute"), (CLUSTERER, "commit")]
     if cfg.cleans:
         out.append((CLEANER, "clean"))
     if cfg.savepoint:
@@ -410,6 +483,8 @@ def step(cfg: MachineConfig, state: ConcState, action: tuple[str, str]) -> ConcS
     try:
         if who == COMPACTOR:
             return {"schedule": c_schedule, "execute": c_execute, "commit": c_commit}[what](cfg, state)
+        if who == CLUSTERER:
+            return {"schedule": k_schedule, "execute": k_execute, "commit": k_commit}[what](cfg, state)
         if who == CLEANER:
             return cl_clean(cfg, state)
         if who == SAVEPOINTER:
