@@ -172,6 +172,10 @@ def _abort(state: ConcState, who: str, t: str | None, commit: int) -> ConcState:
 
 # ------------------------------------------------------------------------------------------ writers
 def w_generate(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``BaseHoodieWriteClient#startCommit`` in ``txnManager.beginTransaction``: under EAGER first
+    ``CleanerUtils#rollbackFailedWrites`` (every pending write, :func:`~.rules.rollback_targets`), then a
+    requested time (``HoodieInstantTimeGenerator#createNewInstantTime``); the table lock is held until the
+    requested file is published."""
     _, phase, _, commit, _ = state.proc(who)
     if commit >= cfg.commits:
         raise Refused(f"{who} made its {cfg.commits} commit(s)")
@@ -185,6 +189,8 @@ def w_generate(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_publish(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``HoodieActiveTimeline#createNewInstant`` (``createImmutableFileInPath``) and the end of the start
+    transaction. A create storage refuses (the instant exists: colliding times) aborts the writer."""
     _, _, t, commit, _ = state.proc(who)
     tl = state.tl.copy()
     try:
@@ -198,6 +204,12 @@ def w_publish(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_write(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``transitionRequestedToInflight``, the index (``HoodieSimpleIndex#tagLocation`` /
+    ``HoodieSimpleBucketIndex``: :func:`~.rules.file_group_for`), a marker (``WriteMarkers#create``) and the
+    data file: COW a base file merging the group's latest records (``HoodieMergeHandle``), MOR a log file
+    (``HoodieAppendHandle``; tv6 named after ``getLatestFileSliceBeforeOrOn``, tv8 after its own instant), a
+    new file group for an insert under the simple index (``UpsertPartitioner``). An instant rolled back
+    under the writer fails it."""
     _, _, t, commit, _ = state.proc(who)
     s = cfg.settings
     tl = state.tl.copy()
@@ -239,6 +251,9 @@ def _latest_group_records(state: ConcState, fid: str) -> tuple:
 
 
 def w_acquire(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``TransactionManager#beginTransaction`` before the commit (``BaseHoodieWriteClient#commitStats``): a
+    step of its own, so others act while the writer waits (acquisition latency). With the flaw
+    ``no-commit-lock`` no lock is taken."""
     _, _, t, commit, fgs = state.proc(who)
     if commit_lock(cfg):
         _need_lock(cfg, state, who)
@@ -247,6 +262,9 @@ def w_acquire(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_check(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``TransactionUtils#resolveWriteConflictIfAny`` (:func:`~.rules.resolve_write_conflicts`); a conflict
+    (``HoodieWriteConflictException``) aborts the writer. The flaw ``ignore-pending-compaction`` leaves
+    pending compaction plans out of the candidates."""
     _, _, t, commit, fgs = state.proc(who)
     if state.tl.get(t, write_action(cfg)) is None:
         return _abort(state, who, t, commit)
@@ -261,6 +279,9 @@ def w_check(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_complete(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``HoodieActiveTimeline#saveAsComplete`` with the completion time from ``TimeGenerator#consumeTime``
+    (both under the lock, RFC-66 "Assumption On Locks"); the markers are deleted
+    (``WriteMarkers#quietDeleteMarkerDir``); the history records the committed values."""
     _, _, t, commit, fgs = state.proc(who)
     if state.tl.get(t, write_action(cfg)) is None:
         return _abort(state, who, t, commit)
@@ -274,6 +295,9 @@ def w_complete(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_crash(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """Fault: the writer's process dies. Its lock lease ends (``LockProvider`` session/lease expiry), its
+    heartbeat stops (``HoodieHeartbeatClient``), its instant stays pending for a rollback; the restarted
+    client goes on with its next commit."""
     _, phase, t, commit, _ = state.proc(who)
     if phase not in (GENERATED,) + ACTIVE:
         raise Refused(f"{who} is {phase}: nothing to crash")
@@ -286,6 +310,9 @@ def w_crash(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 # ------------------------------------------------------------------------------------------ compactor
 def c_schedule(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``ScheduleCompactionActionExecutor#execute`` under the lock: ``tc``, the 0.x precondition
+    (:func:`~.rules.may_schedule_compaction`; off with the flaw ``no-0x-guard``), the plan
+    (``FileSystemView.compaction_plan_files``), the requested compaction."""
     phase, _, done = state.comp
     if phase != IDLE or done >= cfg.compactions:
         raise Refused(f"compactor is {phase} with {done} of {cfg.compactions} compaction(s) done")
@@ -308,6 +335,8 @@ def c_schedule(cfg: MachineConfig, state: ConcState) -> ConcState:
 
 
 def c_execute(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``RunCompactionActionExecutor#execute``: inflight; per planned group a base file ``tc`` with the plan's
+    base and log records merged (``HoodieCompactor``; blocks of non-completed instants skipped)."""
     phase, tc, done = state.comp
     if phase != SCHEDULED:
         raise Refused(f"compactor is {phase}; execute needs scheduled")
@@ -327,6 +356,7 @@ def c_execute(cfg: MachineConfig, state: ConcState) -> ConcState:
 
 
 def c_commit(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``BaseHoodieTableServiceClient#completeCompaction`` under the lock (``consumeTime``)."""
     phase, tc, done = state.comp
     if phase != EXECUTED:
         raise Refused(f"compactor is {phase}; commit needs executed")
@@ -352,6 +382,9 @@ def committed_slices(state: ConcState) -> dict:
 
 
 def cl_clean(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``HoodieTableServiceClient#clean`` under the lock: LAZY ``rollbackFailedWrites`` of writes whose heartbeat
+    expired, then ``CleanPlanner``'s selection (:func:`~.rules.files_to_clean`; the flaws
+    ``clean-ignores-plans`` / ``clean-ignores-savepoints`` drop its protections) deleted."""
     if len(state.cleans) >= cfg.cleans:
         raise Refused(f"no cleans left ({cfg.cleans})")
     _need_lock(cfg, state, CLEANER)
@@ -443,6 +476,8 @@ def read_time(cfg: MachineConfig, instant) -> str:
 
 
 def s_savepoint(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``SavepointActionExecutor#execute``: the files a read at the latest completed commit needs are
+    savepointed (kept by every clean)."""
     if state.savepoints:
         raise Refused("the savepoint was taken")
     done = [i for i in state.tl.completed([Action.COMMIT, Action.DELTACOMMIT, Action.COMPACTION])]
