@@ -73,6 +73,7 @@ def test_correct_designs_pass_exhaustively(name):
     assert not res.counterexamples, [(d.property, d.depth) for d in res.counterexamples]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["occ", "nbcc"])
 def test_two_commits_each_pass_with_a_compactor(mode):
     """The benchmark's shape at a smaller key count: 2 writers x 2 commits + 1 compactor, 1 key."""

@@ -76,8 +76,10 @@ def build_concurrency_config(args):
         if not 1 <= writers <= 3:
             raise UserError(f"--writers: {writers} is out of range; the concurrency machine allows 1..3")
         extra["writers"] = writers
-    if extra and not v.bounds.get("validated", True):
-        extra["validated"] = True   # changing a broken-config variant: the new settings must be valid
+    from model.concurrency.settings import Settings
+
+    if set(extra) & set(Settings.__dataclass_fields__) and not v.bounds.get("validated", True):
+        extra["validated"] = True   # a broken-config variant with changed settings: the new settings must be valid
     try:
         return name, v, v.config(**extra)
     except SettingsError as exc:

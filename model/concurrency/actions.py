@@ -40,6 +40,15 @@ action             enabled when                     effect (Hudi method)
 ``c commit``       executed, lock free              completed under the lock
 ``cl clean``       cleans left, lock free,          LAZY: roll back writes whose heartbeat expired;
                    something to do                  ``CleanPlanner`` selection deleted
+``k schedule``     clusterings left, lock free,     ``ClusteringPlanActionExecutor``: tk; the plan:
+                   a group to cluster               every group with data not under a pending
+                                                    compaction or clustering; requested clustering
+``k execute``      scheduled                        inflight; one new file group ``c<tk>`` holding the
+                                                    planned groups' merged records
+``k commit``       executed, lock free              under the lock the conflict check (not for a single
+                                                    writer): a conflict aborts and rolls the clustering
+                                                    back; else completed (a replacecommit replacing the
+                                                    planned groups)
 ``s savepoint``    not taken                        savepoint of the latest completed commit: the
                                                     files its read needs (``SavepointActionExecutor``)
 =================  ===============================  ================================================
@@ -53,8 +62,8 @@ from ..errors import TimelineError
 from ..filenames import BaseFile, LogFile
 from ..instant import Action, State
 from . import rules as R
-from .settings import COW, LAZY, MOR, NBCC, SIMPLE
-from .state import (CHECKED, CLEANER, COMPACTOR, EXECUTED, GENERATED, IDLE, LOCKED, PARTITION, REQUESTED,
+from .settings import COW, LAZY, MOR, SIMPLE
+from .state import (CHECKED, CLEANER, CLUSTERER, COMPACTOR, EXECUTED, GENERATED, IDLE, LOCKED, PARTITION, REQUESTED,
                     SAVEPOINTER, SCHEDULED, WRITTEN, ConcState, MachineConfig, merge_records, read_slices,
                     set_proc)
 
@@ -110,12 +119,17 @@ def summaries(cfg: MachineConfig, state: ConcState) -> list[R.WriteSummary]:
     compaction instant."""
     touched = dict(state.touched)
     plans = {tc: frozenset(g for g, _ in slices) for tc, slices in state.plans}
+    cplans = {tk: frozenset(gids) for tk, gids in state.cplans}
     out = []
     for i in state.tl.instants():
         st = {State.REQUESTED: R.REQUESTED, State.INFLIGHT: R.INFLIGHT, State.COMPLETED: R.COMPLETED}[i.state]
         if i.action is Action.COMPACTION:
             out.append(R.WriteSummary(i.requested_time, R.COMPACTION, R.COMPACT, plans.get(i.requested_time, ()),
                                       state=st, completion=i.completion_time))
+        elif i.action is Action.CLUSTERING:
+            out.append(R.WriteSummary(i.requested_time, R.CLUSTERING, R.CLUSTER,
+                                      touched.get(i.requested_time, cplans.get(i.requested_time, ())), state=st,
+                                      completion=i.completion_time))
         elif i.action in (Action.COMMIT, Action.DELTACOMMIT):
             out.append(R.WriteSummary(i.requested_time, i.action.value, R.UPSERT,
                                       touched.get(i.requested_time, ()), state=st, completion=i.completion_time))
@@ -129,7 +143,7 @@ def _snapshot_location(state: ConcState, key: str) -> str | None:
     return next((gid.file_id for gid, recs in sorted(groups.items()) if key in recs), None)
 
 
-def _rollback(cfg: MachineConfig, state: ConcState, target: str, who: str) -> ConcState:
+def _rollback(cfg: MachineConfig, state: ConcState, target: str, who: str, action: Action | None = None) -> ConcState:
     """``BaseRollbackActionExecutor#execute`` (marker based, ``MarkerBasedRollbackStrategy``): a rollback
     instant ``trb`` (requested, inflight, completed with ``consumeTime``); the files the target's markers
     name deleted; the target's instant files deleted (``deleteInstantFileIfExists``). The history records
@@ -142,13 +156,13 @@ def _rollback(cfg: MachineConfig, state: ConcState, target: str, who: str) -> Co
     mine = {f for t, f in state.markers if t == target}
     files = tuple((f, r) for f, r in state.files if f not in mine)
     markers = tuple(m for m in state.markers if m[0] != target)
-    tl.delete(target, write_action(cfg))
+    tl.delete(target, action or write_action(cfg))
     rec, _ = gen.consume_time(who, now, lambda c: tl.complete(trb, Action.ROLLBACK, c, by=who))
     return replace(state, tl=tl, gen=gen, now=max(now, rec.released_at), files=files, markers=markers,
                    dead=state.dead | {target}, rollbacks=state.rollbacks + ((target, was_alive),))
 
 
-def _abort(state: ConcState, who: str, t: str | None, commit: int, why_lock: bool = True) -> ConcState:
+def _abort(state: ConcState, who: str, t: str | None, commit: int) -> ConcState:
     """The writer gives up its commit (``HoodieWriteConflictException``, or its instant is gone): the lock is
     released, its heartbeat stops (the instant is left for a rollback), it goes on with its next commit."""
     lock = None if state.lock == who else state.lock
@@ -158,6 +172,10 @@ def _abort(state: ConcState, who: str, t: str | None, commit: int, why_lock: boo
 
 # ------------------------------------------------------------------------------------------ writers
 def w_generate(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``BaseHoodieWriteClient#startCommit`` in ``txnManager.beginTransaction``: under EAGER first
+    ``CleanerUtils#rollbackFailedWrites`` (every pending write, :func:`~.rules.rollback_targets`), then a
+    requested time (``HoodieInstantTimeGenerator#createNewInstantTime``); the table lock is held until the
+    requested file is published."""
     _, phase, _, commit, _ = state.proc(who)
     if commit >= cfg.commits:
         raise Refused(f"{who} made its {cfg.commits} commit(s)")
@@ -171,6 +189,8 @@ def w_generate(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_publish(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``HoodieActiveTimeline#createNewInstant`` (``createImmutableFileInPath``) and the end of the start
+    transaction. A create storage refuses (the instant exists: colliding times) aborts the writer."""
     _, _, t, commit, _ = state.proc(who)
     tl = state.tl.copy()
     try:
@@ -184,6 +204,12 @@ def w_publish(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_write(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``transitionRequestedToInflight``, the index (``HoodieSimpleIndex#tagLocation`` /
+    ``HoodieSimpleBucketIndex``: :func:`~.rules.file_group_for`), a marker (``WriteMarkers#create``) and the
+    data file: COW a base file merging the group's latest records (``HoodieMergeHandle``), MOR a log file
+    (``HoodieAppendHandle``; tv6 named after ``getLatestFileSliceBeforeOrOn``, tv8 after its own instant), a
+    new file group for an insert under the simple index (``UpsertPartitioner``). An instant rolled back
+    under the writer fails it."""
     _, _, t, commit, _ = state.proc(who)
     s = cfg.settings
     tl = state.tl.copy()
@@ -225,6 +251,9 @@ def _latest_group_records(state: ConcState, fid: str) -> tuple:
 
 
 def w_acquire(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``TransactionManager#beginTransaction`` before the commit (``BaseHoodieWriteClient#commitStats``): a
+    step of its own, so others act while the writer waits (acquisition latency). With the flaw
+    ``no-commit-lock`` no lock is taken."""
     _, _, t, commit, fgs = state.proc(who)
     if commit_lock(cfg):
         _need_lock(cfg, state, who)
@@ -233,6 +262,9 @@ def w_acquire(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_check(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``TransactionUtils#resolveWriteConflictIfAny`` (:func:`~.rules.resolve_write_conflicts`); a conflict
+    (``HoodieWriteConflictException``) aborts the writer. The flaw ``ignore-pending-compaction`` leaves
+    pending compaction plans out of the candidates."""
     _, _, t, commit, fgs = state.proc(who)
     if state.tl.get(t, write_action(cfg)) is None:
         return _abort(state, who, t, commit)
@@ -247,6 +279,9 @@ def w_check(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_complete(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """``HoodieActiveTimeline#saveAsComplete`` with the completion time from ``TimeGenerator#consumeTime``
+    (both under the lock, RFC-66 "Assumption On Locks"); the markers are deleted
+    (``WriteMarkers#quietDeleteMarkerDir``); the history records the committed values."""
     _, _, t, commit, fgs = state.proc(who)
     if state.tl.get(t, write_action(cfg)) is None:
         return _abort(state, who, t, commit)
@@ -260,6 +295,9 @@ def w_complete(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 
 def w_crash(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
+    """Fault: the writer's process dies. Its lock lease ends (``LockProvider`` session/lease expiry), its
+    heartbeat stops (``HoodieHeartbeatClient``), its instant stays pending for a rollback; the restarted
+    client goes on with its next commit."""
     _, phase, t, commit, _ = state.proc(who)
     if phase not in (GENERATED,) + ACTIVE:
         raise Refused(f"{who} is {phase}: nothing to crash")
@@ -272,6 +310,9 @@ def w_crash(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
 
 # ------------------------------------------------------------------------------------------ compactor
 def c_schedule(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``ScheduleCompactionActionExecutor#execute`` under the lock: ``tc``, the 0.x precondition
+    (:func:`~.rules.may_schedule_compaction`; off with the flaw ``no-0x-guard``), the plan
+    (``FileSystemView.compaction_plan_files``), the requested compaction."""
     phase, _, done = state.comp
     if phase != IDLE or done >= cfg.compactions:
         raise Refused(f"compactor is {phase} with {done} of {cfg.compactions} compaction(s) done")
@@ -294,6 +335,8 @@ def c_schedule(cfg: MachineConfig, state: ConcState) -> ConcState:
 
 
 def c_execute(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``RunCompactionActionExecutor#execute``: inflight; per planned group a base file ``tc`` with the plan's
+    base and log records merged (``HoodieCompactor``; blocks of non-completed instants skipped)."""
     phase, tc, done = state.comp
     if phase != SCHEDULED:
         raise Refused(f"compactor is {phase}; execute needs scheduled")
@@ -313,6 +356,7 @@ def c_execute(cfg: MachineConfig, state: ConcState) -> ConcState:
 
 
 def c_commit(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``BaseHoodieTableServiceClient#completeCompaction`` under the lock (``consumeTime``)."""
     phase, tc, done = state.comp
     if phase != EXECUTED:
         raise Refused(f"compactor is {phase}; commit needs executed")
@@ -338,6 +382,9 @@ def committed_slices(state: ConcState) -> dict:
 
 
 def cl_clean(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``HoodieTableServiceClient#clean`` under the lock: LAZY ``rollbackFailedWrites`` of writes whose heartbeat
+    expired, then ``CleanPlanner``'s selection (:func:`~.rules.files_to_clean`; the flaws
+    ``clean-ignores-plans`` / ``clean-ignores-savepoints`` drop its protections) deleted."""
     if len(state.cleans) >= cfg.cleans:
         raise Refused(f"no cleans left ({cfg.cleans})")
     _need_lock(cfg, state, CLEANER)
@@ -364,6 +411,63 @@ def cl_clean(cfg: MachineConfig, state: ConcState) -> ConcState:
     return replace(state, files=files, cleans=state.cleans + (entry,))
 
 
+# ------------------------------------------------------------------------------------------ clustering
+def k_schedule(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``ClusteringPlanActionExecutor#execute``: a requested clustering ``tk`` whose plan takes every file group
+    with data that is not under a pending compaction or clustering (``ClusteringPlanStrategy`` skips those)."""
+    phase, _, done = state.clus
+    if phase != IDLE or done >= cfg.clusterings:
+        raise Refused(f"clustering is {phase} with {done} of {cfg.clusterings} clustering(s) done")
+    _need_lock(cfg, state, CLUSTERER)
+    busy = set(state.pending_compactions()) | set(state.clustering_maps()[1])
+    gids = tuple(sorted(s.group for s in state.view().latest_merged_file_slices() if s.group not in busy))
+    if not gids:
+        raise Refused("no file group to cluster")
+    tk, gen, now = _generate(state, CLUSTERER)
+    tl = state.tl.copy()
+    tl.create(tk, Action.CLUSTERING, by=CLUSTERER)
+    return replace(state, clus=(SCHEDULED, tk, done), tl=tl, gen=gen, now=now, cplans=state.cplans + ((tk, gids),))
+
+
+def k_execute(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``SparkExecuteClusteringCommitActionExecutor``: inflight; the planned groups' records (their merged
+    latest slices, blocks of non-completed instants skipped) rewritten into one new file group ``c<tk>``."""
+    phase, tk, done = state.clus
+    if phase != SCHEDULED:
+        raise Refused(f"clustering is {phase}; execute needs scheduled")
+    tl = state.tl.copy()
+    tl.transition_to_inflight(tk, Action.CLUSTERING, by=CLUSTERER)
+    gids = set(dict(state.cplans)[tk])
+    completed = {i.requested_time for i in state.tl.completed()}
+    slices = [s for s in state.view().latest_merged_file_slices() if s.group in gids]
+    groups, _ = read_slices(state.file_map(), slices, completed)
+    recs = tuple(sorted(merge_records(r for g in groups.values() for r in g.values()).values()))
+    new = BaseFile(f"c{tk}", cfg.token(CLUSTERER), tk, "parquet", PARTITION)
+    return replace(state, clus=(EXECUTED, tk, done), tl=tl, markers=state.markers + ((tk, new),),
+                   files=tuple(sorted(state.files + ((new, recs),), key=lambda x: x[0].name)),
+                   touched=state.touched + ((tk, frozenset(gids | {(PARTITION, new.file_id)})),))
+
+
+def k_commit(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """The clustering's commit (``BaseHoodieTableServiceClient#completeClustering``): under the lock the
+    conflict check (``preCommit`` -> ``resolveWriteConflict``; none for a single writer, none with the flaw
+    ``clustering-no-check``) -- a conflict aborts it and the clustering is rolled back -- else the
+    replacecommit completes (``consumeTime``), replacing the planned groups."""
+    phase, tk, done = state.clus
+    if phase != EXECUTED:
+        raise Refused(f"clustering is {phase}; commit needs executed")
+    _need_lock(cfg, state, CLUSTERER)
+    if "clustering-no-check" not in cfg.flaws:
+        mine = R.WriteSummary(tk, R.CLUSTERING, R.CLUSTER, dict(state.touched)[tk])
+        if R.resolve_write_conflicts(cfg.settings, summaries(cfg, state), mine) is not None:
+            out = _rollback(cfg, state, tk, CLUSTERER, Action.CLUSTERING)
+            return replace(out, clus=(IDLE, None, done + 1))
+    tl, gen = state.tl.copy(), state.gen.copy()
+    rec, _ = gen.consume_time(CLUSTERER, state.now, lambda c: tl.complete(tk, Action.CLUSTERING, c, by=CLUSTERER))
+    return replace(state, clus=(IDLE, None, done + 1), tl=tl, gen=gen, now=max(state.now, rec.released_at),
+                   markers=tuple(m for m in state.markers if m[0] != tk))
+
+
 # ------------------------------------------------------------------------------------------ savepoint
 def read_time(cfg: MachineConfig, instant) -> str:
     """The time a query at a commit uses: its completion time on tv8 (completion-time reads), its
@@ -372,6 +476,8 @@ def read_time(cfg: MachineConfig, instant) -> str:
 
 
 def s_savepoint(cfg: MachineConfig, state: ConcState) -> ConcState:
+    """``SavepointActionExecutor#execute``: the files a read at the latest completed commit needs are
+    savepointed (kept by every clean)."""
     if state.savepoints:
         raise Refused("the savepoint was taken")
     done = [i for i in state.tl.completed([Action.COMMIT, Action.DELTACOMMIT, Action.COMPACTION])]
@@ -391,6 +497,8 @@ def candidate_actions(cfg: MachineConfig) -> list[tuple[str, str]]:
         out += [(w, "crash") for w in cfg.processes]
     if cfg.compactions:
         out += [(COMPACTOR, "schedule"), (COMPACTOR, "execute"), (COMPACTOR, "commit")]
+    if cfg.clusterings:
+        out += [(CLUSTERER, "schedule"), (CLUSTERER, "execute"), (CLUSTERER, "commit")]
     if cfg.cleans:
         out.append((CLEANER, "clean"))
     if cfg.savepoint:
@@ -410,6 +518,8 @@ def step(cfg: MachineConfig, state: ConcState, action: tuple[str, str]) -> ConcS
     try:
         if who == COMPACTOR:
             return {"schedule": c_schedule, "execute": c_execute, "commit": c_commit}[what](cfg, state)
+        if who == CLUSTERER:
+            return {"schedule": k_schedule, "execute": k_execute, "commit": k_commit}[what](cfg, state)
         if who == CLEANER:
             return cl_clean(cfg, state)
         if who == SAVEPOINTER:

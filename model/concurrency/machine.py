@@ -60,6 +60,8 @@ def parse_action(text: str) -> tuple[str, str]:
 def describe(state: ConcState) -> str:
     procs = ", ".join(f"{n}={ph}" + (f"@{t}" if t else "") + f"#{c}" for n, ph, t, c, _ in state.procs)
     comp = f"c={state.comp[0]}" + (f"@{state.comp[1]}" if state.comp[1] else "")
+    if state.clus[1] or state.clus[2]:
+        comp += f", k={state.clus[0]}" + (f"@{state.clus[1]}" if state.clus[1] else "")
     insts = ", ".join(str(i) for i in state.tl.instants())
     files = ", ".join(f.name for f, _ in state.files)
     return f"now={state.now} lock={state.lock} [{procs}, {comp}] timeline: {insts}; files: {files}"

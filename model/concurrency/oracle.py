@@ -73,7 +73,8 @@ def _diff(want: dict, got: dict) -> str:
 
 def as_of_times(cfg: MachineConfig, state: ConcState) -> list[str]:
     """The read times the retention promises (see the module docstring)."""
-    done = [i for i in state.tl.completed([Action.COMMIT, Action.DELTACOMMIT, Action.COMPACTION])]
+    done = [i for i in state.tl.completed([Action.COMMIT, Action.DELTACOMMIT, Action.COMPACTION,
+                                           Action.CLUSTERING])]
     rt = (lambda i: i.completion_time) if cfg.settings.table_version >= 8 else (lambda i: i.requested_time)
     cleaned = [c for c in state.cleans if c[2]]
     times = {sp[1] for sp in state.savepoints}

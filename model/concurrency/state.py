@@ -32,7 +32,7 @@ from ..instant import Action, format_millis
 from ..slicing import FileSystemView
 from ..timeline import PUT_IF_ABSENT, STORAGE_MODES, Timeline
 from ..truetime import DEFAULT_EPOCH_MS, NaiveGenerator, SkewAdjustingTimeGenerator, TimeGeneratorConfig
-from .rules import CLEAN_POLICIES, KEEP_LATEST_FILE_VERSIONS
+from .rules import CLEAN_POLICIES
 from .settings import BUCKET, MOR, Settings, validate
 
 PARTITION = "p"
@@ -47,6 +47,7 @@ FLAWS = {
     "no-commit-lock": "the conflict check and the commit are not one lock section (no lock is taken)",
     "ignore-pending-compaction": "the OCC check leaves pending compaction plans out of the candidates",
     "no-0x-guard": "0.x compaction scheduling without the 'no older inflight write' guard",
+    "clustering-no-check": "clustering commits without the conflict check (an update committed meanwhile is lost)",
     "clean-ignores-plans": "the cleaner deletes files a pending compaction plan needs",
     "clean-ignores-savepoints": "the cleaner deletes files a savepoint needs",
 }
@@ -55,7 +56,7 @@ FLAWS = {
 IDLE, GENERATED, REQUESTED, WRITTEN, LOCKED, CHECKED = (
     "idle", "generated", "requested", "written", "locked", "checked")
 SCHEDULED, EXECUTED = "scheduled", "executed"
-COMPACTOR, CLEANER, SAVEPOINTER = "c", "cl", "s"
+COMPACTOR, CLEANER, SAVEPOINTER, CLUSTERER = "c", "cl", "s", "k"
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,8 @@ class MachineConfig:
 
     ``writers`` writer clients ``w1..wN`` make ``commits`` commits each; commit ``j`` of writer ``i``
     upserts key ``k{(i-1+j) mod keys}``. ``buckets``: buckets of the bucket index. ``compactions``:
-    compactions the compactor may schedule (MOR). ``clean_policy``: ``None`` or a
+    compactions the compactor may schedule (MOR). ``clusterings``:
+    clusterings the clustering service may schedule (tv8, simple index: it rewrites file groups into a new one). ``clean_policy``: ``None`` or a
     :data:`~model.concurrency.rules.CLEAN_POLICIES` name with ``clean_retained``; ``cleans`` bounds the
     cleaner's runs (it also rolls back failed writes under LAZY). ``savepoint``: one savepoint may be
     taken. ``preloaded``: the initial commit wrote every key (else the table starts empty and the first
@@ -80,6 +82,7 @@ class MachineConfig:
     keys: int = 2
     buckets: int = 1
     compactions: int = 0
+    clusterings: int = 0
     clean_policy: str | None = None
     clean_retained: int = 1
     cleans: int = 0
@@ -101,6 +104,9 @@ class MachineConfig:
             (1 <= self.keys <= 3, f"keys must be 1..3, not {self.keys}"),
             (1 <= self.buckets <= 3, f"buckets must be 1..3, not {self.buckets}"),
             (0 <= self.compactions <= 2, f"compactions must be 0..2, not {self.compactions}"),
+            (0 <= self.clusterings <= 1, f"clusterings must be 0..1, not {self.clusterings}"),
+            (not self.clusterings or (self.settings.table_version >= 8 and self.settings.index == "simple"),
+             "clustering is modelled on table version 8 with the simple index (a bucket index fixes file groups)"),
             (self.clean_policy is None or self.clean_policy in CLEAN_POLICIES,
              f"clean_policy must be one of {CLEAN_POLICIES} or None, not {self.clean_policy!r}"),
             (1 <= self.clean_retained <= 3, f"clean_retained must be 1..3, not {self.clean_retained}"),
@@ -124,7 +130,7 @@ class MachineConfig:
 
     def token(self, writer: str) -> str:
         """The write token of a process (unique per writer: concurrent writers never collide on names)."""
-        return {COMPACTOR: "9-0-1", CLEANER: "8-0-1"}.get(writer, f"{writer[1:]}-0-1")
+        return {COMPACTOR: "9-0-1", CLEANER: "8-0-1", CLUSTERER: "7-0-1"}.get(writer, f"{writer[1:]}-0-1")
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -144,7 +150,8 @@ class ConcState:
     ``((target, target_alive), ...)``, ``cleans`` ``((policy, earliest, deleted files, protected
     deleted), ...)``, ``savepoints`` ``((instant, read time, files), ...)``, ``unsafe_schedules`` (0.x:
     compactions scheduled while an older write was pending), ``crashes`` used; ``touched``: ``((instant, file groups), ...)`` what each write mutated
-    (``getMutatedPartitionAndFileIds``)."""
+    (``getMutatedPartitionAndFileIds``); ``clus``: the clustering service ``(phase, instant, done)`` and
+    ``cplans`` its plans ``((tk, (file group, ...)), ...)``."""
 
     now: int
     procs: tuple
@@ -161,6 +168,8 @@ class ConcState:
     unsafe_schedules: tuple
     crashes: int
     touched: tuple
+    clus: tuple
+    cplans: tuple
     tl: Timeline = field(compare=False, repr=False)
     gen: Any = field(compare=False, repr=False)
 
@@ -184,10 +193,26 @@ class ConcState:
         done = {i.requested_time for i in self.tl.completed([Action.COMPACTION])}
         return frozenset(f for tc, slices in self.plans if tc not in done for _, s in slices for f in s.files)
 
+    def clustering_maps(self) -> tuple[dict, dict]:
+        """(replaced, pending clustering): file group -> clustering instant, from the completed and the pending
+        clustering plans (``resetFileGroupsReplaced``, ``getFileGroupsInPendingClustering``)."""
+        done = {i.requested_time for i in self.tl.completed([Action.CLUSTERING])}
+        present = {i.requested_time for i in self.tl.instants()}
+        replaced, pending = {}, {}
+        for tk, gids in self.cplans:
+            for g in gids:
+                if tk in done:
+                    replaced[g] = tk
+                elif tk in present:
+                    pending[g] = tk
+        return replaced, pending
+
     def view(self) -> FileSystemView:
         """``AbstractTableFileSystemView`` over the files present (the spec's slicing, model/slicing.py)."""
+        replaced, pending = self.clustering_maps()
         return FileSystemView(self.tl, self.base_files(), self.log_files(),
-                              pending_compactions=self.pending_compactions())
+                              pending_compactions=self.pending_compactions(), replaced=replaced,
+                              pending_clustering=pending)
 
     def fingerprint(self) -> tuple:
         timeline = tuple(sorted((i.requested_time, i.action.value, i.state.value, i.completion_time,
@@ -195,7 +220,7 @@ class ConcState:
                                                                                          i.action).items())))
                                 for i in self.tl.instants()))
         return (self.now, self.procs, self.comp, self.lock, self.files, self.markers, self.plans, self.dead,
-                self.committed, self.rollbacks, self.cleans, self.savepoints, self.unsafe_schedules, self.crashes, self.touched,
+                self.committed, self.rollbacks, self.cleans, self.savepoints, self.unsafe_schedules, self.crashes, self.touched, self.clus, self.cplans,
                 timeline, tuple(sorted(self.gen.last_time.items())), self.gen.lock.last_released_at)
 
 
@@ -254,7 +279,7 @@ def initial_state(cfg: MachineConfig) -> ConcState:
     else:
         gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=1), clocks=clocks)
     procs = tuple((w, IDLE, None, 0, frozenset()) for w in cfg.processes)
-    return ConcState(0, procs, (IDLE, None, 0), None, files, (), (), frozenset(), (), (), (), (), (), 0, (), tl, gen)
+    return ConcState(0, procs, (IDLE, None, 0), None, files, (), (), frozenset(), (), (), (), (), (), 0, (), (IDLE, None, 0), (), tl, gen)
 
 
 def set_proc(state: ConcState, name: str, phase: str, instant, commit: int, fgs=frozenset(), **changes) -> ConcState:
@@ -265,5 +290,5 @@ def set_proc(state: ConcState, name: str, phase: str, instant, commit: int, fgs=
 __all__ = [
     "MachineConfig", "ConcState", "FLAWS", "initial_state", "read_slices", "merge_records", "set_proc",
     "PARTITION", "T0", "T0_DONE", "INIT_VALUE", "TRUETIME", "NAIVE", "GENERATORS", "IDLE", "GENERATED", "REQUESTED",
-    "WRITTEN", "LOCKED", "CHECKED", "SCHEDULED", "EXECUTED", "COMPACTOR", "CLEANER", "SAVEPOINTER",
+    "WRITTEN", "LOCKED", "CHECKED", "CLUSTERER", "SCHEDULED", "EXECUTED", "COMPACTOR", "CLEANER", "SAVEPOINTER",
 ]

@@ -75,6 +75,16 @@ _V = [
     ConcVariant("clean-latest-commits", "COW OCC, KEEP_LATEST_COMMITS=1 cleaner: time travel within the retention "
                 "still reads.", {"mode": "occ", "table_type": "cow"},
                 {"writers": 2, "cleans": 1, "clean_policy": KEEP_LATEST_COMMITS}),
+    ConcVariant("occ-clustering", "OCC (simple strategy, simple index, COW) with a clustering service: a write "
+                "that overlaps a clustering planned after its start aborts; a clustering that overlaps a write "
+                "completed after its start aborts at its commit.", {"mode": "occ", "index": "simple",
+                                                                    "table_type": "cow"},
+                {"writers": 2, "keys": 1, "clusterings": 1}),
+    ConcVariant("occ-prefer-writer-clustering", "OCC with PreferWriterConflictResolutionStrategy and clustering: the "
+                "writer is not checked against the pending clustering and commits; the clustering sees the "
+                "inflight or completed write at its commit and aborts.",
+                {"mode": "occ", "index": "simple", "conflict_strategy": "prefer-writer"},
+                {"writers": 2, "keys": 1, "clusterings": 1}),
     # ------------------------------------------------------------------ broken designs
     ConcVariant("occ-no-lock", "OCC whose conflict check and commit are not under the lock: two writers both "
                 "check before either completes, both commit; on COW the later base file lacks the other's "
@@ -87,6 +97,12 @@ _V = [
                 {"mode": "occ", "table_version": 6, "compaction_scheduling": "0.x"},
                 {"writers": 1, "compactions": 1, "flaws": {"ignore-pending-compaction"}},
                 ("oracle.snapshot", "oracle.as-of"), {"oracle.snapshot": 9, "oracle.as-of": 9}, {"flaws": frozenset()}),
+    ConcVariant("clustering-no-check", "A clustering that commits without the conflict check: a write to the "
+                "clustered group completes between the clustering's execute and commit; the replacecommit hides "
+                "the group holding it.", {"mode": "occ", "index": "simple"},
+                {"writers": 1, "keys": 1, "clusterings": 1, "flaws": {"clustering-no-check"}},
+                ("oracle.snapshot", "oracle.as-of"), {"oracle.snapshot": 9, "oracle.as-of": 9},
+                {"flaws": frozenset()}),
     ConcVariant("nbcc-cow", "NBCC on a COW table (Hudi refuses it): two writers rewrite one file group without a "
                 "conflict check; the later base file lacks the other's update.",
                 {"mode": "nbcc", "table_type": "cow"}, {"writers": 2, "validated": False},
