@@ -28,7 +28,8 @@ deliver-ack(n)         n in flight and the oldest (any with late-ack)      commi
 deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
                                                                            the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
-instant-timeout(t)     blocking, t blocked, no ack in flight               global failover
+instant-timeout(t)     blocking, t blocked, no ack in flight               global failover (0.x
+                                                                           task failover)
 stop-faults            faults not stopped yet (drivers only; not listed)   no more faults
 lose-ack(n)            [lost-ack] n in flight                              drop it
 abort-checkpoint       [abort] one pending (and no task snapshotted yet,  drop it
@@ -38,6 +39,7 @@ crash-coordinator      [coordinator-crash] crash budget left               coord
 restart-job            [full-restart] crash budget left                    global failover
 lose-event(t)          [lost-event] a message in flight from t, budget     drop it; task failover
 request-timeout(t)     [request-timeout] t's request would be granted      task failover
+                       (not 0.x: no request RPC)
 =====================  ==================================================  =======================
 """
 

@@ -13,7 +13,8 @@ ingest(t)              split not exhausted, buffer not full                read 
 request-instant(t)     no grant, buffer full or barrier waiting, and the   grant := coordinator's
                        coordinator would not block (blocking mode)         instant for t's key
 flush(t)               grant held and buffer full                          eager flush, event sent
-trigger-checkpoint     none pending, id <= max_checkpoints (or draining)   pending := n; coordinator
+trigger-checkpoint     none pending, id <= max_checkpoints (or draining),  pending := n; coordinator
+                       no ack in flight if ack_before_next_checkpoint
                                                                            snapshot if coord-first
 snapshot-task(t)       barrier waiting at t and grant held                 flush rest (lastBatch),
                                                                            state replaced, id := n
@@ -23,7 +24,8 @@ deliver-ack(n)         n in flight and the oldest (any with late-ack)      commi
 deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
                                                                            the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
-instant-timeout(t)     blocking, t blocked, no ack in flight               global failover
+instant-timeout(t)     blocking, t blocked, no ack in flight               global failover (0.x
+                                                                           task failover)
 stop-faults            faults not stopped yet                              no more faults
 lose-ack(n)            [lost-ack] n in flight                              drop it
 abort-checkpoint       [abort] one pending (and no task snapshotted yet,   drop it
@@ -34,7 +36,7 @@ restart-job            [full-restart] crash budget left                    globa
 lose-event(t)          [lost-event] a message in flight from t, budget     drop it; t fails: task
                                                                            failover
 request-timeout(t)     [request-timeout] t's request would be granted,     t fails: task failover
-                       budget left
+                       budget left (not 0.x: no request RPC)
 =====================  ==================================================  =======================
 """
 
@@ -251,10 +253,22 @@ def do_lose_event(s: State, ev: E.LoseEvent) -> State:
 
 # -------------------------------------------------------------------------------- request-timeout(t)
 def may_request_timeout(s: State, ev: E.RequestTimeout) -> str | None:
-    """The instant request (``Correspondent.requestInstantTime``, an RPC the coordinator answers on its
-    single-threaded executor, which also runs commits and table-service scheduling) waits behind a slow
-    job longer than the RPC timeout. The model has no durations: the fault may hit any request the
-    coordinator would grant (a blocked one times out through ``instant-timeout``)."""
+    """The instant request (``Correspondent.requestInstantTime``, an RPC answered on the coordinator's
+    ``instantRequestExecutor``; in 0.x-style deployments and the simulation's blocking mode on the one
+    executor that also runs commits and table-service scheduling, ``NonThrownExecutor``) waits behind a slow
+    job -- a commit, ``scheduleCompaction``/``scheduleClustering``, or the table lock they hold (Hudi #19902)
+    -- longer than the RPC timeout, and the task fails.
+
+    Why the executor's queue is not spelled out here: the spec has no durations, so "queued behind a job
+    slower than the timeout" cannot be told from "queued"; and a commit's effect is one step (``deliver-ack``)
+    while the job's tail (its I/O, the table-service scheduling) has no state of its own. The fault therefore
+    may hit any request the coordinator would grant -- a superset of the queued ones, sound for every safety
+    verdict (a design that survives it survives the real subset). The one ordering of that executor that
+    changes verdicts is spelled out: ``checkpointCoordinator(n+1)`` after ``notifyCheckpointComplete(n)``
+    (``ProtocolConfig.ack_before_next_checkpoint``). The simulation runs the queue for real in simulated time
+    and times a queued request out after ``coordinator.request_timeout_s`` (:func:`sim.engine.expire_request`).
+    A request the coordinator would refuse (blocking mode's ``CommitGuard``) times out through
+    ``instant-timeout``. 0.x writers send no request (they poll the last pending instant)."""
     if s.config.coordinator_start:
         return "0.x: writers poll the last pending instant; no instant request goes to the coordinator"
     why = may_request_instant(s, E.RequestInstant(ev.task))
