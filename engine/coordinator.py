@@ -214,20 +214,13 @@ class Coordinator:
         self.instant = instant
         return instant
 
-    def _key_of_instant(self, instant: str) -> int | None:
-        """0.x: the key of the entry holding ``instant`` (the single ``eventBuffer``), None if none."""
-        for k, e in self.buffers.items():
-            if e.instant == instant:
-                return k
-        return None
-
     def _instant_to_write_0x(self, table, key: int) -> str:
         """0.x ``instantToWrite``: the last pending instant (a new one when none, the fresh job's
         ``initInstant``); its entry made under ``key`` when there is none
         (:func:`model.protocol.coordinator._instant_to_write_0x`)."""
         pending = table.pending_instants()
         instant = pending[-1] if pending else table.start_commit(eager=self.cfg.eager)
-        if self._key_of_instant(instant) is None:
+        if not self.buffers:
             self._assign(table, key, instant)
             self._put(key, self._empty(instant))
         self.instant = instant
@@ -260,12 +253,15 @@ class Coordinator:
     def handle_write_metadata(self, table, ev) -> None:
         """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id`` (0.x: the
         entry of the event's instant, the single buffer)."""
-        key = ev.checkpoint_id
-        if self.cfg.coordinator_start:
-            k = self._key_of_instant(ev.instant)
-            if k is not None:
-                key = k
-        self._entry_or_new(table, key, ev.instant).add_event(ev)
+        if self.cfg.coordinator_start:  # 0.x: one buffer, events merged whatever their instant
+            if self.buffers:
+                entry = self._entry(next(iter(self.buffers)))
+            else:
+                entry = self._entry_or_new(table, ev.checkpoint_id, self.instant or ev.instant)
+            old = entry.slots[ev.task]
+            entry.set_slot(ev.task, ev if old is None else old.merge_with(ev))
+            return
+        self._entry_or_new(table, ev.checkpoint_id, ev.instant).add_event(ev)
 
     # ------------------------------------------------------------ checkpoints
     def checkpoint(self, n: int) -> tuple:

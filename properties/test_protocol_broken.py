@@ -47,6 +47,7 @@ CASES = [
     ("liveness.stall", "coordinator-start-lost-ack-stall"),
     ("liveness.stall", "no-commit-ack"),
     ("I12.state-coverage", "hudi-0.x-coordinator-start"),  # (its data loss: test_protocol_coordinator_start)
+    ("exactly-once.drained", "checkpoint-overtakes-notification"),
 ]
 
 #: Small bounds: the broken behaviours show within two tasks, two records and a few checkpoints.

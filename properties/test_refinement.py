@@ -133,6 +133,8 @@ EXHAUSTIVE = [
     ("blocking-lost-ack-stall", _SMALL, ("lost-ack",), 3000),
     ("hudi-0.x-coordinator-start", _SMALL, ("lost-ack", "full-restart", "task-crash"), 4000),
     ("hudi-0.x-coordinator-start", _TWO, ("abort", "coordinator-crash"), 3000),
+    ("checkpoint-overtakes-notification", _SMALL, ("coordinator-crash", "lost-ack"), 4000),
+    ("no-commit-ack", _SMALL, ("task-crash",), 3000),
 ]
 if DEEP:
     EXHAUSTIVE += [

@@ -550,3 +550,21 @@ def test_no_commit_ack_stalls_without_any_fault_and_the_design_passes(tmp_path, 
                           str(tmp_path / "ok")], capsys)
     rep = json.loads(out)
     assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["config"]["stall_bound"] == 1
+
+
+def test_checkpoint_overtaking_the_notification_loses_0x_data_and_the_fifo_design_passes(tmp_path, capsys):
+    """The coordinator's executor is one FIFO thread (issue #15 item 3): without that order (broken variant
+    checkpoint-overtakes-notification) 0.x loses an un-acked interval after a crash, no lost ack needed; the
+    shortest counterexample is the coverage break, and the design passes the same bound exhaustively."""
+    bound = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "coordinator-crash"]
+    rc, out, _ = run_cli(["explore", "--variant", "checkpoint-overtakes-notification", *bound, "--json", "--out",
+                          str(tmp_path)], capsys)
+    v = json.loads(out)["violation"]
+    assert rc == 1 and v["invariant"] == "I12.state-coverage" and v["replay_reports"] == "I12.state-coverage"
+    kinds = [e["kind"] for e in v["events"]]
+    # checkpoint 2 is triggered while checkpoint 1's notification is still in flight (never delivered)
+    assert kinds.count("complete-checkpoint") == 2 and "deliver-ack" not in kinds and "lose-ack" not in kinds
+    rc, out, _ = run_cli(["explore", "--variant", "hudi-0.x-coordinator-start", *bound, "--json", "--out",
+                          str(tmp_path / "ok")], capsys)
+    rep = json.loads(out)
+    assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["states"] > 100

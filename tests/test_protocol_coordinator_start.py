@@ -221,3 +221,30 @@ def test_finding_hudi_1_1s_coordinator_snapshot_covers_the_same_schedule():
     assert all(v.holds for v in check_step(st))
     _, _, verdicts = drained_verdicts(st)
     assert verdicts["exactly-once.drained"].holds, verdicts["exactly-once.drained"].detail
+
+
+#: ckp 1 completes (its notification in flight); ckp 2 is triggered before it ran on the coordinator's executor,
+#: the task has no new data, and a coordinator crash comes before the notification
+OVERTAKE = [Ingest(0), TriggerCheckpoint(), RequestInstant(0), SnapshotTask(0), CompleteCheckpoint(),
+            TriggerCheckpoint(), RequestInstant(0), SnapshotTask(0), CompleteCheckpoint(), CrashCoordinator()]
+
+
+def test_the_executor_order_is_what_keeps_0x_task_state_covering():
+    """Broken variant checkpoint-overtakes-notification: checkpointCoordinator(2) does not queue behind
+    notifyCheckpointComplete(1) on the coordinator's executor -- the un-acked interval is lost after a crash with
+    no lost ack; the 0.x design (one FIFO executor) refuses that trigger and commits first."""
+    broken = variant("checkpoint-overtakes-notification", faults=frozenset({"coordinator-crash"}), **BUF2)
+    st, sysm = run_both(broken, OVERTAKE[:-1])
+    assert not {v.invariant: v for v in check_step(st)}["I12.state-coverage"].holds
+    st, sysm = run_both(broken, OVERTAKE)
+    _, _, verdicts = drained_verdicts(st)
+    assert not verdicts["exactly-once.drained"].holds
+    sysm.drain()
+    assert {v.invariant: v.holds for v in engine_drained(sysm)}["exactly-once.drained"] is False
+    good = variant("hudi-0.x-coordinator-start", faults=frozenset({"coordinator-crash"}), **BUF2)
+    st = run(good, OVERTAKE[:5])
+    assert "one FIFO thread" in spec.guard(st, TriggerCheckpoint())
+    st = run(good, OVERTAKE[:5] + [DeliverAck(1)] + OVERTAKE[5:])
+    assert all(v.holds for v in check_step(st))
+    _, _, verdicts = drained_verdicts(st)
+    assert all(v.holds for v in verdicts.values())

@@ -129,39 +129,44 @@ def handle_instant_request(s: State, key: int) -> tuple[State, str]:
     return _with_coordinator(s, c), instant
 
 
-def _entry_of_instant(s: State, instant: str) -> int | None:
-    """0.x: the key of the entry holding ``instant`` (the coordinator's single ``eventBuffer`` holds the events
-    of one instant: a new one starts only after the buffer was committed or reset), None if none."""
-    for k, e in s.coordinator.buffers:
-        if e.instant == instant:
-            return k
-    return None
-
-
 def _instant_to_write_0x(s: State, key: int) -> tuple[State, str]:
     """0.x ``AbstractStreamWriteFunction#instantToWrite``: the writer takes the last pending instant, the one
     the coordinator started (``CkpMetadata#lastPendingInstant``); the coordinator is not asked. With none
     pending (a fresh job) the coordinator's ``initInstant`` starts one, folded into this step: in Hudi every
-    task's bootstrap event reaches it before any task can flush. The events of the instant go to its entry
-    (the single ``eventBuffer``), made here under the writer's key when there is none."""
+    task's bootstrap event reaches it before any task can flush. The coordinator's single ``eventBuffer`` is
+    one entry, made here under the writer's key when there is none."""
     instant = last_pending_instant(s)
     if instant is None:
         s, instant = table.start_commit(s)
-    if _entry_of_instant(s, instant) is None:
+    if not s.coordinator.buffers:
         s = _assign(s, key, instant)
         s = _with_coordinator(s, _put(s.coordinator, key, _empty(s, instant)))
     return _with_coordinator(s, replace(s.coordinator, instant=instant)), instant
 
 
 def handle_write_metadata(s: State, ev: WriteMetadataEvent) -> State:
-    """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id`` (0.x: into the
-    single buffer, the entry of the event's instant)."""
-    key = ev.checkpoint_id
+    """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id`` (0.x: see
+    :func:`_add_event_0x`)."""
     if s.config.coordinator_start:
-        k = _entry_of_instant(s, ev.instant)
-        key = key if k is None else k
-    s, entry = _entry_or_new(s, key, ev.instant)
-    return _with_coordinator(s, _put(s.coordinator, key, add_event(entry, ev)))
+        return _add_event_0x(s, ev)
+    s, entry = _entry_or_new(s, ev.checkpoint_id, ev.instant)
+    return _with_coordinator(s, _put(s.coordinator, ev.checkpoint_id, add_event(entry, ev)))
+
+
+def _add_event_0x(s: State, ev: WriteMetadataEvent) -> State:
+    """0.x ``handleWriteMetaEvent`` -> ``addEventToBuffer``: the coordinator has one buffer (its single entry
+    here, made under the event's key for the coordinator's instant when there is none), and an event is merged
+    into its task's slot whatever its instant (``mergeWith``); ``commitInstant`` commits the buffer under the
+    coordinator's instant. (With ``ack_before_next_checkpoint`` the entry's key is below every checkpoint whose
+    notification can reach it, so 1.1's rule ``k < n`` commits it exactly when 0.x's "the whole buffer" does.)"""
+    if s.coordinator.buffers:
+        key, entry = s.coordinator.buffers[0]
+    else:
+        key = ev.checkpoint_id
+        s, entry = _entry_or_new(s, key, s.coordinator.instant or ev.instant)
+    old = entry.slots[ev.task]
+    return _with_coordinator(s, _put(s.coordinator, key, _set_slot(entry, ev.task,
+                                                                     ev if old is None else old.merge_with(ev))))
 
 
 def checkpoint(s: State) -> tuple:

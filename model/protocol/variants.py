@@ -186,6 +186,17 @@ _V = [
              "coordinator_starts_instants": True, "coordinator_snapshot": False,
              "ack_before_next_checkpoint": True, "commit_ack_events": False, "stall_bound": 0},
             ("liveness.stall",), ()),
+    Variant("checkpoint-overtakes-notification",
+            "Hudi 0.x coordinator-started instants where checkpointCoordinator(n+1) does not queue behind "
+            "notifyCheckpointComplete(n) on the coordinator's executor (as if they ran on different threads): "
+            "checkpoint n+1's barriers reach a task before checkpoint n's commit, a task without new data "
+            "takes the same instant, and its state of checkpoint n+1 replaces the one holding interval n's "
+            "statuses, which the 0.x coordinator does not checkpoint; a failover before the commit loses "
+            "them. No lost ack needed: the executor's order is what keeps 0.x's task state covering.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
+             "coordinator_starts_instants": True, "coordinator_snapshot": False,
+             "ack_before_next_checkpoint": False, "stall_bound": 1},
+            ("I12.state-coverage", "exactly-once.drained"), ("coordinator-crash",)),
     Variant("unbounded-task-state",
             "Tasks append each interval's write metadata to their state instead of replacing it.",
             {"task_state": "append"}, ("bounded-state", "I12.state-coverage"), ()),
