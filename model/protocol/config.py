@@ -94,15 +94,22 @@ class ProtocolConfig:
       checkpoint is triggered only once every restarted task's bootstrap events arrived (Flink
       triggers only when every task is RUNNING, which a task reports after ``initializeState`` on
       the same channel).
-    * ``coordinator_starts_instants`` -- blocking mode only: the 0.x coordinator starts the next
+    * ``coordinator_starts_instants`` -- blocking mode only: Hudi 0.x's flow (0.12
+      ``StreamWriteOperatorCoordinator`` / ``AbstractStreamWriteFunction``). The coordinator starts the next
       instant itself right after a successful commit (``notifyCheckpointComplete -> commitInstant ->
-      startInstant``) and writers take the instant it started (``instantToWrite`` polls
-      ``lastPendingInstant``) instead of asking for one; an empty checkpoint (no write statuses,
-      ``allow_commit_on_empty_batch`` off) is not committed, and its instant -- heartbeat kept -- is
-      reused for the next interval. The coordinator's instant is reused while it is pending with a live
-      heartbeat; after a global failover (heartbeats stopped) the first request starts a new one
-      (0.x ``handleBootstrapEvent -> initInstant -> startInstant``). False: Hudi 1.1's request-driven
-      instants.
+      startInstant``); a writer takes the last pending instant (``instantToWrite`` polls
+      ``lastPendingInstant``; the coordinator gets no request) and after each checkpoint flush is
+      ``confirming`` (``StreamWriteFunction#flushRemaining``): it waits for an instant other than the one it
+      wrote, or takes the same one with nothing to write (``invalidInstant``); the coordinator keeps one buffer
+      (``eventBuffer``: a task's events merged whatever their instant) and checkpoints nothing (set
+      ``coordinator_snapshot`` False, as the 0.x variants do); an empty checkpoint (no write statuses,
+      ``allow_commit_on_empty_batch`` off) is not committed, its instant -- heartbeat kept -- is reused and a
+      ``CommitAckEvent`` clears ``confirming``; a restarted task (any failover) sends one bootstrap event (its
+      state events of the last pending instant, merged, or an empty one) and, once every task's is in, the
+      coordinator recommits the instant they carry and starts a new one (``handleBootstrapEvent ->
+      initInstant``); a writer's wait times out into a task failover. With no pending instant at all (a
+      fresh job) the first instant request starts one (the fresh job's ``initInstant``). Modelled with sync
+      event delivery and region failover only. False: Hudi 1.1's request-driven instants.
     * ``commit_ack_events`` -- 0.x coordinator-started instants: an empty checkpoint (not committed, its
       instant reused) sends a ``CommitAckEvent`` to every task (``sendCommitAckEvents``), which clears
       ``confirming``; False is the broken design without it, where a task with new data after an empty

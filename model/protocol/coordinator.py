@@ -27,6 +27,11 @@ pure function ``State -> State`` (the table is part of the state: commits and in
   task's slot in every entry with key >= the event's id); else put it into the entry of its key
   (``getOrCreateBootstrapBuffer``) and recommit once every slot holds a bootstrap event
   (``allBootstrapEventsReceived``).
+
+0.x coordinator-started instants (``ProtocolConfig.coordinator_starts_instants``, Hudi 0.12's coordinator):
+the writer takes the last pending instant (:func:`_instant_to_write_0x`), events go into the single buffer
+(:func:`_add_event_0x`), an empty checkpoint sends ``CommitAckEvent`` (:func:`send_commit_ack`), a successful
+commit starts the next instant, and a failover ends in :func:`initialize_0x` (``initInstant``).
 """
 
 from __future__ import annotations
