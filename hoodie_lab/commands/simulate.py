@@ -52,6 +52,10 @@ COLUMNS = {
                 ("latency_mean_s", "mean s"), ("latency_p99_s", "p99 s"), ("listing_ms_last", "listing ms"),
                 ("lookup_ms_max", "lookup ms"), ("active_instants_max", "active max"), ("lsm_files", "LSM files"),
                 ("lsm_levels", "levels"), ("invariants", "invariants")],
+    "indexing": [("rep", "rep"), ("mode", "mode"), ("timeout_s", "timeout s"), ("commits", "commits"), ("latency_mean_s", "mean s"),
+                 ("latency_p50_s", "p50 s"), ("latency_p99_s", "p99 s"), ("build_s", "build s"),
+                 ("catchup_s", "catch-up s"), ("aborts", "aborts"), ("tries", "tries"), ("indexed", "indexed"),
+                 ("invariants", "invariants")],
     "recovery": [("mode", "mode"), ("target", "crash"), ("when", "when"), ("step", "step"), ("crashed", "hit"),
                  ("recovery_s", "recover s"), ("lost_records", "lost"), ("duplicated_records", "dup"),
                  ("invariants", "invariants")],
@@ -96,6 +100,12 @@ LEGEND_OF_KIND = {
     "truetime": {"p50 s": "median time to obtain an instant time (lock service, lock, skew wait), seconds",
                  "p99 s": "99th percentile of the time to obtain an instant time, seconds"},
     "history": {"p99 s": "99th-percentile commit latency, seconds"},
+    "indexing": {"mode": "with or without the async indexer", "p50 s": "median write latency, seconds",
+                 "p99 s": "99th-percentile write latency, seconds", "mean s": "mean write latency, seconds",
+                 "timeout s": "catch-up timeout, seconds", "build s": "schedule + build time of the try that "
+                 "completed, seconds", "catch-up s": "catch-up time of that try, seconds",
+                 "aborts": "builds aborted by the catch-up timeout", "tries": "schedules until the index completed",
+                 "indexed": "whether the index completed", "rep": "repetition (its own seed and workload)"},
 }
 
 
