@@ -147,9 +147,7 @@ def run(params: dict, mode: str, seed: int, timeout_s: float | None = None, quic
             yield env.timeout(x["build_ms_per_file_group"] * x["file_groups"] / 1000)
             st["base"], st["applied"] = P.rebuild(part, st["writes"], done), set()
             t_built = env.now
-            pending_services = [i.requested_time for i in dt.pending([Action.ROLLBACK, Action.CLEAN, Action.RESTORE])]
-            start = P.catchup_start(pending_services, upto)
-            todo = [i.requested_time for i in dt.instants() if i.requested_time >= start and i.action is not IDX]
+            todo = [t for t, _ in P.catchup_list(dt.instants(), upto)]
             deadline = env.now + timeout_s
             aborted = False
             for t in todo:

@@ -241,3 +241,13 @@ def test_writers_never_wait_for_the_indexer_in_any_explored_state():
                for s in states)  # the property is not vacuous: writers do wait for each other
     bad = INDEXING_VARIANTS["indexer-holds-lock"].config()
     assert any(_indexer_blocks_a_writer(bad, s) for s in _states(bad))
+
+
+def test_catchup_list_starts_at_an_earlier_pending_service_and_skips_indexing():
+    def i(t, action, pending):
+        return Instant(t, action, State.INFLIGHT if pending else State.COMPLETED, None if pending else "x")
+    tl = [i("01", DC, False), i("02", Action.ROLLBACK, True), i("03", DC, False), i("04", IDX, True),
+          i("05", DC, True)]
+    assert P.catchup_list(tl, "03") == (("02", True), ("03", False), ("05", True))
+    tl[1] = i("02", Action.ROLLBACK, False)
+    assert P.catchup_list(tl, "03") == (("03", False), ("05", True))

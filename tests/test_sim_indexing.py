@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from lakeio.errors import UserError
-from model.mdt import partitions as P
 from sim import config as cfg
 from sim import indexing
 

@@ -73,7 +73,6 @@ its log entries.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..errors import TimelineError
 from ..instant import WRITE_ACTIONS, Action, format_millis
@@ -454,11 +453,7 @@ def _indexer_step(cfg: IndexingConfig, state: IndexingState, what: str) -> Index
         done = [i.requested_time for i in state.dt.completed(WRITE_ACTIONS) if i.requested_time <= upto]
         base = P.rebuild(cfg.partition, state.writes_map(), done)
         mdt = tuple(m for m in state.mdt if m[0] != cfg.partition) + ((cfg.partition, base, ()),)
-        pending_services = [i.requested_time for i in state.dt.pending([RB, Action.CLEAN, Action.RESTORE])]
-        start = P.catchup_start(pending_services, upto)
-        todo = tuple((i.requested_time, i.is_pending) for i in state.dt.instants()
-                     if i.requested_time >= start and i.action is not IDX
-                     and (i.action in WRITE_ACTIONS or i.action in (RB, Action.CLEAN, Action.RESTORE)))
+        todo = P.catchup_list(state.dt.instants(), upto)
         lock = INDEXER if cfg.indexer_lock == HELD else state.lock
         mid = replace(state, dt=dt, parts=parts, mdt=tuple(sorted(mdt, key=lambda m: m[0])), lock=lock)
         if not cfg.catchup:

@@ -19,8 +19,9 @@ API (all pure):
                                        a known index type, not available, not inflight)
 ``index_upto(write_timeline)``         ``indexUptoInstant``: the last completed write with no pending
                                        write before it (``getContiguousCompletedWriteTimeline``)
-``catchup_start(timeline, upto)``      where the catch-up list starts (an earlier pending clean/rollback/
+``catchup_start(times, upto)``         where the catch-up list starts (an earlier pending clean/rollback/
                                        restore, else ``upto``)
+``catchup_list(instants, upto)``       the instants the catch-up visits, with whether each was pending
 ``catchup_decision(...)``              per instant: ``caught-up`` / ``wait`` / ``skip-dead`` / ``apply``
                                        / ``gone`` (``AbstractIndexingCatchupTask#run``)
 ``writer_partitions(states, ...)``     the MDT partitions a data-table commit updates
@@ -165,6 +166,22 @@ def catchup_start(pending_service_times: Iterable[str], upto: str) -> str:
     return before[0] if before else upto
 
 
+def catchup_list(instants: Iterable, upto: str, *, indexing_action: str = "indexing",
+                 service_actions: Iterable[str] = ("clean", "rollback", "restore")) -> tuple:
+    """The catch-up list (``RunIndexActionExecutor#getInstantsToCatchup`` and
+    ``#getRemainingArchivedAndActiveInstantsSince``): every instant requested at or after the start
+    (:func:`catchup_start`: the earliest pending clean/rollback/restore before ``upto``, else ``upto``), of any
+    action but ``indexing``, in requested-time order, each as ``(requested time, was pending)``. ``instants``
+    are the timeline's instants (objects with ``requested_time``, ``action`` (an enum with ``value`` or a
+    string) and ``is_pending``)."""
+    def name(i) -> str:
+        return getattr(i.action, "value", i.action)
+    services = set(service_actions)
+    start = catchup_start([i.requested_time for i in instants if name(i) in services and i.is_pending], upto)
+    return tuple((i.requested_time, i.is_pending) for i in sorted(instants, key=lambda i: i.requested_time)
+                 if i.requested_time >= start and name(i) != indexing_action)
+
+
 def catchup_decision(*, dt_state: str | None, heartbeat_alive: bool, mdt_completed: bool,
                      mdt_wrote_partition: bool, check: str = PER_PARTITION, was_pending: bool = False,
                      recheck_after_wait: bool = True) -> str:
@@ -248,6 +265,6 @@ __all__ = [
     "FILES", "COLUMN_STATS", "BLOOM_FILTERS", "RECORD_INDEX", "PARTITIONS", "SINGLE_WRITER", "OCC", "NBCC",
     "CONCURRENCY_MODES", "CAUGHT_UP", "WAIT", "SKIP_DEAD", "APPLY", "GONE", "PER_PARTITION", "INSTANT_TIME",
     "CATCHUP_CHECKS", "IndexingError", "ConcurrencySettings", "PartitionStates", "validate_indexing", "index_upto",
-    "catchup_start", "catchup_decision", "writer_partitions", "readable_partitions", "valid_instants",
+    "catchup_start", "catchup_list", "catchup_decision", "writer_partitions", "readable_partitions", "valid_instants",
     "entries_of", "rebuild",
 ]
