@@ -251,3 +251,23 @@ def test_catchup_list_starts_at_an_earlier_pending_service_and_skips_indexing():
     assert P.catchup_list(tl, "03") == (("02", True), ("03", False), ("05", True))
     tl[1] = i("02", Action.ROLLBACK, False)
     assert P.catchup_list(tl, "03") == (("03", False), ("05", True))
+
+
+def test_plan_and_commit_metadata_match_hudis_avro_schemas():
+    import io
+    import json as _json
+
+    import fastavro
+
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent / "lakeio" / "schemas"
+    for name, rec in (("HoodieIndexPlan", P.index_plan({P.RECORD_INDEX}, mm.T0)),
+                      ("HoodieIndexCommitMetadata", P.index_commit_metadata({P.RECORD_INDEX}, mm.T0))):
+        schema = fastavro.parse_schema(_json.loads((root / f"{name}.avsc").read_text()))
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, schema, rec)
+        buf.seek(0)
+        assert fastavro.schemaless_reader(buf, schema) == rec
+    s = run(HUDI, "i schedule", "i execute", "i catchup", "i complete")
+    ti, part, caught = s.index_commits[0]
+    assert P.index_commit_metadata({part}, caught)["indexPartitionInfos"][0]["indexUptoInstant"] == mm.T0

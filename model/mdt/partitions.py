@@ -32,6 +32,8 @@ API (all pure):
 ``valid_instants(dt_completed, ...)``  the MDT deltacommits a reader merges
                                        (``HoodieTableMetadataUtil#getValidInstantTimestamps``)
 ``rebuild(partition, writes, done)``   the index an initialisation from scratch would build
+``index_plan`` /                       the ``HoodieIndexPlan`` and ``HoodieIndexCommitMetadata`` records
+``index_commit_metadata``
 =====================================  ======================================================================
 """
 
@@ -238,6 +240,26 @@ def valid_instants(dt_completed: Iterable[str], mdt_own: Iterable[str] = ()) -> 
     return frozenset(dt_completed) | frozenset(mdt_own)
 
 
+INDEX_PLAN_VERSION = 1  # ScheduleIndexActionExecutor.LATEST_INDEX_PLAN_VERSION
+
+
+def index_plan(partitions: Iterable[str], upto: str) -> dict:
+    """The ``HoodieIndexPlan`` record written to ``<t>.indexing.requested`` (``ScheduleIndexActionExecutor#
+    execute``, ``buildIndexPartitionInfo``): one ``HoodieIndexPartitionInfo`` per partition, each with the
+    plan's ``indexUptoInstant`` (field names of ``HoodieIndexPlan.avsc``)."""
+    return {"version": INDEX_PLAN_VERSION,
+            "indexPartitionInfos": [{"version": INDEX_PLAN_VERSION, "metadataPartitionPath": p,
+                                     "indexUptoInstant": upto, "extraMetadata": None} for p in sorted(partitions)]}
+
+
+def index_commit_metadata(partitions: Iterable[str], caught_up: str) -> dict:
+    """The ``HoodieIndexCommitMetadata`` record of the completed indexing instant (``RunIndexActionExecutor#
+    execute``): the partition infos carrying the instant the catch-up reached (``currentCaughtupInstant``)."""
+    return {"version": INDEX_PLAN_VERSION, "operationType": None,
+            "indexPartitionInfos": [{"version": INDEX_PLAN_VERSION, "metadataPartitionPath": p,
+                                     "indexUptoInstant": caught_up, "extraMetadata": None} for p in sorted(partitions)]}
+
+
 def entries_of(partition: str, write: tuple) -> frozenset:
     """The index entries one data-table write contributes to ``partition``. ``write`` is
     ``(instant time, ((record key, file group), ...))``; ``files`` indexes the file written
@@ -266,5 +288,5 @@ __all__ = [
     "CONCURRENCY_MODES", "CAUGHT_UP", "WAIT", "SKIP_DEAD", "APPLY", "GONE", "PER_PARTITION", "INSTANT_TIME",
     "CATCHUP_CHECKS", "IndexingError", "ConcurrencySettings", "PartitionStates", "validate_indexing", "index_upto",
     "catchup_start", "catchup_list", "catchup_decision", "writer_partitions", "readable_partitions", "valid_instants",
-    "entries_of", "rebuild",
+    "entries_of", "rebuild", "index_plan", "index_commit_metadata", "INDEX_PLAN_VERSION",
 ]
