@@ -271,3 +271,19 @@ def test_plan_and_commit_metadata_match_hudis_avro_schemas():
     s = run(HUDI, "i schedule", "i execute", "i catchup", "i complete")
     ti, part, caught = s.index_commits[0]
     assert P.index_commit_metadata({part}, caught)["indexPartitionInfos"][0]["indexUptoInstant"] == mm.T0
+
+
+def test_mdt_file_groups_and_key_mapping():
+    assert P.file_group_ids(P.FILES) == ("files-0000-0",)
+    assert P.file_group_ids(P.RECORD_INDEX, 3) == ("record-index-0000-0", "record-index-0001-0", "record-index-0002-0")
+    assert len(P.file_group_ids(P.COLUMN_STATS)) == 2 and P.file_group_ids(P.BLOOM_FILTERS)[-1] == "bloom-filters-0003-0"
+    with pytest.raises(ValueError):
+        P.file_group_ids(P.FILES, 0)
+    # Java: "k1".hashCode() == 107 * 31 + 49 == 3366 -> 6; "polygenelubricants".hashCode() == Integer.MIN_VALUE,
+    # Math.abs keeps it negative, MIN_VALUE % 10 == -8, Math.abs(-8) == 8; "Aa" and "BB" collide (2112)
+    assert P.file_group_index("k1", 10) == 6
+    assert P.file_group_index("", 7) == 0
+    assert P.file_group_index("polygenelubricants", 10) == 8
+    assert P.file_group_index("Aa", 1000) == P.file_group_index("BB", 1000) == 112
+    assert P.file_group_index("\U0001F600", 100_000) == (0xD83D * 31 + 0xDE00) % 100_000
+    assert all(0 <= P.file_group_index(f"key-{i}", 10) < 10 for i in range(200))
