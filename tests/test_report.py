@@ -34,7 +34,7 @@ def test_every_section_is_ok(report):
     names = [s.title for s in sections]
     from hoodie_lab.report_sections import BUILDERS
 
-    assert len(sections) == len(BUILDERS) >= 8, names
+    assert len(sections) == len(BUILDERS) >= 9, names
     assert "Metadata table and async indexing" in names
     bad = {s.title: s.paragraphs[-1][:2000] for s in sections if not s.ok}
     assert not bad, bad
