@@ -136,11 +136,11 @@ def test_cli_correct_design_exit_0_and_json(capsys):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--concurrency-mode", "SINGLE_WRITER"], "--concurrency-mode: hoodie.write.concurrency.mode"),
-    (["--concurrency-mode", "BOGUS"], "--concurrency-mode: hoodie.write.concurrency.mode: unknown mode"),
+    (["--concurrency-mode", "single_writer"], "--concurrency-mode: hoodie.write.concurrency.mode"),
     (["--lock-provider", "none"], "--lock-provider: hoodie.write.lock.provider"),
-    (["--index", "nope"], "--index: index type 'nope' is unknown"),
-    (["--index", "files"], "--index: index files already exists"),
+    (["--mdt-partition", "nope"], "--mdt-partition: index type 'nope' is unknown"),
+    (["--mdt-partition", "files"], "--mdt-partition: index files already exists"),
+    (["--index", "bucket"], "--index: not an option of --machine indexing"),
     (["--variant", "nope"], "--variant: unknown indexing variant"),
     (["--writers", "4"], "--writers: 4 is out of range"),
     (["--timeouts", "9"], "--timeouts: 9 is out of range"),
@@ -152,7 +152,15 @@ def test_cli_bad_settings_exit_2_one_line(capsys, argv, needle):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_cli_unknown_concurrency_mode_is_an_argparse_error(capsys):
+    import pytest as _pt
+
+    with _pt.raises(SystemExit) as e:
+        _cli(capsys, "--concurrency-mode", "BOGUS")
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("index", ["column_stats", "bloom_filters"])
 def test_other_index_types_build(capsys, index):
-    code, out, _ = _cli(capsys, "--writers", "1", "--index", index)
+    code, out, _ = _cli(capsys, "--writers", "1", "--mdt-partition", index, "--concurrency-mode", "nbcc")
     assert code == 0 and f"index {index}" in out and "no invariant violated" in out

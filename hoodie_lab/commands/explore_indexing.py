@@ -17,19 +17,19 @@ import json
 from lakeio.errors import UserError
 
 DEFAULT_VARIANT = "hudi-1.x"
+#: ``--concurrency-mode`` values (the concurrency machine's spelling) -> ``hoodie.write.concurrency.mode``.
+MODE_NAMES = {"single_writer": "SINGLE_WRITER", "occ": "OPTIMISTIC_CONCURRENCY_CONTROL",
+              "nbcc": "NON_BLOCKING_CONCURRENCY_CONTROL"}
 MAX_STATES = 2_000_000
 
 
 def add_indexing_arguments(p) -> None:
-    """The options only the indexing machine reads (``--variant``, ``--writers``, ``--failures`` are shared)."""
-    g = p.add_argument_group("--machine indexing")
-    g.add_argument("--index", metavar="PARTITION",
+    """The options only the indexing machine reads (``--variant``, ``--writers``, ``--failures``, and the
+    concurrency machine's ``--concurrency-mode`` and ``--lock-provider`` are shared)."""
+    g = p.add_argument_group("--machine indexing (also --concurrency-mode: single_writer is refused, "
+                             "--lock-provider: 'none' is refused)")
+    g.add_argument("--mdt-partition", metavar="PARTITION",
                    help="the MDT partition to build: record_index, column_stats, bloom_filters (default: the variant's)")
-    g.add_argument("--concurrency-mode", metavar="MODE",
-                   help="hoodie.write.concurrency.mode: OPTIMISTIC_CONCURRENCY_CONTROL (default), "
-                        "NON_BLOCKING_CONCURRENCY_CONTROL or SINGLE_WRITER (refused: indexing needs multi-writer)")
-    g.add_argument("--lock-provider", metavar="CLASS",
-                   help="hoodie.write.lock.provider (default InProcessLockProvider; 'none' is refused)")
     g.add_argument("--timeouts", type=int, metavar="N", help="catch-up timeouts (aborts) that may happen (0-2)")
     g.add_argument("--retries", type=int, metavar="N", help="schedules after an abort (0-2)")
     g.add_argument("--mdt-compaction", action="store_true", default=None, help="one MDT compaction may run")
@@ -59,13 +59,13 @@ def build_indexing_config(args):
     for arg, fld in (("mdt_compaction", "mdt_compaction"), ("drop", "drop")):
         if getattr(args, arg, None):
             overrides[fld] = True
-    if getattr(args, "index", None) is not None:
-        overrides["partition"] = args.index
+    if getattr(args, "mdt_partition", None) is not None:
+        overrides["partition"] = args.mdt_partition
     mode, lock = getattr(args, "concurrency_mode", None), getattr(args, "lock_provider", None)
     if mode is not None or lock is not None:
         base = v.config().settings
         overrides["settings"] = ConcurrencySettings(
-            mode if mode is not None else base.mode,
+            MODE_NAMES.get(mode, mode) if mode is not None else base.mode,
             (None if lock.lower() in ("", "none") else lock) if lock is not None else base.lock_provider)
     if "failures" in overrides and overrides["failures"] > overrides.get("writers", v.overrides.get("writers", 2)):
         raise UserError(f"--failures: {overrides['failures']} exceeds the number of writers")
@@ -73,7 +73,7 @@ def build_indexing_config(args):
         return name, v, v.config(**overrides)
     except IndexingError as exc:
         flag = {"indexing.concurrency-mode": "--concurrency-mode", "indexing.lock-provider": "--lock-provider"}.get(
-            exc.rule, "--index")
+            exc.rule, "--mdt-partition")
         raise UserError(f"{flag}: {exc.detail}") from None
     except ValueError as exc:
         raise UserError(f"--variant {name}: {exc}") from None
@@ -81,7 +81,9 @@ def build_indexing_config(args):
 
 #: Options of the other machines that mean nothing here (None unless given).
 OTHER_MACHINES = ("graph", "faults", "mode", "records", "buffer_size", "ticks", "publish", "storage", "generator",
-                  "resolution_ms", "plan_lookup", "rollback", "table_version")
+                  "resolution_ms", "plan_lookup", "rollback", "table_version", "table_type", "index", "failed_writes",
+                  "conflict_strategy", "compaction_scheduling", "commits", "keys", "buckets", "compactions", "cleans",
+                  "clean_policy", "writer_crashes")
 
 
 def run_indexing(args) -> int:
