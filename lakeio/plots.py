@@ -155,3 +155,35 @@ def compaction_stall(runs: dict[str, dict], out_dir: Path, title: str) -> list[P
     fig.suptitle(title)
     fig.tight_layout()
     return save(fig, out_dir, "compaction-stall")
+
+
+def indexing_runs(results, out_dir: Path, title: str) -> list[Path]:
+    """The ``indexing`` experiment (``sim/indexing.py``): per run, write latency against simulated time with the
+    indexer's events marked (left), and the write-latency distributions side by side (right). ``results``
+    are objects with ``mode``, ``timeout_s``, ``latencies`` ((start s, latency s), ...) and ``events``
+    ((time s, what), ...)."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.8))
+    labels, data = [], []
+    for k, r in enumerate(results):
+        label = r.mode if r.mode != "indexer" else f"indexer, catch-up timeout {r.timeout_s:g} s"
+        xs = [s for s, _ in r.latencies]
+        ys = [v for _, v in r.latencies]
+        dots = ax.scatter(xs, ys, s=6, alpha=0.6, label=label)
+        for t, what in r.events:
+            colour = "#d62728" if what.startswith("aborted") else ("#2ca02c" if what == "indexed" else dots.get_facecolor()[0])
+            ax.axvline(t, color=colour, lw=0.8, ls="--", alpha=0.7)
+        labels.append(label)
+        data.append(ys or [0.0])
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("write latency (s)")
+    ax.set_yscale("log")
+    ax.set_title("write latency by start; dashed: indexer events (aborted red, indexed green)", fontsize=9)
+    ax.legend(fontsize=7)
+    bx.boxplot(data, showfliers=True)
+    bx.set_xticks(range(1, len(labels) + 1), [lb.replace(", ", "\n") for lb in labels], fontsize=7)
+    bx.set_ylabel("write latency (s)")
+    bx.set_yscale("log")
+    bx.set_title("write latency per run")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_dir, "indexing")

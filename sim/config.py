@@ -7,7 +7,7 @@ what is allowed (``lakeio.errors.UserError``, so the CLI exits 2). Shipped exper
 argument is a path.
 
 Top level: ``name``, ``description``, ``kind`` (``stream`` | ``truetime`` | ``collisions`` | ``recovery`` | ``history``
-| ``concurrency``),
+| ``concurrency`` | ``indexing``),
 ``seed``, ``modes`` (subset of ``["blocking", "async"]``).
 
 Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
@@ -32,6 +32,7 @@ Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
   (writers x overlaps x modes), the table's concurrency settings (checked by the spec,
   ``model.concurrency.settings.validate``: an impossible combination is refused naming the setting), the
   workload, the lock, retries; and the streaming writer's compaction-scheduling experiment (0.x vs 1.x).
+* ``[indexing]`` — the async-indexing experiment (:mod:`sim.indexing`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from typing import Any
 
 from lakeio.errors import UserError
 
-KINDS = ("stream", "truetime", "collisions", "recovery", "history", "concurrency")
+KINDS = ("stream", "truetime", "collisions", "recovery", "history", "concurrency", "indexing")
 #: An experiment name becomes a directory name (``runs/sim/<name>``): a plain file stem, nothing else.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -230,6 +231,32 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                    "this many commits old"),
         "lsm_file_read_ms": _num(30.0, 0, 3.6e6, "ms", "reading one LSM data file"),
         "storage_call_ms": _num(20.0, 0, 3.6e6, "ms", "one storage call of an archival run"),
+    },
+    "indexing": {  # sim/indexing.py
+        "index": Key(str, "record_index", doc="MDT partition to build (validated by model.mdt.partitions)"),
+        "concurrency_mode": Key(str, "OPTIMISTIC_CONCURRENCY_CONTROL", doc="hoodie.write.concurrency.mode"),
+        "lock_provider": Key(str, "InProcessLockProvider", doc="hoodie.write.lock.provider ('' for none)"),
+        "file_groups": _int(256, 1, 10**6, doc="file groups of the table (the build reads each)"),
+        "writers": _int(4, 1, 1000, doc="streaming writers"),
+        "duration_s": _num(900.0, 0, DAY, "s", "simulated time writers start commits", lo_open=True),
+        "quick_duration_s": _num(240.0, 0, DAY, "s", "simulated time with --quick", lo_open=True),
+        "commit_every_s": _num(10.0, 0, DAY, "s", "time between a writer's commits", lo_open=True),
+        "records_per_commit": _int(20, 1, 10**6, doc="records a commit writes"),
+        "write_s": _num(4.0, 0, DAY, "s", "a write's duration before its commit"),
+        "slow_write_prob": _num(0.05, 0, 1, doc="share of slow (long-running) writes"),
+        "slow_write_s": _num(60.0, 0, DAY, "s", "a slow write's duration"),
+        "fail_prob": _num(0.01, 0, 1, doc="share of writes whose writer dies before committing"),
+        "heartbeat_expiry_s": _num(120.0, 0, DAY, "s", "a dead writer's heartbeat expires after"),
+        "mdt_append_ms": _num(40.0, 0, 3.6e6, "ms", "one MDT log append per partition a commit updates"),
+        "start_after_s": _num(60.0, 0, DAY, "s", "when the indexer starts"),
+        "schedule_lock_ms": _num(50.0, 0, 3.6e6, "ms", "the indexer's schedule / complete lock section"),
+        "build_ms_per_file_group": _num(200.0, 0, 3.6e6, "ms", "building the partition, per file group"),
+        "poll_s": _num(5.0, 0, 3600, "s", "catch-up poll interval while a live writer is pending", lo_open=True),
+        "apply_lock_ms": _num(30.0, 0, 3.6e6, "ms", "one catch-up apply under the lock"),
+        "catchup_timeouts_s": Key(list, [30, 120, 900], 0, DAY, "s", "catch-up timeouts (one indexer run each)"),
+        "retry_after_s": _num(30.0, 0, DAY, "s", "wait before retrying an aborted build"),
+        "max_retries": _int(3, 0, 100, doc="retries after aborts"),
+        "repetitions": _int(5, 1, 1000, doc="seeds per run (one workload per seed, shared by every run)"),
     },
     "concurrency": {  # sim/concurrency.py
         "writers": Key(list, [1, 2, 4, 8], 1, 256, doc="numbers of concurrent writers swept"),
@@ -485,9 +512,25 @@ def _cross_checks(exp: Experiment) -> None:
             archival_config(p).validate()
         except ArchivalConfigError as e:
             raise UserError(f"{src}: history: {e}") from None
+    if exp.kind == "indexing":
+        from model.mdt.partitions import IndexingError
+        from sim.indexing import validate as validate_indexing
+        try:
+            validate_indexing(p)
+        except IndexingError as e:
+            key = {"indexing.concurrency-mode": "concurrency_mode", "indexing.lock-provider": "lock_provider"}.get(
+                e.rule, "index")
+            raise UserError(f"{src}: indexing.{key}: {e.detail}") from None
+        tos = p["indexing"]["catchup_timeouts_s"]
+        if not tos or any(not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= DAY for v in tos):
+            raise UserError(f"{src}: indexing.catchup_timeouts_s: {tos!r} not allowed; allowed: a non-empty list "
+                            f"of numbers > 0 and <= 86400 (s)")
+        if p["indexing"]["duration_s"] / p["indexing"]["commit_every_s"] * p["indexing"]["writers"] > 200_000:
+            raise UserError(f"{src}: indexing.writers: too many commits for one run (writers x duration_s / "
+                            f"commit_every_s > 200,000)")
     for dotted in exp.sweep:
         if dotted.startswith(("collisions.", "truetime_study.", "recovery.", "protocol.", "history.", "concurrency.",
-                              "compaction_stall.")):
+                              "compaction_stall.", "indexing.")):
             raise UserError(f"{src}: sweep.{dotted}: only run, source, writers, checkpoint, coordinator, truetime, "
                             f"storage and faults keys can be swept")
     if exp.kind == "concurrency":

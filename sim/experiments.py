@@ -116,7 +116,7 @@ def run_named(name_or_path: str, out_dir: Path | str, seed: int | None = None, q
                                name_or_path, overrides or {})
     else:
         runner = {"stream": _stream, "truetime": _truetime, "collisions": _collisions, "recovery": _recovery,
-                  "history": _history}[exp.kind]
+                  "history": _history, "indexing": _indexing}[exp.kind]
         outcome = runner(exp, out, seed, quick, modes, progress or (lambda label, total: None), grid)
     (out / "summary.json").write_text(json.dumps({
         "experiment": exp.name, "kind": exp.kind, "seed": seed, "quick": quick,
@@ -299,3 +299,28 @@ def _toml(v) -> str:
     if isinstance(v, list):
         return "[" + ",".join(_toml(x) for x in v) + "]"
     return repr(v)
+
+
+def _indexing(exp, out, seed, quick, modes, progress, grid) -> Outcome:
+    from . import indexing
+
+    timeouts = exp.params["indexing"]["catchup_timeouts_s"]
+    reps = exp.params["indexing"]["repetitions"]
+    tick = _tick(progress, "runs", (1 + len(timeouts)) * reps)
+    results, rows, failures = [], [], []
+    runs = [("no-indexer", None)] + [("indexer", float(t)) for t in timeouts]
+    for rep in range(reps):
+        for mode, timeout in runs:
+            # one seed per repetition for every run: the writers' workload is identical, only the indexer differs
+            res = indexing.run(exp.params, mode, derive_seed(seed, "indexing", rep), timeout_s=timeout, quick=quick)
+            if rep == 0:
+                results.append(res)
+            rows.append({"rep": rep, "seed": res.seed, **res.summary})
+            failures += res.failures
+            tick()
+    x = exp.params["indexing"]
+    paths = indexing.plot(results, out, f"{exp.name}: {x['index']} over {x['file_groups']} file groups beside "
+                                        f"{x['writers']} writers (repetition 0)")
+    (out / "events.txt").write_text("\n".join(f"{r.mode} timeout {r.timeout_s}: {t:.1f}s {what}"
+                                              for r in results for t, what in r.events) + "\n")
+    return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)

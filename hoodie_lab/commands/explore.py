@@ -42,15 +42,18 @@ def add_parser(subparsers) -> None:
         description=__doc__.splitlines()[0] + " Unspecified design options come from --variant "
         "(default hudi-1.1; --mode blocking without --variant means hudi-1.1-blocking).")
     p.add_argument("--variant", metavar="NAME", help="named protocol variant (default hudi-1.1)")
-    p.add_argument("--machine", choices=("protocol", "table", "concurrency"), default="protocol",
+    p.add_argument("--machine", choices=("protocol", "table", "concurrency", "indexing"), default="protocol",
                    help="the writer-coordinator protocol (default), the table-level state machine "
-                        "(hoodie_lab/commands/explore_table.py) or many processes on one timeline "
-                        "(explore_concurrency.py); their options are listed below")
+                        "(hoodie_lab/commands/explore_table.py), many processes on one timeline "
+                        "(explore_concurrency.py) or the metadata table with the async indexer "
+                        "(explore_indexing.py); their options are listed below")
     from .explore_concurrency import add_concurrency_arguments
+    from .explore_indexing import add_indexing_arguments
     from .explore_table import add_table_arguments
 
     add_table_arguments(p)  # the table machine's options (an argument group)
     add_concurrency_arguments(p)  # the concurrency machine's options (an argument group)
+    add_indexing_arguments(p)  # the indexing machine's options (an argument group)
     p.add_argument("--writers", type=int, default=None, metavar="W",
                    help="writer tasks (1-8, default 2; other machines: default the variant's)")
     p.add_argument("--checkpoints", type=int, default=2, metavar="C",
@@ -241,6 +244,10 @@ def run(args) -> int:
         from .explore_concurrency import run_concurrency
 
         return run_concurrency(args)
+    if args.machine == "indexing":
+        from .explore_indexing import run_indexing
+
+        return run_indexing(args)
     from checker import SystemModel, draw_graph, explore
 
     name, cfg = build_config(args)

@@ -61,6 +61,10 @@ COLUMNS = {
                     ("commits_per_hour", "commits/h"), ("abort_rate", "abort rate"), ("wasted_fraction", "wasted"),
                     ("latency_p99_s", "p99 s"), ("gave_up", "gave up"), ("stall_per_compaction_s", "stall s"),
                     ("refusals", "refused"), ("invariants", "invariants")],
+    "indexing": [("rep", "rep"), ("mode", "mode"), ("timeout_s", "timeout s"), ("commits", "commits"), ("latency_mean_s", "mean s"),
+                 ("latency_p50_s", "p50 s"), ("latency_p99_s", "p99 s"), ("build_s", "build s"),
+                 ("catchup_s", "catch-up s"), ("aborts", "aborts"), ("tries", "tries"), ("indexed", "indexed"),
+                 ("invariants", "invariants")],
     "recovery": [("mode", "mode"), ("target", "crash"), ("when", "when"), ("step", "step"), ("crashed", "hit"),
                  ("recovery_s", "recover s"), ("lost_records", "lost"), ("duplicated_records", "dup"),
                  ("invariants", "invariants")],
@@ -115,6 +119,12 @@ LEGEND_OF_KIND = {
                     "stall s": "streaming writer's wait to start an instant, per scheduled compaction, seconds",
                     "refused": "compaction schedules the spec refused (0.x: an older write is inflight)",
                     "commits/h": "commits per simulated hour"},
+    "indexing": {"mode": "with or without the async indexer", "p50 s": "median write latency, seconds",
+                 "p99 s": "99th-percentile write latency, seconds", "mean s": "mean write latency, seconds",
+                 "timeout s": "catch-up timeout, seconds", "build s": "schedule + build time of the try that "
+                 "completed, seconds", "catch-up s": "catch-up time of that try, seconds",
+                 "aborts": "builds aborted by the catch-up timeout", "tries": "schedules until the index completed",
+                 "indexed": "whether the index completed", "rep": "repetition (its own seed and workload)"},
 }
 
 
