@@ -108,7 +108,83 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     if history is not None:
         verdicts = verdicts + history.verdicts
         notes.extend(history.notes)
+    mdt_v, mdt_notes = audit_metadata_table(table)
+    verdicts = verdicts + mdt_v
+    notes.extend(mdt_notes)
     return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes, history)
+
+
+# ------------------------------------------------------------------------------ the metadata table (issue #18)
+def audit_metadata_table(table: Table) -> tuple[list[Verdict], list[str]]:
+    """The MDT against the data table, when ``hoodie.properties`` names metadata partitions and
+    ``.hoodie/metadata`` exists (``lakeio.ondisk.mdt``; the MDT is only read):
+
+    * ``MDT.readable``: every file of a checked partition parses (a truncated HFile or log file is a
+      violation naming the partition, exit 1);
+    * ``MDT.files-listing``: the files partition lists exactly the files of completed instants on disk,
+      with their sizes (what hudi-rs lists a tv8 table from);
+    * ``MDT.record-index``: the record index equals a rebuild from the latest merged file slices;
+    * ``I17.partition-state``: a partition is available (readable) only once an indexing instant
+      completed for it (``files``, which writers initialise, excepted), and an inflight one has a pending
+      indexing instant (``model.mdt.partitions.readable_partitions``).
+    Other partitions Hudi writes (column_stats, partition_stats, secondary indexes) are noted, not checked."""
+    from lakeio.ondisk import mdt as mdtio
+
+    props_parts = table.properties.get(mdtio.PARTITIONS_KEY, "") or table.properties.get(mdtio.INFLIGHT_KEY, "")
+    m = mdtio.MetadataTable(table.base_path)
+    if not props_parts or not m.exists():
+        return [], []
+    states = mdtio.partition_states(table.base_path, table.properties)
+    notes = [f"metadata table: available {', '.join(sorted(states.available)) or '-'}; inflight "
+             f"{', '.join(sorted(states.inflight)) or '-'}"]
+    others = sorted((states.available | states.inflight) - set(mdtio.SUPPORTED))
+    if others:
+        notes.append(f"metadata partitions not checked: {', '.join(others)}")
+    done = {i.requested_time for i in table.timeline.completed()}
+    verdicts: list[Verdict] = []
+    idx_done = [i for i in table.timeline.completed([Action.INDEXING])]
+    idx_pending = [i for i in table.timeline.pending([Action.INDEXING])]
+    for p in sorted(states.available - {mdtio.FILES}):
+        ok = bool(idx_done)
+        verdicts.append(Verdict("I17.partition-state", ok, f"{p} is available" + (
+            "" if ok else " but no indexing instant completed"), () if ok else (p,)))
+    for p in sorted(states.inflight):
+        ok = bool(idx_pending)
+        verdicts.append(Verdict("I17.partition-state", ok, f"{p} is inflight" + (
+            " (an indexing instant is pending)" if ok else " but no indexing instant is pending"), () if ok else (p,)))
+    checks = [(p, f) for p, f in ((mdtio.FILES, "files"), (mdtio.RECORD_INDEX, "record_index"))
+              if p in states.available]
+    for part, _ in checks:
+        try:
+            if part == mdtio.FILES:
+                got = m.files_listing(done)
+            else:
+                got = m.record_index(done)
+        except mdtio.MetadataTableError as exc:
+            verdicts.append(Verdict("MDT.readable", False, f"metadata partition {part}: {exc}", (part,)))
+            continue
+        verdicts.append(Verdict("MDT.readable", True, f"metadata partition {part} reads"))
+        if part == mdtio.FILES:
+            want = mdtio.committed_listing(table)
+            diff = []
+            for dp in sorted(set(got) | set(want)):
+                g, w = got.get(dp, {}), want.get(dp, {})
+                diff += [f"{dp}/{n} missing from the MDT" for n in sorted(set(w) - set(g))]
+                diff += [f"{dp}/{n} listed by the MDT, not on disk" for n in sorted(set(g) - set(w))]
+                diff += [f"{dp}/{n} size {g[n]} in the MDT, {w[n]} on disk" for n in sorted(set(g) & set(w))
+                         if g[n] != w[n]]
+            verdicts.append(Verdict("MDT.files-listing", not diff,
+                                    f"metadata partition files: {len(diff)} difference(s) with the listing"
+                                    if diff else "metadata partition files equals the listing",
+                                    tuple(diff[:10])))
+        else:
+            want = mdtio.rebuild_record_index(table)
+            diff = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+            verdicts.append(Verdict("MDT.record-index", not diff,
+                                    f"metadata partition record_index: {len(diff)} key(s) differ from a rebuild"
+                                    if diff else f"metadata partition record_index equals a rebuild ({len(want)} keys)",
+                                    tuple(f"{k}: MDT {got.get(k)} rebuild {want.get(k)}" for k in diff[:10])))
+    return verdicts, notes
 
 
 # ------------------------------------------------------------------------------ history (archival, LSM timeline)

@@ -14,9 +14,12 @@ Layout (as Hudi 1.x writes it for table version 8; checked against the fixture t
     <table>/.hoodie/metadata/files/.files-0000-0_<t>.log.1_0-0-0
                                                             one log file per data-table commit t: one HFile
                                                             data block (log block type 4) of the records of t
-    <table>/.hoodie/metadata/record_index/record-index-0000-0_0-0-0_<t>004.hfile
+    <table>/.hoodie/metadata/record_index/record-index-0000-0_0-0-0_000000000000000NN.hfile
                                                             the record index built by ``hoodie-lab index``
-                                                            (``createAsyncIndexerTimestamp``: + "004")
+                                                            at the next free initialisation time
+                                                            (``SOLO_COMMIT_TIMESTAMP`` + a counter: the
+                                                            fixtures' secondary index, built by an indexing
+                                                            instant, sits at 00000000000000004)
     <table>/.hoodie/metadata/record_index/.record-index-0000-0_<t>.log.1_0-0-0
                                                             entries of later commits: an HFile data block
                                                             (upserts) and a delete block (removed keys)
@@ -51,7 +54,9 @@ import json
 import os
 import re
 import shutil
+import struct
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -70,8 +75,8 @@ from model.mdt.partitions import FILES, RECORD_INDEX, PartitionStates, valid_ins
 MDT_FOLDER = "metadata"
 ALL_PARTITIONS_KEY = "__all_partitions__"
 NON_PARTITIONED = "."
+SOLO_PREFIX = "00000000000000"  # HoodieTableMetadata.SOLO_COMMIT_TIMESTAMP
 INIT_TIME = "00000000000000000"  # HoodieTableMetadata.SOLO_COMMIT_TIMESTAMP + "000" (files partition)
-INDEXER_SUFFIX = "004"  # HoodieTableMetadataUtil.METADATA_INDEXER_TIME_SUFFIX
 WRITE_TOKEN = "0-0-0"
 TYPE_ALL_PARTITIONS, TYPE_FILES, TYPE_RECORD_INDEX = 1, 2, 5
 FILE_ID = {FILES: "files-0000-0", RECORD_INDEX: "record-index-0000-0"}
@@ -347,52 +352,73 @@ class MetadataTable:
         instants; ``None`` accepts every completed one). A file that cannot be read is a
         :class:`MetadataTableError` naming the partition (exit 1: a corrupted MDT is a finding)."""
         folder = self.base / partition
-        done = {i.requested: i for i in self.instants() if i.state == "completed"}
-        own = {t for t in done if t == INIT_TIME or t.endswith(INDEXER_SUFFIX) and len(t) > 17}
+        insts = self.instants()
+        done = {i.requested: i for i in insts if i.state == "completed"}
+        # the MDT's own instants: initialisations (SOLO_COMMIT_TIMESTAMP + offset: writers' files, the
+        # indexer's bases) and compactions (completed as commit) -- getValidInstantTimestamps
+        own = {t for t, i in done.items() if t.startswith(SOLO_PREFIX) or i.action != "deltacommit"}
         valid = set(done) if dt_completed is None else valid_instants(dt_completed, own) & set(done)
         if not folder.is_dir():
             raise MetadataTableError(f"{folder}: metadata partition {partition} has no folder", partition, 1)
-        bases, logs = [], []
+        groups: dict[str, tuple[list, list]] = {}
         for name in os.listdir(folder):
             if name.endswith(".hfile"):
                 b = fn.BaseFile.parse(name, partition)
                 if b.instant_time in valid:
-                    bases.append(b)
+                    groups.setdefault(b.file_id, ([], []))[0].append(b)
             elif fn.is_log_file(name):
                 lg = fn.LogFile.parse(name, partition)
                 if lg.instant_time in valid:
-                    logs.append(lg)
-        if not bases:
-            raise MetadataTableError(f"{folder}: metadata partition {partition} has no committed base file",
+                    groups.setdefault(lg.file_id, ([], []))[1].append(lg)
+        if not groups:
+            raise MetadataTableError(f"{folder}: metadata partition {partition} has no committed file",
                                      partition, 1)
-        base = max(bases, key=lambda b: b.instant_time)
         records: dict[str, dict | None] = {}
-        for k, v in self._cells(folder / base.name, partition):
-            records[k] = self._combine(records.get(k), decode(v))
-        start = base.instant_time
-        later = sorted((lg for lg in logs if (done[lg.instant_time].completion or "") >= start[:17]
-                        and lg.instant_time != start),
-                       key=lambda lg: (done[lg.instant_time].completion or "", lg.instant_time))
-        for lg in later:
-            path = folder / lg.name
-            try:
-                blocks = lf.read_log_file(str(path))
-            except (ValueError, OSError) as exc:
-                raise MetadataTableError(f"{path}: metadata partition {partition}: unreadable log file ({exc})",
-                                         partition, 1) from None
-            for b in blocks:
-                if b.block_type == 4:
-                    try:
-                        h = parse_hfile(b.content)
-                    except (ValueError, KeyError, UnicodeDecodeError) as exc:
-                        raise MetadataTableError(f"{path}: metadata partition {partition}: bad HFile block "
-                                                 f"({exc})", partition, 1) from None
-                    for k, v in h.cells:
-                        records[k] = self._combine(records.get(k), decode(v))
-                elif b.block_type == lf.DELETE_BLOCK:
-                    for d in b.deletes():
-                        records.pop(d["recordKey"], None)
+        for fid, (bases, logs) in sorted(groups.items()):
+            start = ""
+            if bases:
+                base = max(bases, key=lambda b: b.instant_time)
+                start = base.instant_time
+                for k, v in self._cells(folder / base.name, partition):
+                    records[k] = self._combine(records.get(k), self._decode(v, folder / base.name, partition))
+            # tv8 slicing: a log joins the latest base whose requested time <= the log's completion time
+            later = sorted((lg for lg in logs if (done[lg.instant_time].completion or "") >= start[:17]
+                            and lg.instant_time != start),
+                           key=lambda lg: (done[lg.instant_time].completion or "", lg.instant_time))
+            for lg in later:
+                self._merge_log(folder / lg.name, partition, records)
         return {k: v for k, v in records.items() if v is not None}
+
+    def _decode(self, value: bytes, path: Path, partition: str) -> dict:
+        try:
+            return decode(value)
+        except Exception as exc:  # fastavro raises several kinds on garbage
+            raise MetadataTableError(f"{path}: metadata partition {partition}: undecodable record ({exc})",
+                                     partition, 1) from None
+
+    def _merge_log(self, path: Path, partition: str, records: dict) -> None:
+        try:
+            blocks = lf.read_log_file(str(path))
+        except (ValueError, OSError, UnicodeDecodeError, struct.error) as exc:
+            raise MetadataTableError(f"{path}: metadata partition {partition}: unreadable log file ({exc})",
+                                     partition, 1) from None
+        for b in blocks:
+            if b.block_type == 4:
+                try:
+                    h = parse_hfile(b.content)
+                except (ValueError, KeyError, UnicodeDecodeError, struct.error) as exc:
+                    raise MetadataTableError(f"{path}: metadata partition {partition}: bad HFile block "
+                                             f"({exc})", partition, 1) from None
+                for k, v in h.cells:
+                    records[k] = self._combine(records.get(k), self._decode(v, path, partition))
+            elif b.block_type == lf.DELETE_BLOCK:
+                try:
+                    dels = b.deletes()
+                except Exception as exc:
+                    raise MetadataTableError(f"{path}: metadata partition {partition}: bad delete block "
+                                             f"({exc})", partition, 1) from None
+                for d in dels:
+                    records.pop(d["recordKey"], None)
 
     def _cells(self, path: Path, partition: str):
         try:
@@ -401,7 +427,7 @@ class MetadataTable:
         except OSError as exc:
             raise MetadataTableError(f"{path}: metadata partition {partition}: unreadable ({exc.strerror})",
                                      partition, 1) from None
-        except (ValueError, KeyError, UnicodeDecodeError, HFileError) as exc:
+        except (ValueError, KeyError, UnicodeDecodeError, struct.error, HFileError) as exc:
             raise MetadataTableError(f"{path}: metadata partition {partition}: not a readable HFile ({exc})",
                                      partition, 1) from None
 
@@ -514,31 +540,28 @@ def base_hfile(cells: list) -> bytes:
 def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats: list[dict],
                  states: PartitionStates | None = None) -> bool:
     """Write the MDT deltacommit ``t`` for data-table commit ``t`` into every partition a writer updates
-    (:func:`writer_partitions`). Idempotent after a restart: a completed MDT deltacommit ``t`` is left as it
-    is; a pending one (a writer killed mid-way) is removed and written again. Callers hold the transaction
-    lock and call this before the data-table commit completes. Returns whether it wrote."""
+    (:func:`writer_partitions`). Callers hold the transaction lock and call this before the data-table commit completes. An MDT deltacommit ``t`` already there (any
+    state) is left by an earlier attempt of this commit that failed before the data-table commit completed:
+    it is removed and written again with the partitions writers update now (Hudi likewise redoes it).
+    Returns whether it wrote."""
     table = Path(table)
     mdt = MetadataTable(table)
     states = states if states is not None else partition_states(table)
     parts = [p for p in sorted(writer_partitions(states)) if p in SUPPORTED]
     if not parts:
         return False
-    cur = mdt.instant(t)
-    if cur is not None and cur.state == "completed":
-        return False
-    if cur is not None:
+    if mdt.instant(t) is not None:  # a previous attempt of this commit failed after writing it: redo it
         mdt.remove_instant(t)
     added, upserts, removed, _ = commit_entries(table, t, write_stats)
     files = {}
     if FILES in parts:
         cells = files_records(added)
         files[FILES] = (mdt._log_name(FILES, t), hfile_block(t, cells), len(cells), False)
-    if RECORD_INDEX in parts:
-        data = hfile_block(t, rli_cells(upserts)) if upserts else b""
+    if RECORD_INDEX in parts:  # always a log file (an empty block when nothing moved): the indexer's
+        data = hfile_block(t, rli_cells(upserts))  # catch-up sees from it that this commit wrote the partition
         if removed:
             data += lf.delete_block(t, [(k, p, None) for k, p in sorted(removed.items())], schema_json())
-        if data:
-            files[RECORD_INDEX] = (mdt._log_name(RECORD_INDEX, t), data, len(upserts) + len(removed), False)
+        files[RECORD_INDEX] = (mdt._log_name(RECORD_INDEX, t), data, len(upserts) + len(removed), False)
     if not files:
         return False
     mdt.deltacommit(t, completion, files)
@@ -586,17 +609,116 @@ def rollback(table: str | os.PathLike, t: str, rollback_time: str, completion: s
     return True
 
 
-def drop_partition(table: str | os.PathLike, partition: str) -> None:
-    """``dropMetadataPartitions`` / the indexer's abort: the partition's folder and MDT instants that wrote
-    only it go; the table config forgets it. Callers hold the transaction lock."""
+def next_init_time(table: str | os.PathLike) -> str:
+    """The next free initialisation time of the MDT (``SOLO_COMMIT_TIMESTAMP`` + a 3-digit counter,
+    ``HoodieTableMetadataUtil.createIndexInitTimestamp``)."""
+    used = [int(i.requested[len(SOLO_PREFIX):]) for i in MetadataTable(table).instants()
+            if i.requested.startswith(SOLO_PREFIX) and len(i.requested) == 17]
+    return f"{SOLO_PREFIX}{(max(used) + 1) if used else 0:03d}"
+
+
+def write_index_base(table: str | os.PathLike, partition: str, init_time: str, cells: list, completion: str) -> None:
+    """The base file of a partition built by the indexer, in MDT deltacommit ``init_time``."""
+    mdt = MetadataTable(table)
+    if mdt.instant(init_time) is not None:
+        mdt.remove_instant(init_time)
+    mdt.deltacommit(init_time, completion, {partition: (mdt._base_name(partition, init_time), base_hfile(cells),
+                                                        len(cells), True)})
+
+
+def drop_partition(table: str | os.PathLike, partition: str, init_time: str | None = None) -> None:
+    """``dropMetadataPartitions`` / the indexer's abort: the table config forgets the partition, its
+    folder goes, and so does the initialisation instant that built it. Callers hold the transaction lock."""
     table = Path(table)
     mdt = MetadataTable(table)
     st = partition_states(table)
     write_partition_states(table, st.remove([partition]))
-    folder = mdt.base / partition
-    for i in mdt.instants():
-        if i.requested.endswith(INDEXER_SUFFIX) and len(i.requested) > 17:
-            for name in os.listdir(mdt.timeline_dir):
-                if name.startswith(i.requested + ".") or name.startswith(i.requested + "_"):
-                    (mdt.timeline_dir / name).unlink()
-    shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(mdt.base / partition, ignore_errors=True)
+    if init_time is not None:
+        mdt.remove_instant(init_time)
+
+
+# ------------------------------------------------------------------------------- the writers' two hooks
+def committed_listing(table) -> dict[str, dict[str, int]]:
+    """Data partition -> {file name: size} of the files of completed instants on disk (a
+    :class:`lakeio.ondisk.reader.Table`): what the files partition must list (base files by their instant,
+    tv8 log files by their deltacommit's)."""
+    done = {i.requested_time for i in table.timeline.completed()}
+    out: dict[str, dict[str, int]] = {p: {} for p in table.partitions}
+    for f in list(table.base_files) + list(table.log_files):
+        if f.instant_time in done:
+            size = f.size if f.size is not None else (table.base_path / f.path).stat().st_size
+            out.setdefault(f.partition, {})[f.name] = size
+    return {p: fs for p, fs in out.items() if fs}
+
+
+def enabled_for(table: str | os.PathLike, table_version: int) -> bool:
+    """hoodie-lab keeps an MDT for table version 8 and 9 (hudi-rs lists those from it)."""
+    return int(table_version) >= 8
+
+
+@contextmanager
+def committing(table: str | os.PathLike, table_version: int, t: str, completion: str, write_stats: list[dict],
+               enabled: bool = True):
+    """The writer's commit hook: under the transaction lock, create the MDT (files partition, from the
+    committed files) when the table has none, write the MDT deltacommit ``t``, then let the caller complete
+    the data-table commit inside the ``with`` (Hudi: ``writeTableMetadata`` before ``saveAsComplete``, both
+    in the commit's transaction)."""
+    if not enabled or not enabled_for(table, table_version):
+        yield
+        return
+    from lakeio.ondisk.mdt_lock import TxnLock
+
+    with TxnLock(table):
+        states = partition_states(table)
+        if FILES not in states.available:
+            from lakeio.ondisk.reader import read_table
+
+            initialize_files(table, committed_listing(read_table(table)), t)
+            states = partition_states(table)
+        apply_commit(table, t, completion, write_stats, states)
+        yield
+
+
+def rolling_back(table: str | os.PathLike, table_version: int, t: str, rollback_time: str, completion: str,
+                 enabled: bool = True) -> None:
+    """The writer's rollback hook: roll back the MDT deltacommit ``t`` if a commit wrote one before it
+    failed (called before the data-table rollback completes)."""
+    if not enabled or not enabled_for(table, table_version) or not MetadataTable(table).exists():
+        return
+    from lakeio.ondisk.mdt_lock import TxnLock
+
+    with TxnLock(table):
+        rollback(table, t, rollback_time, completion)
+
+
+# ----------------------------------------------------------------------------------- rebuild (the audit)
+def slice_keys(base_path: Path, s) -> dict[str, str]:
+    """key -> partition of the records a merged file slice holds: the base file's keys, then its log
+    files' blocks in order (data blocks add, delete blocks remove)."""
+    keys: dict[str, str] = {}
+    if s.base_file is not None:
+        for k, p in _base_keys(base_path / s.base_file.path):
+            keys[k] = p
+    for lg in s.log_files:
+        for b in lf.read_log_file(str(base_path / lg.path)):
+            if b.block_type in (lf.AVRO_DATA_BLOCK, lf.PARQUET_DATA_BLOCK):
+                for row in b.data_rows():
+                    keys[row["_hoodie_record_key"]] = row.get("_hoodie_partition_path") or s.partition
+            elif b.block_type == lf.DELETE_BLOCK:
+                for d in b.deletes():
+                    keys.pop(d["recordKey"], None)
+    return keys
+
+
+def rebuild_record_index(table, slices=None) -> dict[str, tuple[str, str]]:
+    """What an initialisation from scratch builds (``HoodieBackedTableMetadataWriter.initializeFromFilesystem``
+    for ``record_index``, the spec's :func:`model.mdt.partitions.rebuild`): key -> (partition, file id) of
+    every record of the latest merged file slices of completed instants (a :class:`Table`)."""
+    if slices is None:
+        slices = table.view().latest_merged_file_slices()
+    out: dict[str, tuple[str, str]] = {}
+    for s in slices:
+        for k, p in slice_keys(table.base_path, s).items():
+            out[k] = (p, s.file_id)
+    return out
