@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakeio.errors import UserError
+from lakeio.ondisk import metadata as md
 from lakeio.ondisk import read_table
 from lakeio.ondisk.reader import Table, check_readable
 from model import filenames as fn
@@ -142,16 +143,19 @@ def audit_metadata_table(table: Table) -> tuple[list[Verdict], list[str]]:
         notes.append(f"metadata partitions not checked: {', '.join(others)}")
     done = {i.requested_time for i in table.timeline.completed()}
     verdicts: list[Verdict] = []
-    idx_done = [i for i in table.timeline.completed([Action.INDEXING])]
-    idx_pending = [i for i in table.timeline.pending([Action.INDEXING])]
+    plans = indexing_plans(table)
+    pending = {p for t, (st, ps) in plans.items() if st != "completed" for p in ps}
+    completed = {p for t, (st, ps) in plans.items() if st == "completed" for p in ps}
     for p in sorted(states.available - {mdtio.FILES}):
-        ok = bool(idx_done)
-        verdicts.append(Verdict("I17.partition-state", ok, f"{p} is available" + (
-            "" if ok else " but no indexing instant completed"), () if ok else (p,)))
+        bad = p in pending or (p not in completed and any(p in ps for _, ps in plans.values()))
+        verdicts.append(Verdict("I17.partition-state", not bad, f"{p} is available" + (
+            " while its indexing instant is pending (readable before the index completed)" if bad else ""),
+            (p,) if bad else ()))
     for p in sorted(states.inflight):
-        ok = bool(idx_pending)
+        ok = p in pending
         verdicts.append(Verdict("I17.partition-state", ok, f"{p} is inflight" + (
-            " (an indexing instant is pending)" if ok else " but no indexing instant is pending"), () if ok else (p,)))
+            " (its indexing instant is pending)" if ok else " but no pending indexing instant builds it"),
+            () if ok else (p,)))
     checks = [(p, f) for p, f in ((mdtio.FILES, "files"), (mdtio.RECORD_INDEX, "record_index"))
               if p in states.available]
     for part, _ in checks:
@@ -185,6 +189,24 @@ def audit_metadata_table(table: Table) -> tuple[list[Verdict], list[str]]:
                                     if diff else f"metadata partition record_index equals a rebuild ({len(want)} keys)",
                                     tuple(f"{k}: MDT {got.get(k)} rebuild {want.get(k)}" for k in diff[:10])))
     return verdicts, notes
+
+
+def indexing_plans(table: Table) -> dict[str, tuple[str, set[str]]]:
+    """requested time -> (state, MDT partitions its ``HoodieIndexPlan`` names) of every indexing instant on
+    the active timeline (the plan is in ``<t>.indexing.requested``; an unreadable plan names none)."""
+    out = {}
+    for i in table.timeline.instants():
+        if i.action is not Action.INDEXING:
+            continue
+        name = fn.timeline_file_name(i.requested_time, Action.INDEXING, 1, None, table.layout)
+        parts: set[str] = set()
+        try:
+            plan = md.decode_avro((table.timeline_dir / name).read_bytes(), name) or {}
+            parts = {p.get("metadataPartitionPath") for p in plan.get("indexPartitionInfos") or []} - {None}
+        except (OSError, UserError, ValueError):
+            pass
+        out[i.requested_time] = ("completed" if i.is_completed else "pending", parts)
+    return out
 
 
 # ------------------------------------------------------------------------------ history (archival, LSM timeline)
