@@ -538,16 +538,17 @@ def base_hfile(cells: list) -> bytes:
 
 
 def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats: list[dict],
-                 states: PartitionStates | None = None) -> bool:
+                 states: PartitionStates | None = None, also: tuple[str, ...] = ()) -> bool:
     """Write the MDT deltacommit ``t`` for data-table commit ``t`` into every partition a writer updates
     (:func:`writer_partitions`). Callers hold the transaction lock and call this before the data-table commit completes. An MDT deltacommit ``t`` already there (any
     state) is left by an earlier attempt of this commit that failed before the data-table commit completed:
     it is removed and written again with the partitions writers update now (Hudi likewise redoes it).
+    ``also``: partitions written besides (the indexer's catch-up applies to the partition it builds).
     Returns whether it wrote."""
     table = Path(table)
     mdt = MetadataTable(table)
     states = states if states is not None else partition_states(table)
-    parts = [p for p in sorted(writer_partitions(states)) if p in SUPPORTED]
+    parts = [p for p in sorted(writer_partitions(states) | set(also)) if p in SUPPORTED]
     if not parts:
         return False
     if mdt.instant(t) is not None:  # a previous attempt of this commit failed after writing it: redo it

@@ -152,9 +152,9 @@ def _mdt_wrote(table: Path, partition: str, t: str) -> tuple[bool, bool]:
     return done, wrote
 
 
-def _redo(table: Path, tbl, t: str, lock: TxnLock) -> None:
+def _redo(table: Path, tbl, t: str, partition: str, lock: TxnLock) -> None:
     """``apply``: roll back the MDT deltacommit of completed data instant ``t`` and write it again with every
-    partition writers update now (Hudi redoes an MDT deltacommit found completed the same way)."""
+    partition writers update now and the one being built (``updateIndexForWriteAction``)."""
     inst = next(i for i in tbl.timeline.completed() if i.requested_time == t)
     name = fn.timeline_file_name(t, inst.action, State.COMPLETED, inst.completion_time, 2)
     meta = md.decode_commit_metadata((tbl.timeline_dir / name).read_bytes(), name) or {}
@@ -162,7 +162,7 @@ def _redo(table: Path, tbl, t: str, lock: TxnLock) -> None:
     with lock:
         rb = _fresh_time(tbl.timeline)
         mdtio.rollback(table, t, rb, _fresh_time(tbl.timeline))
-        mdtio.apply_commit(table, t, inst.completion_time, stats)
+        mdtio.apply_commit(table, t, inst.completion_time, stats, also=(partition,))
 
 
 def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySettings, *,
@@ -229,11 +229,11 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         todo = sorted(i.requested_time for i in read_table(table).timeline.instants()
                       if i.action in WRITE_ACTIONS and i.requested_time > start)
         last = upto
+        if fail_at == "catchup":
+            raise RuntimeError("failure injected while catching up (fail_at=catchup)")
         for it in todo:
             was_pending = False
             while True:
-                if fail_at == "catchup":
-                    raise RuntimeError("failure injected while catching up (fail_at=catchup)")
                 cur = read_table(table)
                 found = [i for i in cur.timeline.instants() if i.requested_time == it and i.action in WRITE_ACTIONS]
                 dt_state = None if not found else ("completed" if found[0].state is State.COMPLETED else "pending")
@@ -249,7 +249,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
                     time.sleep(poll_s)
                     continue
                 if decision == APPLY:
-                    _redo(table, cur, it, lock)
+                    _redo(table, cur, it, partition, lock)
                 rep.decisions.append((it, decision))
                 if decision in (CAUGHT_UP, APPLY):
                     last = it
