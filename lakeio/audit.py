@@ -109,21 +109,25 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     if history is not None:
         verdicts = verdicts + history.verdicts
         notes.extend(history.notes)
-    mdt_v, mdt_notes = audit_metadata_table(table)
+    latest = {f.path for s in named_view.latest_merged_file_slices()
+              for f in ([s.base_file] if s.base_file is not None else []) + list(s.log_files)}
+    mdt_v, mdt_notes = audit_metadata_table(table, latest)
     verdicts = verdicts + mdt_v
     notes.extend(mdt_notes)
     return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes, history)
 
 
 # ------------------------------------------------------------------------------ the metadata table (issue #18)
-def audit_metadata_table(table: Table) -> tuple[list[Verdict], list[str]]:
+def audit_metadata_table(table: Table, latest: set[str] | None = None) -> tuple[list[Verdict], list[str]]:
     """The MDT against the data table, when ``hoodie.properties`` names metadata partitions and
     ``.hoodie/metadata`` exists (``lakeio.ondisk.mdt``; the MDT is only read):
 
     * ``MDT.readable``: every file of a checked partition parses (a truncated HFile or log file is a
       violation naming the partition, exit 1);
-    * ``MDT.files-listing``: the files partition lists exactly the files of completed instants on disk,
-      with their sizes (what hudi-rs lists a tv8 table from);
+    * ``MDT.files-listing``: the files partition lists every file of a completed instant on disk, with its
+      size (what hudi-rs lists a tv8 table from), and nothing else that readers would read: a listed file
+      gone from disk is a violation when it is in the latest snapshot (``latest``: paths), a note otherwise
+      (an older slice's file removed without a clean instant);
     * ``MDT.record-index``: the record index equals a rebuild from the latest merged file slices;
     * ``I17.partition-state``: a partition is available (readable) only once an indexing instant
       completed for it (``files``, which writers initialise, excepted), and an inflight one has a pending
@@ -170,13 +174,22 @@ def audit_metadata_table(table: Table) -> tuple[list[Verdict], list[str]]:
         verdicts.append(Verdict("MDT.readable", True, f"metadata partition {part} reads"))
         if part == mdtio.FILES:
             want = mdtio.committed_listing(table)
-            diff = []
+            diff, stale = [], []
             for dp in sorted(set(got) | set(want)):
                 g, w = got.get(dp, {}), want.get(dp, {})
                 diff += [f"{dp}/{n} missing from the MDT" for n in sorted(set(w) - set(g))]
-                diff += [f"{dp}/{n} listed by the MDT, not on disk" for n in sorted(set(g) - set(w))]
+                for n in sorted(set(g) - set(w)):
+                    rel = f"{dp}/{n}" if dp else n
+                    if latest is None or rel in latest:
+                        diff.append(f"{rel} listed by the MDT, not on disk")
+                    else:
+                        stale.append(rel)
                 diff += [f"{dp}/{n} size {g[n]} in the MDT, {w[n]} on disk" for n in sorted(set(g) & set(w))
                          if g[n] != w[n]]
+            if stale:
+                notes.append(f"{len(stale)} file(s) of older slices listed by the MDT are gone from disk "
+                             f"(removed without a clean instant): {', '.join(stale[:3])}"
+                             + (", ..." if len(stale) > 3 else ""))
             verdicts.append(Verdict("MDT.files-listing", not diff,
                                     f"metadata partition files: {len(diff)} difference(s) with the listing"
                                     if diff else "metadata partition files equals the listing",
