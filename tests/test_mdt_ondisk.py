@@ -218,3 +218,23 @@ def test_pipeline_tables_have_an_mdt_hudi_rs_reads(tmp_path, spark, table_type):
     assert hudi_rs_slices(table) == hudi_rs_slices(copy_without_mdt(table, tmp_path / "nometa"))
     r = audit_table(str(table))
     assert r.exit_code == 0 and _mdt_verdicts(r)["MDT.files-listing"].holds
+
+
+def test_fast_key_reader_equals_the_avro_decoder(tmp_path):
+    """``block_keys`` reads the record keys of Avro data blocks from the meta fields without decoding the rows;
+    it gives what fastavro gives, and falls back to it for a block laid out otherwise."""
+    from lakeio.hudiformat.logfile import AVRO_DATA_BLOCK, read_log_file
+
+    path = tmp_path / "t"
+    make_table(path, commits=4)
+    n = 0
+    for f in path.rglob(".*.log.*"):
+        if ".hoodie" in f.parts:
+            continue
+        for b in read_log_file(str(f)):
+            if b.block_type == AVRO_DATA_BLOCK:
+                slow = [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
+                assert mdt._avro_keys(b.content) == slow and mdt.block_keys(b, "x") == slow
+                n += 1
+    assert n >= 3
+    assert mdt._avro_keys(b"\0\0\0\7\0\0\0\1") is None  # another block version: not read by the fast path

@@ -54,6 +54,7 @@ KEY_TYPE_PUT = 4
 DEFAULT_BLOCK_SIZE = 64 * 1024  # hoodie.hfile.block.size (HoodieStorageConfig.HFILE_BLOCK_SIZE)
 
 _HDR = struct.Struct(">8siiqBii")
+_KEY_SUFFIX = b"\0" + struct.pack(">q", (1 << 63) - 1) + bytes([4])  # family length 0, timestamp, Put
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _CELL = struct.Struct(">ii")
@@ -316,7 +317,7 @@ def write_hfile_bytes(cells, file_info: dict[str, bytes] | None = None, *, codec
     info gets ``hfile.LASTKEY``, ``KEY_VALUE_VERSION`` (1: a memstore timestamp follows each cell),
     ``MAX_MEMSTORE_TS_KEY`` and whatever the caller passes (``schema``, ``minRecordKey``...).
     """
-    cells = sorted(cells, key=lambda kv: kv[0].encode())
+    cells = sorted(cells, key=lambda kv: kv[0])  # code-point order is UTF-8 byte order
     for a, b in zip(cells, cells[1:]):
         if a[0] == b[0]:
             raise ValueError(f"duplicate HFile key {a[0]!r}")
@@ -337,11 +338,18 @@ def write_hfile_bytes(cells, file_info: dict[str, bytes] | None = None, *, codec
         total_uncompressed += HEADER_SIZE + len(block)
         block, first_key = bytearray(), None
 
+    pack, suffix = _CELL.pack, _KEY_SUFFIX
     for k, v in cells:
-        key = encode_key(k)
+        row = k.encode()
+        if len(row) > 0x7FFF:
+            raise ValueError(f"record key longer than 32767 bytes: {k[:40]}...")
+        key = len(row).to_bytes(2, "big") + row + suffix  # encode_key, inlined (a million cells per index)
         if first_key is None:
             first_key = key
-        block += _CELL.pack(len(key), len(v)) + key + v + b"\0"
+        block += pack(len(key), len(v))
+        block += key
+        block += v
+        block += b"\0"
         if len(block) >= block_size:
             flush()
     if block:

@@ -475,6 +475,64 @@ def _base_keys(path: Path) -> list[tuple[str, str]]:
     return list(zip(t.column(0).to_pylist(), t.column(1).to_pylist()))
 
 
+_META_UNION = ["null", "string"]
+
+
+def _avro_keys(content: bytes) -> list[tuple[str, str]] | None:
+    """(record key, partition path) of an Avro data block read from the first four fields of each record
+    (``_hoodie_commit_time``, ``_hoodie_commit_seqno``, ``_hoodie_record_key``, ``_hoodie_partition_path``,
+    each a ``["null","string"]`` union) and skipping the rest by the record's length prefix; ``None`` when
+    the block is not laid out that way."""
+    import struct as _s
+
+    if len(content) < 8:
+        return None
+    version, count = _s.unpack_from(">II", content, 0)
+    if version != lf.BLOCK_VERSION:
+        return None
+    out, i = [], 8
+    for _ in range(count):
+        (n,) = _s.unpack_from(">I", content, i)
+        j, end, vals = i + 4, i + 4 + n, []
+        for _f in range(4):
+            branch = content[j]
+            j += 1
+            if branch == 0:
+                vals.append(None)
+                continue
+            if branch != 2:
+                return None
+            ln, shift = 0, 0
+            while True:
+                b = content[j]
+                j += 1
+                ln |= (b & 0x7F) << shift
+                if not b & 0x80:
+                    break
+                shift += 7
+            ln = (ln >> 1) ^ -(ln & 1)
+            vals.append(content[j:j + ln].decode())
+            j += ln
+        if j > end or vals[2] is None:
+            return None
+        out.append((vals[2], vals[3]))
+        i = end
+    return out
+
+
+def block_keys(block, partition: str) -> list[tuple[str, str]]:
+    """(record key, partition path) of every record of a data block."""
+    if block.block_type == lf.AVRO_DATA_BLOCK:
+        fields = json.loads(block.header.get(lf.SCHEMA, "{}")).get("fields", [])
+        names = [f.get("name") for f in fields[:4]]
+        if names == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+                     "_hoodie_partition_path"] and all(f.get("type") == _META_UNION for f in fields[:4]):
+            fast = _avro_keys(block.content)
+            if fast is not None:
+                return [(k, p or partition) for k, p in fast]
+    return [(r["_hoodie_record_key"], r.get("_hoodie_partition_path") or partition) for r in block.data_rows()]
+
+
 def commit_entries(table: Path, t: str, write_stats: list[dict]) -> tuple[dict, dict, dict, list]:
     """What data-table commit ``t`` contributes: files added per partition (name -> size), record-index
     upserts (key -> (partition, file id, t)) and removed keys (key -> partition), and the write stats'
@@ -507,9 +565,8 @@ def commit_entries(table: Path, t: str, write_stats: list[dict]) -> tuple[dict, 
         elif fn.is_log_file(name):
             for b in lf.read_log_file(str(full)):
                 if b.block_type in (lf.AVRO_DATA_BLOCK, lf.PARQUET_DATA_BLOCK):
-                    for row in b.data_rows():
-                        k = row["_hoodie_record_key"]
-                        upserts[k] = (row.get("_hoodie_partition_path") or part, fid, t)
+                    for k, p in block_keys(b, part):
+                        upserts[k] = (p, fid, t)
                         removed.pop(k, None)
                 elif b.block_type == lf.DELETE_BLOCK:
                     for d in b.deletes():
@@ -704,8 +761,8 @@ def slice_keys(base_path: Path, s) -> dict[str, str]:
     for lg in s.log_files:
         for b in lf.read_log_file(str(base_path / lg.path)):
             if b.block_type in (lf.AVRO_DATA_BLOCK, lf.PARQUET_DATA_BLOCK):
-                for row in b.data_rows():
-                    keys[row["_hoodie_record_key"]] = row.get("_hoodie_partition_path") or s.partition
+                for k, p in block_keys(b, s.partition):
+                    keys[k] = p
             elif b.block_type == lf.DELETE_BLOCK:
                 for d in b.deletes():
                     keys.pop(d["recordKey"], None)
