@@ -675,13 +675,14 @@ def next_init_time(table: str | os.PathLike) -> str:
     return f"{SOLO_PREFIX}{(max(used) + 1) if used else 0:03d}"
 
 
-def write_index_base(table: str | os.PathLike, partition: str, init_time: str, cells: list, completion: str) -> None:
-    """The base file of a partition built by the indexer, in MDT deltacommit ``init_time``."""
+def write_index_base(table: str | os.PathLike, partition: str, init_time: str, data: bytes, records: int,
+                     completion: str) -> None:
+    """The base file of a partition built by the indexer (``data``: :func:`base_hfile` bytes), in MDT
+    deltacommit ``init_time``. Needs no lock: no writer writes that instant or that file."""
     mdt = MetadataTable(table)
     if mdt.instant(init_time) is not None:
         mdt.remove_instant(init_time)
-    mdt.deltacommit(init_time, completion, {partition: (mdt._base_name(partition, init_time), base_hfile(cells),
-                                                        len(cells), True)})
+    mdt.deltacommit(init_time, completion, {partition: (mdt._base_name(partition, init_time), data, records, True)})
 
 
 def drop_partition(table: str | os.PathLike, partition: str, init_time: str | None = None) -> None:

@@ -216,8 +216,8 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         if fail_at == "build":
             raise RuntimeError("failure injected while building (fail_at=build)")
         cells = mdtio.rli_cells(locations)
-        with lock:
-            mdtio.write_index_base(table, partition, init_time, cells, _fresh_time(snap.timeline))
+        data = mdtio.base_hfile(cells)  # the long part: no lock held (writers commit meanwhile)
+        mdtio.write_index_base(table, partition, init_time, data, len(cells), mdtio.now_time())
         rep.base_records = len(cells)
         rep.build_s = time.perf_counter() - t0
         say(f"built {partition}: {len(cells)} records in {rep.build_s:.2f} s (MDT {init_time})")
