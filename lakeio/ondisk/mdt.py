@@ -390,11 +390,20 @@ class MetadataTable:
         return {k: v for k, v in records.items() if v is not None}
 
     def _decode(self, value: bytes, path: Path, partition: str) -> dict:
+        """A record decoded once per distinct value (record-index values repeat per file group and instant;
+        the records are never modified: merging builds new ones)."""
+        cache = self.__dict__.setdefault("_decoded", {})
+        rec = cache.get(value)
+        if rec is not None:
+            return rec
         try:
-            return decode(value)
+            rec = decode(value)
         except Exception as exc:  # fastavro raises several kinds on garbage
             raise MetadataTableError(f"{path}: metadata partition {partition}: undecodable record ({exc})",
                                      partition, 1) from None
+        if len(cache) < 100_000:
+            cache[value] = rec
+        return rec
 
     def _merge_log(self, path: Path, partition: str, records: dict) -> None:
         try:
