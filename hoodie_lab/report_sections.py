@@ -15,6 +15,10 @@ Builders in report order (:data:`BUILDERS`):
   suites' own searches print for the deliberately broken variants;
 * :func:`simulation_section` -- blocking vs async instant generation (:func:`sim.experiments.run_named`);
 * :func:`history_section` -- archival and the LSM timeline over a simulated week (experiment ``history``);
+* :func:`concurrency_section` -- many writers (OCC vs NBCC) and compaction scheduling 0.x vs 1.x (experiment
+  ``concurrency``);
+* :func:`indexing_section` -- the metadata table and the async indexer: exhaustive exploration of every design
+  (:class:`checker.indexing.IndexingModel`) and the index build beside streaming writers (experiment ``indexing``);
 * :func:`exploration_section` -- bounded exhaustive exploration of the protocol (:mod:`hoodie_lab.explore`);
 * :func:`pipeline_section` -- a small PySpark pipeline run and its diff against the model (:mod:`pipeline`);
 * :func:`real_tables_section` -- every real fixture table: Gantt chart and invariant verdicts
@@ -258,6 +262,119 @@ def history_section(ctx: Context) -> Section:
     if outcome.failures:
         s.ok = False
         s.paragraphs.append("<p class='bad'>Invariant violations:</p>" + pre("\n".join(outcome.failures[:20])))
+    return s
+
+
+# --------------------------------------------------------------------------------- concurrency
+def concurrency_section(ctx: Context) -> Section:
+    """Many writers on one timeline: OCC vs NBCC, and compaction scheduling 0.x vs 1.x"""
+    cmd = f"hoodie-lab simulate concurrency --seed {ctx.seed}" + (" --quick" if ctx.quick else "")
+    title = "Many writers: OCC vs NBCC, compaction scheduling 0.x vs 1.x"
+    try:
+        from sim.experiments import run_named
+    except ImportError as exc:
+        return _missing(title, cmd, exc)
+    s = Section(title, cmd)
+    out = ctx.out_dir / "sim" / "concurrency"
+    outcome = run_named("concurrency", out, seed=ctx.seed, quick=ctx.quick)
+    s.paragraphs.append(
+        "<p>N writers on one MOR table with the simple bucket index, each repeating one write (30 s median), for "
+        "every number of writers, overlap (the share of a write's keys in the partition all writers share) and "
+        "concurrency mode. Under OCC a writer is checked at commit, under the lock, against the instants the spec "
+        "picks (<code>model.concurrency.rules.candidate_instants</code>) and aborts on a shared file group "
+        "(<code>conflict</code>: Hudi's <code>SimpleConcurrentFileWritesConflictResolutionStrategy</code>); it retries "
+        "with a new instant and its write time is wasted. Under NBCC writers never abort each other "
+        "(<code>HoodieWriteConfig#needResolveWriteConflict</code>). Settings are checked by "
+        "<code>model.concurrency.settings.validate</code>; times and the lock are the TrueTime model's. The p99 "
+        "latency counts committed writes only (first attempt to commit): given-up writes are not in it.</p>")
+    cols = ["mode", "writers", "overlap", "commits_per_hour", "abort_rate", "wasted_fraction", "latency_p99_s",
+            "gave_up", "invariants"]
+    writers = [r for r in outcome.rows if r["part"] == "writers"]
+    s.paragraphs.append(table(cols, [[_num(r.get(c, "")) for c in cols] for r in writers]))
+    s.paragraphs.append(
+        "<h3>Compaction scheduling with a streaming writer</h3><p>One deltacommit per checkpoint, a compaction "
+        "scheduled every few deltacommits. The spec's <code>may_schedule_compaction</code> refuses under the 0.x rule "
+        "while an older write is inflight, so the scheduler holds the writer's next instant until the plan is "
+        "written; under the 1.x rule (completion-time slicing) the plan is written beside the running write.</p>")
+    scols = ["mode", "commits_per_hour", "compactions_scheduled", "refusals", "stall_total_s",
+             "stall_per_compaction_s", "stall_max_s", "invariants"]
+    stall = [r for r in outcome.rows if r["part"] == "stall"]
+    s.paragraphs.append(table(["rule", *scols[1:]], [[_num(r.get(c, "")) for c in scols] for r in stall]))
+    reasons = sorted({r["refusal_reason"] for r in stall if r.get("refusal_reason")})
+    if reasons:
+        s.paragraphs.append("<p>The spec's reason for the first 0.x refusal:</p>" + pre(reasons[0]))
+    s.figures.extend(_copy_plots(outcome.plots, ctx, "concurrency"))
+    if outcome.failures:
+        s.ok = False
+        s.paragraphs.append("<p class='bad'>Runs that broke an invariant (replay them):</p>"
+                            + pre("\n".join(outcome.failures[:20])))
+    return s
+
+
+# ------------------------------------------------------------------------------------- indexing
+def indexing_section(ctx: Context) -> Section:
+    """The metadata table and the async indexer: every design explored, and the simulation"""
+    cmd = ("hoodie-lab explore --machine indexing --variant NAME; hoodie-lab simulate indexing --seed "
+           f"{ctx.seed}" + (" --quick" if ctx.quick else ""))
+    title = "Metadata table and async indexing"
+    try:
+        from checker.explorer import explore
+        from checker.indexing import IndexingModel
+        from model.mdt import machine as mm
+        from model.mdt.variants import INDEXING_VARIANTS
+        from sim.experiments import run_named
+    except ImportError as exc:
+        return _missing(title, cmd, exc)
+    s = Section(title, cmd)
+    s.paragraphs.append(
+        "<p>The spec (<code>model/mdt/</code>): writers mirror each data-table commit by an MDT deltacommit of "
+        "the same time before completing it; the indexer schedules up to the last contiguous completed write "
+        "under the lock, marks the partition inflight, builds it, catches up instant by instant (wait for live "
+        "writers, skip dead ones, apply completed ones missing from the partition under the lock), times out "
+        "and aborts, or completes. Each design below is explored exhaustively at its bound; broken ones must "
+        "break exactly the invariants they name, at the shortest depth recorded "
+        "(<code>model.invariants.indexing</code>).</p>")
+    rows, ok, example = [], True, None
+    for name, v in INDEXING_VARIANTS.items():
+        # quick: the correct designs at one writer (their full bounds: tests/test_explore_indexing.py)
+        cfg = v.config(writers=1) if ctx.quick and not v.expected else v.config()
+        model = IndexingModel(cfg)
+        res = explore(model, max_states=500_000, stop_on_violation=False)
+        found = {d.property: d for d in res.counterexamples}
+        got = {k: d.depth for k, d in found.items()}
+        good = res.complete and got == dict(v.depths)
+        ok &= good
+        if example is None and name == "schedule-past-hole" and found:
+            d = found["I17.index-equals-rebuild"]
+            example = (name, d, [model.format_action(a) for a in d.actions])
+        rows.append([name + (" (finding)" if v.finding else ""), cfg.writers, f"{res.states:,}",
+                     ", ".join(f"{k} @ {n}" for k, n in sorted(got.items())) or "none",
+                     "index built" if "index-built" in res.discoveries else "never built",
+                     "ok" if good else "UNEXPECTED"])
+    s.paragraphs.append(table(["design", "writers", "states", "violations (shortest depth)", "liveness", "as expected"],
+                              rows))
+    if example:
+        name, d, steps = example
+        s.paragraphs.append(f"<h3>Shortest counterexample: {esc(name)}</h3><p>{esc(d.verdict.detail)}</p>"
+                            + pre("\n".join(f"{i:3d}. {a}" for i, a in enumerate(steps, 1))))
+    finding = [v for v in INDEXING_VARIANTS.values() if v.finding]
+    if finding:
+        s.paragraphs.append("<h3>Model finding (not confirmed against Hudi)</h3>"
+                            + "".join(f"<p><b>{esc(v.name)}</b>: {esc(v.description)}</p>" for v in finding))
+    out = ctx.out_dir / "sim" / "indexing"
+    outcome = run_named("indexing", out, seed=ctx.seed, quick=ctx.quick)
+    s.paragraphs.append(
+        "<h3>An index build beside streaming writers</h3><p>The same writers (same seed per repetition) without "
+        "and with the indexer, for each catch-up timeout: write latency moves only by the one extra MDT append "
+        "a commit makes into the inflight partition; a short timeout aborts builds while slow writers are "
+        "pending, and the indexer retries.</p>")
+    cols = ["rep", "mode", "timeout_s", "commits", "latency_p50_s", "latency_p99_s", "build_s", "catchup_s",
+            "aborts", "tries", "indexed", "invariants"]
+    s.paragraphs.append(table(cols, [[_num(r.get(c, "")) for c in cols] for r in outcome.rows]))
+    s.figures.extend(_copy_plots(outcome.plots, ctx, "indexing"))
+    if outcome.failures or not ok:
+        s.ok = False
+        s.paragraphs.append("<p class='bad'>Unexpected results:</p>" + pre("\n".join(outcome.failures[:20])))
     return s
 
 
@@ -542,6 +659,8 @@ BUILDERS: list[Callable[[Context], Section]] = [
     properties_section,
     simulation_section,
     history_section,
+    concurrency_section,
+    indexing_section,
     exploration_section,
     pipeline_section,
     real_tables_section,

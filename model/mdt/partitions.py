@@ -19,8 +19,9 @@ API (all pure):
                                        a known index type, not available, not inflight)
 ``index_upto(write_timeline)``         ``indexUptoInstant``: the last completed write with no pending
                                        write before it (``getContiguousCompletedWriteTimeline``)
-``catchup_start(timeline, upto)``      where the catch-up list starts (an earlier pending clean/rollback/
+``catchup_start(times, upto)``         where the catch-up list starts (an earlier pending clean/rollback/
                                        restore, else ``upto``)
+``catchup_list(instants, upto)``       the instants the catch-up visits, with whether each was pending
 ``catchup_decision(...)``              per instant: ``caught-up`` / ``wait`` / ``skip-dead`` / ``apply``
                                        / ``gone`` (``AbstractIndexingCatchupTask#run``)
 ``writer_partitions(states, ...)``     the MDT partitions a data-table commit updates
@@ -31,6 +32,10 @@ API (all pure):
 ``valid_instants(dt_completed, ...)``  the MDT deltacommits a reader merges
                                        (``HoodieTableMetadataUtil#getValidInstantTimestamps``)
 ``rebuild(partition, writes, done)``   the index an initialisation from scratch would build
+``file_group_ids`` /                   an MDT partition's file ids and the file group a key maps to
+``file_group_index``
+``index_plan`` /                       the ``HoodieIndexPlan`` and ``HoodieIndexCommitMetadata`` records
+``index_commit_metadata``
 =====================================  ======================================================================
 """
 
@@ -44,6 +49,13 @@ from ..errors import RuleViolation
 FILES, COLUMN_STATS, BLOOM_FILTERS, RECORD_INDEX = "files", "column_stats", "bloom_filters", "record_index"
 #: ``MetadataPartitionType`` partition paths modelled.
 PARTITIONS = (FILES, COLUMN_STATS, BLOOM_FILTERS, RECORD_INDEX)
+
+#: File-id prefixes of the MDT file groups (``MetadataPartitionType#getFileIdPrefix``).
+FILE_ID_PREFIX = {FILES: "files-", COLUMN_STATS: "col-stats-", BLOOM_FILTERS: "bloom-filters-",
+                  RECORD_INDEX: "record-index-"}
+#: Default file-group counts (``HoodieMetadataConfig``: files 1; ``...column.stats.file.group.count`` 2;
+#: ``...bloom.filter.file.group.count`` 4; ``hoodie.metadata.record.index.min.filegroup.count`` 10).
+DEFAULT_FILE_GROUPS = {FILES: 1, COLUMN_STATS: 2, BLOOM_FILTERS: 4, RECORD_INDEX: 10}
 
 #: ``hoodie.write.concurrency.mode`` values (``WriteConcurrencyMode``) and whether each supports multi-writer.
 SINGLE_WRITER, OCC, NBCC = "SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL", "NON_BLOCKING_CONCURRENCY_CONTROL"
@@ -165,6 +177,22 @@ def catchup_start(pending_service_times: Iterable[str], upto: str) -> str:
     return before[0] if before else upto
 
 
+def catchup_list(instants: Iterable, upto: str, *, indexing_action: str = "indexing",
+                 service_actions: Iterable[str] = ("clean", "rollback", "restore")) -> tuple:
+    """The catch-up list (``RunIndexActionExecutor#getInstantsToCatchup`` and
+    ``#getRemainingArchivedAndActiveInstantsSince``): every instant requested at or after the start
+    (:func:`catchup_start`: the earliest pending clean/rollback/restore before ``upto``, else ``upto``), of any
+    action but ``indexing``, in requested-time order, each as ``(requested time, was pending)``. ``instants``
+    are the timeline's instants (objects with ``requested_time``, ``action`` (an enum with ``value`` or a
+    string) and ``is_pending``)."""
+    def name(i) -> str:
+        return getattr(i.action, "value", i.action)
+    services = set(service_actions)
+    start = catchup_start([i.requested_time for i in instants if name(i) in services and i.is_pending], upto)
+    return tuple((i.requested_time, i.is_pending) for i in sorted(instants, key=lambda i: i.requested_time)
+                 if i.requested_time >= start and name(i) != indexing_action)
+
+
 def catchup_decision(*, dt_state: str | None, heartbeat_alive: bool, mdt_completed: bool,
                      mdt_wrote_partition: bool, check: str = PER_PARTITION, was_pending: bool = False,
                      recheck_after_wait: bool = True) -> str:
@@ -221,6 +249,54 @@ def valid_instants(dt_completed: Iterable[str], mdt_own: Iterable[str] = ()) -> 
     return frozenset(dt_completed) | frozenset(mdt_own)
 
 
+def file_group_ids(partition: str, count: int | None = None) -> tuple[str, ...]:
+    """The file ids of a partition's file groups (``HoodieTableMetadataUtil#getFileIDForFileGroup``:
+    prefix + 4-digit index + ``-0``), ``count`` defaulting to :data:`DEFAULT_FILE_GROUPS`."""
+    n = DEFAULT_FILE_GROUPS[partition] if count is None else count
+    if n < 1:
+        raise ValueError(f"a metadata partition has at least one file group, not {n}")
+    return tuple(f"{FILE_ID_PREFIX[partition]}{i:04d}-0" for i in range(n))
+
+
+def file_group_index(key: str, count: int) -> int:
+    """The file group an MDT record key goes to (``HoodieTableMetadataUtil#mapRecordKeyToFileGroupIndex``):
+    Java's ``String#hashCode`` of the key (32-bit wrap-around), then ``abs(abs(h) % count)`` with Java's
+    ``Math.abs`` and remainder (``Math.abs(Integer.MIN_VALUE)`` stays negative)."""
+    h = 0
+    for ch in key:  # Java hashes UTF-16 code units: a character beyond U+FFFF is two surrogates
+        for unit in ([ord(ch)] if ord(ch) < 0x10000 else _surrogates(ord(ch))):
+            h = (31 * h + unit) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    a = h if h == -(1 << 31) else abs(h)
+    r = abs(a) % count if a >= 0 else -(abs(a) % count)  # Java's remainder keeps the dividend's sign
+    return abs(r)
+
+
+def _surrogates(cp: int) -> list[int]:
+    cp -= 0x10000
+    return [0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF)]
+
+
+INDEX_PLAN_VERSION = 1  # ScheduleIndexActionExecutor.LATEST_INDEX_PLAN_VERSION
+
+
+def index_plan(partitions: Iterable[str], upto: str) -> dict:
+    """The ``HoodieIndexPlan`` record written to ``<t>.indexing.requested`` (``ScheduleIndexActionExecutor#
+    execute``, ``buildIndexPartitionInfo``): one ``HoodieIndexPartitionInfo`` per partition, each with the
+    plan's ``indexUptoInstant`` (field names of ``HoodieIndexPlan.avsc``)."""
+    return {"version": INDEX_PLAN_VERSION,
+            "indexPartitionInfos": [{"version": INDEX_PLAN_VERSION, "metadataPartitionPath": p,
+                                     "indexUptoInstant": upto, "extraMetadata": None} for p in sorted(partitions)]}
+
+
+def index_commit_metadata(partitions: Iterable[str], caught_up: str) -> dict:
+    """The ``HoodieIndexCommitMetadata`` record of the completed indexing instant (``RunIndexActionExecutor#
+    execute``): the partition infos carrying the instant the catch-up reached (``currentCaughtupInstant``)."""
+    return {"version": INDEX_PLAN_VERSION, "operationType": None,
+            "indexPartitionInfos": [{"version": INDEX_PLAN_VERSION, "metadataPartitionPath": p,
+                                     "indexUptoInstant": caught_up, "extraMetadata": None} for p in sorted(partitions)]}
+
+
 def entries_of(partition: str, write: tuple) -> frozenset:
     """The index entries one data-table write contributes to ``partition``. ``write`` is
     ``(instant time, ((record key, file group), ...))``; ``files`` indexes the file written
@@ -248,6 +324,7 @@ __all__ = [
     "FILES", "COLUMN_STATS", "BLOOM_FILTERS", "RECORD_INDEX", "PARTITIONS", "SINGLE_WRITER", "OCC", "NBCC",
     "CONCURRENCY_MODES", "CAUGHT_UP", "WAIT", "SKIP_DEAD", "APPLY", "GONE", "PER_PARTITION", "INSTANT_TIME",
     "CATCHUP_CHECKS", "IndexingError", "ConcurrencySettings", "PartitionStates", "validate_indexing", "index_upto",
-    "catchup_start", "catchup_decision", "writer_partitions", "readable_partitions", "valid_instants",
-    "entries_of", "rebuild",
+    "catchup_start", "catchup_list", "catchup_decision", "writer_partitions", "readable_partitions", "valid_instants",
+    "entries_of", "rebuild", "FILE_ID_PREFIX", "DEFAULT_FILE_GROUPS", "file_group_ids", "file_group_index",
+    "index_plan", "index_commit_metadata", "INDEX_PLAN_VERSION",
 ]

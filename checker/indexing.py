@@ -1,0 +1,60 @@
+"""The MDT + indexer machine (:mod:`model.mdt.machine`) as a model the checker explores.
+
+:class:`IndexingModel` adapts the spec to :class:`checker.explorer.Model`: the initial table, the enabled
+actions (:func:`model.mdt.machine.enabled`, in the spec's fixed order), the next state, fingerprints
+(:meth:`model.mdt.machine.IndexingState.fingerprint`), one ``always`` property ``indexing`` whose failing
+verdicts (:func:`model.mdt.machine.verdicts`, :mod:`model.invariants.indexing`) are each their own
+discovery named by invariant id, and one ``sometimes`` property ``index-built`` (the indexer completed:
+a design that can never finish building is reported by its absence). Breadth first, so each discovery
+is a shortest counterexample. ``hoodie-lab explore --machine indexing`` runs it.
+"""
+
+from __future__ import annotations
+
+from model.mdt import machine as mm
+
+from .explorer import Model, Property
+
+
+class IndexingModel(Model):
+    """Explore one :class:`~model.mdt.machine.IndexingConfig`.
+
+    ``actions`` computes the successors once and keeps them for the ``next_state`` calls that follow on
+    the same state (the explorer expands one state at a time), so each step runs once."""
+
+    def __init__(self, config: mm.IndexingConfig):
+        self.config = config
+        self._last: tuple = (None, {})
+
+    def init_states(self):
+        return [mm.initial_state(self.config)]
+
+    def actions(self, state):
+        succ = dict(mm.enabled(self.config, state))
+        self._last = (state, succ)
+        return list(succ)
+
+    def next_state(self, state, action):
+        last, succ = self._last
+        if last is state and action in succ:
+            return succ[action]
+        try:
+            return mm.step(self.config, state, action)
+        except mm.Refused:
+            return None
+
+    def properties(self):
+        return [Property.always("indexing", lambda s: mm.verdicts(self.config, s)),
+                Property.sometimes("index-built", mm.index_built)]
+
+    def fingerprint(self, state):
+        return state.fingerprint()
+
+    def format_action(self, action) -> str:
+        return mm.format_action(action)
+
+    def format_state(self, state) -> str:
+        return mm.describe(state)
+
+
+__all__ = ["IndexingModel"]
