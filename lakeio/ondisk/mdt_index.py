@@ -2,7 +2,7 @@
 ``ScheduleIndexActionExecutor``, ``RunIndexActionExecutor``, ``AbstractIndexingCatchupTask``) on disk.
 
 The decisions are the spec's (:mod:`model.mdt.partitions`: ``validate_indexing``, ``index_upto``,
-``catchup_start``, ``catchup_decision``, ``PartitionStates`` transitions); this module does the I/O:
+``catchup_list``, ``catchup_decision``, ``index_plan``, ``index_commit_metadata``, ``PartitionStates`` transitions); this module does the I/O:
 
 1. **schedule** (under the transaction lock): check the preconditions, compute ``indexUptoInstant``, write
    ``<t>.indexing.requested`` holding the ``HoodieIndexPlan``;
@@ -42,14 +42,14 @@ from lakeio.ondisk.properties import read_properties
 from model import filenames as fn
 from model.instant import Action, State
 from model.mdt.partitions import (APPLY, CAUGHT_UP, GONE, SKIP_DEAD, WAIT, ConcurrencySettings, IndexingError,
-                                  catchup_decision, catchup_start, index_upto, validate_indexing)
+                                  catchup_decision, catchup_list, index_commit_metadata, index_plan, index_upto,
+                                  validate_indexing)
 
 INDEX_PLAN_SCHEMA = "HoodieIndexPlan"
 INDEX_COMMIT_SCHEMA = "HoodieIndexCommitMetadata"
 #: the partitions ``hoodie-lab index`` can build
 BUILDABLE = (mdtio.RECORD_INDEX,)
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
-SERVICE_ACTIONS = (Action.CLEAN, Action.RESTORE, Action.ROLLBACK)
 HEARTBEAT_EXPIRY_S = 120.0  # hoodie.client.heartbeat.interval_in_ms (60 s) x tolerable misses (2)
 
 
@@ -187,8 +187,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
             rep.outcome = "nothing-to-index"
             return rep
         t = _fresh_time(tbl.timeline)
-        plan = {"version": 1, "indexPartitionInfos": [{"version": 1, "metadataPartitionPath": partition,
-                                                        "indexUptoInstant": upto, "extraMetadata": {}}]}
+        plan = index_plan([partition], upto)
         md.write_timeline_file(_tl(table, fn.timeline_file_name(t, Action.INDEXING, State.REQUESTED, None, 2)),
                                md.encode_avro(plan, INDEX_PLAN_SCHEMA))
     rep.instant, rep.upto = t, upto
@@ -224,15 +223,15 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         # 4. catch up
         t1 = time.perf_counter()
         deadline = time.monotonic() + timeout_s
-        services = [i.requested_time for i in snap.timeline.pending(SERVICE_ACTIONS)]
-        start = catchup_start(services, upto)
-        todo = sorted(i.requested_time for i in read_table(table).timeline.instants()
-                      if i.action in WRITE_ACTIONS and i.requested_time > start)
+        # the spec's list (every action but indexing from the catch-up start); rollbacks, cleans and restores
+        # need nothing here: a data rollback rolls back the MDT deltacommit itself (mdt.rolling_back)
+        now = read_table(table).timeline.instants()
+        writes = {i.requested_time for i in now if i.action in WRITE_ACTIONS}
+        todo = [(it, pend) for it, pend in catchup_list(now, upto) if it in writes]
         last = upto
         if fail_at == "catchup":
             raise RuntimeError("failure injected while catching up (fail_at=catchup)")
-        for it in todo:
-            was_pending = False
+        for it, was_pending in todo:
             while True:
                 cur = read_table(table)
                 found = [i for i in cur.timeline.instants() if i.requested_time == it and i.action in WRITE_ACTIONS]
@@ -263,8 +262,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         with lock:
             tbl = read_table(table)
             mdtio.write_partition_states(table, mdtio.partition_states(table).to_available([partition]))
-            meta = {"version": 1, "operationType": None, "indexPartitionInfos": [
-                {"version": 1, "metadataPartitionPath": partition, "indexUptoInstant": last, "extraMetadata": {}}]}
+            meta = index_commit_metadata([partition], last)
             c = _fresh_time(tbl.timeline)
             md.write_timeline_file(_tl(table, fn.timeline_file_name(t, Action.INDEXING, State.COMPLETED, c, 2)),
                                    md.encode_avro(meta, INDEX_COMMIT_SCHEMA))
