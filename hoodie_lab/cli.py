@@ -15,7 +15,7 @@ import sys
 from lakeio.errors import UserError
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ["audit", "replay", "explore", "simulate", "sweep", "pipeline", "diff", "report", "demo"]
+COMMANDS = ["audit", "replay", "explore", "simulate", "sweep", "pipeline", "diff", "report", "demo", "index"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakeio.errors import UserError
+from lakeio.ondisk import metadata as md
 from lakeio.ondisk import read_table
 from lakeio.ondisk.reader import Table, check_readable
 from model import filenames as fn
@@ -108,7 +109,117 @@ def audit_table(path, *, as_of: str | None = None, rule: str | None = None) -> A
     if history is not None:
         verdicts = verdicts + history.verdicts
         notes.extend(history.notes)
+    latest = {f.path for s in named_view.latest_merged_file_slices()
+              for f in ([s.base_file] if s.base_file is not None else []) + list(s.log_files)}
+    mdt_v, mdt_notes = audit_metadata_table(table, latest)
+    verdicts = verdicts + mdt_v
+    notes.extend(mdt_notes)
     return AuditResult(table, rule, as_of, list(slices), verdicts, time.perf_counter() - t0, notes, history)
+
+
+# ------------------------------------------------------------------------------ the metadata table (issue #18)
+def audit_metadata_table(table: Table, latest: set[str] | None = None) -> tuple[list[Verdict], list[str]]:
+    """The MDT against the data table, when ``hoodie.properties`` names metadata partitions and
+    ``.hoodie/metadata`` exists (``lakeio.ondisk.mdt``; the MDT is only read):
+
+    * ``MDT.readable``: every file of a checked partition parses (a truncated HFile or log file is a
+      violation naming the partition, exit 1);
+    * ``MDT.files-listing``: the files partition lists every file of a completed instant on disk, with its
+      size (what hudi-rs lists a tv8 table from), and nothing else that readers would read: a listed file
+      gone from disk is a violation when it is in the latest snapshot (``latest``: paths), a note otherwise
+      (an older slice's file removed without a clean instant);
+    * ``MDT.record-index``: the record index equals a rebuild from the latest merged file slices;
+    * ``I17.partition-state``: a partition is available (readable) only once an indexing instant
+      completed for it (``files``, which writers initialise, excepted), and an inflight one has a pending
+      indexing instant (``model.mdt.partitions.readable_partitions``).
+    Other partitions Hudi writes (column_stats, partition_stats, secondary indexes) are noted, not checked."""
+    from lakeio.ondisk import mdt as mdtio
+
+    props_parts = table.properties.get(mdtio.PARTITIONS_KEY, "") or table.properties.get(mdtio.INFLIGHT_KEY, "")
+    m = mdtio.MetadataTable(table.base_path)
+    if not props_parts or not m.exists():
+        return [], []
+    states = mdtio.partition_states(table.base_path, table.properties)
+    notes = [f"metadata table: available {', '.join(sorted(states.available)) or '-'}; inflight "
+             f"{', '.join(sorted(states.inflight)) or '-'}"]
+    others = sorted((states.available | states.inflight) - set(mdtio.SUPPORTED))
+    if others:
+        notes.append(f"metadata partitions not checked: {', '.join(others)}")
+    done = {i.requested_time for i in table.timeline.completed()}
+    verdicts: list[Verdict] = []
+    plans = indexing_plans(table)
+    pending = {p for t, (st, ps) in plans.items() if st != "completed" for p in ps}
+    completed = {p for t, (st, ps) in plans.items() if st == "completed" for p in ps}
+    for p in sorted(states.available - {mdtio.FILES}):
+        bad = p in pending or (p not in completed and any(p in ps for _, ps in plans.values()))
+        verdicts.append(Verdict("I17.partition-state", not bad, f"{p} is available" + (
+            " while its indexing instant is pending (readable before the index completed)" if bad else ""),
+            (p,) if bad else ()))
+    for p in sorted(states.inflight):
+        ok = p in pending
+        verdicts.append(Verdict("I17.partition-state", ok, f"{p} is inflight" + (
+            " (its indexing instant is pending)" if ok else " but no pending indexing instant builds it"),
+            () if ok else (p,)))
+    checks = [(p, f) for p, f in ((mdtio.FILES, "files"), (mdtio.RECORD_INDEX, "record_index"))
+              if p in states.available]
+    for part, _ in checks:
+        try:
+            if part == mdtio.FILES:
+                got = m.files_listing(done)
+            else:
+                got = m.record_index(done)
+        except mdtio.MetadataTableError as exc:
+            verdicts.append(Verdict("MDT.readable", False, f"metadata partition {part}: {exc}", (part,)))
+            continue
+        verdicts.append(Verdict("MDT.readable", True, f"metadata partition {part} reads"))
+        if part == mdtio.FILES:
+            want = mdtio.committed_listing(table)
+            diff, stale = [], []
+            for dp in sorted(set(got) | set(want)):
+                g, w = got.get(dp, {}), want.get(dp, {})
+                diff += [f"{dp}/{n} missing from the MDT" for n in sorted(set(w) - set(g))]
+                for n in sorted(set(g) - set(w)):
+                    rel = f"{dp}/{n}" if dp else n
+                    if latest is None or rel in latest:
+                        diff.append(f"{rel} listed by the MDT, not on disk")
+                    else:
+                        stale.append(rel)
+                diff += [f"{dp}/{n} size {g[n]} in the MDT, {w[n]} on disk" for n in sorted(set(g) & set(w))
+                         if g[n] != w[n]]
+            if stale:
+                notes.append(f"{len(stale)} file(s) of older slices listed by the MDT are gone from disk "
+                             f"(removed without a clean instant): {', '.join(stale[:3])}"
+                             + (", ..." if len(stale) > 3 else ""))
+            verdicts.append(Verdict("MDT.files-listing", not diff,
+                                    f"metadata partition files: {len(diff)} difference(s) with the listing"
+                                    if diff else "metadata partition files equals the listing",
+                                    tuple(diff[:10])))
+        else:
+            want = mdtio.rebuild_record_index(table)
+            diff = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+            verdicts.append(Verdict("MDT.record-index", not diff,
+                                    f"metadata partition record_index: {len(diff)} key(s) differ from a rebuild"
+                                    if diff else f"metadata partition record_index equals a rebuild ({len(want)} keys)",
+                                    tuple(f"{k}: MDT {got.get(k)} rebuild {want.get(k)}" for k in diff[:10])))
+    return verdicts, notes
+
+
+def indexing_plans(table: Table) -> dict[str, tuple[str, set[str]]]:
+    """requested time -> (state, MDT partitions its ``HoodieIndexPlan`` names) of every indexing instant on
+    the active timeline (the plan is in ``<t>.indexing.requested``; an unreadable plan names none)."""
+    out = {}
+    for i in table.timeline.instants():
+        if i.action is not Action.INDEXING:
+            continue
+        name = fn.timeline_file_name(i.requested_time, Action.INDEXING, 1, None, table.layout)
+        parts: set[str] = set()
+        try:
+            plan = md.decode_avro((table.timeline_dir / name).read_bytes(), name) or {}
+            parts = {p.get("metadataPartitionPath") for p in plan.get("indexPartitionInfos") or []} - {None}
+        except (OSError, UserError, ValueError):
+            pass
+        out[i.requested_time] = ("completed" if i.is_completed else "pending", parts)
+    return out
 
 
 # ------------------------------------------------------------------------------ history (archival, LSM timeline)

@@ -54,7 +54,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lakeio.errors import UserError
-from lakeio.ondisk import history
+from lakeio.ondisk import history, mdt
 from model.instant import State, to_millis
 from model.protocol import CrashCoordinator, ProtocolConfig
 from engine import System
@@ -458,7 +458,9 @@ class PipelineCoordinator:
             extra[SINK_CHECKPOINT_KEY] = json.dumps({str(wm["batch"]): f"hoodie-lab-{self.rd.root.name}"})
         self.kill("commit.before-complete")
         self._sleep_latency()
-        self.writer.commit(t, inst.completion_time, result, extra_metadata=extra)
+        with mdt.committing(self.rd.table, self.cfg["table_version"], t, inst.completion_time,  # MDT first
+                            result.write_stats if result else [], self.cfg.get("metadata", True)):
+            self.writer.commit(t, inst.completion_time, result, extra_metadata=extra)
         self.kill("commit.after-complete")
         history.archive_after_commit(self.rd.table, self.cfg.get("archival"))  # post-commit archival, if set
         self.rd.log("committed", instant=t, completion=inst.completion_time, key=key, batch=wm["batch"])
@@ -474,6 +476,7 @@ class PipelineCoordinator:
             rbc = self.times.fresh()
             self.rd.log("rollback-start", target=t, rollback=rb, completion=rbc)
         self._sleep_latency()
+        mdt.rolling_back(self.rd.table, self.cfg["table_version"], t, rb, rbc, self.cfg.get("metadata", True))
         self.writer.rollback(t, rb, rbc)
         self.rd.log("rolled-back", target=t, rollback=rb)
         p = self._writemeta_path(t)

@@ -62,7 +62,8 @@ What a write does (how Hudi's Spark upsert path behaves: ``HoodieWriteHelper.ded
   appends a ROLLBACK command block (a new log version) to each file group the instant logged into, as 0.x
   does. Then the rolled-back instant's timeline files are deleted.
 - partitions get ``.hoodie_partition_metadata``; ``hoodie.properties`` is written on creation (no metadata
-  table: ``hoodie.table.metadata.partitions`` is absent, so readers list the directories).
+  table: ``hoodie.table.metadata.partitions`` is absent, so readers list the directories). A caller that wraps
+  ``commit`` in :func:`lakeio.ondisk.mdt.committing` (the pipeline does, table version 8) gets one.
 
 Not written: compaction, clustering, clean, archival, savepoints, the metadata table, bloom filters in
 footers, CDC, schema evolution (the schema is fixed by the first write), nested column types, global

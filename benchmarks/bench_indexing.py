@@ -1,0 +1,276 @@
+"""Indexing a large table while a pipeline keeps writing to it (issue #18): the pipeline's throughput with
+``hoodie-lab index`` beside it against its throughput alone, and the index's build and catch-up times.
+
+Setup: a merge-on-read table version 8 of ``--records`` records (default 1,000,000) with the pipeline's name and
+schema, written in 100,000-record commits by ``HudiTableWriter`` through the metadata-table commit hook (the
+write path the pipeline's coordinator calls), then copied twice so both runs start from the same bytes.
+
+* ``--mode pipeline`` (default): after a warm-up run, the real Spark pipeline (async coordinator,
+  ``--pipeline-records`` records in ``--pipeline-batches`` batches, 30 % updates) writes into copy A alone,
+  then into copy B with ``hoodie-lab index --type record_index`` started as a separate process when the
+  pipeline starts. Throughput = records per batch / the mean gap between consecutive commits (their completion
+  times; the first commit left out): alone over the whole run, beside over the gaps that ended while the
+  indexer process was running. The whole runs' records/s are printed too.
+* ``--mode writer``: no Spark; the writer commits ``--commits`` upserts of ``--batch`` records alone on A, then
+  on B beside the indexer until the indexer ends; throughput over the commits made while it was alive.
+
+The indexer runs in its own session (``setsid``): a separate job, as Hudi's ``HoodieIndexer`` is; with the
+kernel's autogroup scheduling a child in the benchmark's own session would split the writer's CPU share.
+Figures: records/s alone and beside the indexer and their ratio; the indexer's build and catch-up seconds,
+records indexed, catch-up decisions; whether the audit of B holds (``MDT.record-index``: the index equals a
+rebuild). Target: the ratio is >= 0.90; exit 1 when it is not or the audit fails. The figures depend on the
+machine's load: say what else ran.
+
+    python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer] [--records N] [--seed S]
+        [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+PARTITIONS = 8
+
+
+class Clock:
+    def __init__(self):
+        self.ms = int(time.time() * 1000) - 3_600_000  # an hour back: the indexer's wall-clock times come later
+
+    def __call__(self) -> str:
+        import datetime as dt
+
+        self.ms += 3
+        d = dt.datetime.fromtimestamp(self.ms / 1000, dt.timezone.utc)
+        return d.strftime("%Y%m%d%H%M%S") + f"{self.ms % 1000:03d}"
+
+
+def _batch(keys, ts):
+    """Rows with the pipeline's schema; keys ``b<n>`` (the pipeline's own are ``k<n>``), its partitions."""
+    import pyarrow as pa
+
+    from pipeline.source import partition_of
+
+    ks = [f"b{k:09d}" for k in keys]
+    return pa.table({"key": ks, "ts": [ts] * len(ks), "partition": [partition_of(k) for k in ks],
+                     "payload": [f"v{k % 997}" for k in keys]})
+
+
+def _commit(w, clock, records, hook=True):
+    from lakeio.ondisk import mdt
+
+    t = clock()
+    w.start(t)
+    r = w.write_batch(t, records, "upsert")
+    c = clock()
+    with mdt.committing(w.base_path, 8, t, c, r.write_stats, enabled=hook):
+        w.commit(t, c, r)
+    return t
+
+
+def _writer(path: Path):
+    from lakeio.hudiformat.table import HudiTableWriter
+
+    from pipeline.coordinator import TABLE_NAME
+
+    return HudiTableWriter(path, "MERGE_ON_READ", 8, record_key="key", ordering_field="ts",
+                           partition_field="partition", table_name=TABLE_NAME)
+
+
+def build_table(path: Path, records: int, chunk: int, clock: Clock) -> float:
+    w = _writer(path)
+    t0 = time.perf_counter()
+    for start in range(0, records, chunk):
+        _commit(w, clock, _batch(range(start, min(records, start + chunk)), 0))
+    return time.perf_counter() - t0
+
+
+def upserts(rng: random.Random, n: int, existing: int, fresh, ts: int):
+    """70 % updates of existing keys, 30 % new keys (``fresh``: an iterator of unused keys)."""
+    upd = int(n * 0.7)
+    keys = rng.sample(range(existing), upd) + [next(fresh) for _ in range(n - upd)]
+    return _batch(keys, ts)
+
+
+def run_writer(path: Path, clock: Clock, *, existing: int, batch: int, commits: int, seed: int,
+               while_alive=None) -> list[tuple[float, float, bool]]:
+    """(start, end, indexer alive) of every commit; with ``while_alive`` keeps going while it returns True."""
+    w = _writer(path)
+    rng = random.Random(seed)
+    fresh = itertools.count(existing)
+    out = []
+    i = 0
+    while i < commits or (while_alive is not None and while_alive()):
+        alive = while_alive() if while_alive else False
+        recs = upserts(rng, batch, existing, fresh, i + 1)
+        t0 = time.perf_counter()
+        _commit(w, clock, recs)
+        out.append((t0, time.perf_counter(), alive and (while_alive() if while_alive else False)))
+        i += 1
+    return out
+
+
+def _indexer(table: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    cmd = [sys.executable, "-m", "hoodie_lab.cli", "index", str(table), "--type", "record_index",
+           "--concurrency-mode", "optimistic_concurrency_control", "--lock-provider", "filesystem",
+           "--poll", "0.1", "--json"]
+    # its own session: a separate job, as Hudi's HoodieIndexer is (with the kernel's autogroup scheduling a
+    # child in the benchmark's session would split the benchmark's CPU share instead of taking its own)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+
+
+def _commit_gaps(table: Path, after: float = 0.0, until: float = float("inf")) -> list[float]:
+    """Seconds between consecutive data commits (their completion times, wall clock) of the pipeline's run,
+    the first one left out (it includes the query's start); only gaps ending in [after, until]."""
+    from lakeio.ondisk.reader import read_table
+    from model.instant import to_millis
+
+    done = sorted(c for c in (to_millis(i.completion_time) / 1000 for i in read_table(table).timeline.completed()
+                              if i.action.value == "deltacommit") if c >= after)  # the run's own commits
+    return [b - a for a, b in zip(done, done[1:]) if b <= until]
+
+
+def pipeline_runs(tmp: Path, a: Path, b: Path, args) -> dict:
+    """Both pipeline runs; records/s over the whole run and per commit gap (alone: every gap of the run;
+    beside: the gaps that ended while the indexer was running)."""
+    import threading
+
+    from pipeline.job import prepare_run, run_job
+    from pipeline.spark import get_spark
+
+    spark = get_spark()
+    warm = tmp / "run-warm-up"  # Spark's first query pays its start-up: not counted
+    prepare_run(warm, mode="async", table_type="mor", table_version=8, records=2_000, batches=2, seed=args.seed)
+    run_job(warm, spark=spark, progress=None)
+    per_batch = args.pipeline_records / args.pipeline_batches
+    res: dict = {}
+    for table, beside in ((a, False), (b, True)):
+        root = tmp / f"run-{'beside' if beside else 'alone'}"
+        prepare_run(root, mode="async", table_type="mor", table_version=8, records=args.pipeline_records,
+                    batches=args.pipeline_batches, seed=args.seed, table=str(table))
+        start = time.time()
+        if beside:
+            proc = _indexer(table)
+            box: dict = {}
+
+            def wait():
+                box["out"], box["err"] = proc.communicate()
+                box["end"] = time.time()
+
+            th = threading.Thread(target=wait)
+            th.start()
+        s = run_job(root, spark=spark, progress=None)
+        key = "beside" if beside else "alone"
+        res[f"{key}_run_rps"] = args.pipeline_records / s["seconds"]
+        res[f"{key}_seconds"] = time.time() - start
+        if beside:
+            th.join()
+            gaps = _commit_gaps(table, start, box["end"])
+            res.update(proc=proc, out=box["out"], err=box["err"], idx_wall=box["end"] - start)
+        else:
+            gaps = _commit_gaps(table, start)
+        res[f"{key}_gaps"] = gaps
+        res[f"{key}_rps"] = per_batch / (sum(gaps) / len(gaps)) if gaps else float("nan")
+    return res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="100,000 records; a short pipeline run")
+    ap.add_argument("--mode", choices=["pipeline", "writer"], default="pipeline")
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--pipeline-records", type=int, default=60_000)
+    ap.add_argument("--pipeline-batches", type=int, default=12)
+    ap.add_argument("--batch", type=int, default=20_000)
+    ap.add_argument("--commits", type=int, default=12)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", action="store_true", help="keep the tables (printed)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.records, args.commits, args.batch = 100_000, 10, 5_000
+        args.pipeline_records, args.pipeline_batches = 10_000, 4
+    from lakeio.audit import audit_table
+
+    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed})", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-indexing-"))
+    try:
+        clock = Clock()
+        src = tmp / "src"
+        built = build_table(src, args.records, 100_000, clock)
+        print(f"table: {args.records:,} records in {built:.1f} s ({src})", flush=True)
+        a, b = tmp / "alone", tmp / "beside"
+        shutil.copytree(src, a)
+        shutil.copytree(src, b)
+        if args.mode == "pipeline":
+            r = pipeline_runs(tmp, a, b, args)
+            proc, out, err = r["proc"], r["out"], r["err"]
+            rps_alone, rps_beside = r["alone_rps"], r["beside_rps"]
+            what = (f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches; throughput "
+                    f"per commit gap: {len(r['alone_gaps'])} gaps alone, {len(r['beside_gaps'])} while the "
+                    f"indexer ran)")
+            if not r["beside_gaps"]:
+                print("no pipeline commit completed while the indexer ran: no overlap measured")
+                return 1
+        else:
+            wclock = Clock()
+            wclock.ms = clock.ms + 1000
+            alone = run_writer(a, wclock, existing=args.records, batch=args.batch, commits=args.commits,
+                               seed=args.seed)
+            rps_alone = len(alone) * args.batch / sum(e - s for s, e, _ in alone)
+            wclock2 = Clock()
+            wclock2.ms = clock.ms + 1000
+            proc = _indexer(b)
+            beside = run_writer(b, wclock2, existing=args.records, batch=args.batch, commits=args.commits,
+                                seed=args.seed, while_alive=lambda: proc.poll() is None)
+            out, err = proc.communicate()
+            during = [(s, e) for s, e, alive in beside if alive]
+            if not during:
+                print("the indexer finished before the writer's first commit: no overlap measured")
+                return 1
+            rps_beside = len(during) * args.batch / sum(e - s for s, e in during)
+            what = f"writer ({args.batch:,}-record commits; {len(during)} while the indexer ran)"
+        if proc.returncode != 0:
+            print(f"indexer failed (exit {proc.returncode}): {err.strip()}")
+            return 1
+        rep = json.loads(out)
+        ratio = rps_beside / rps_alone
+        counts: dict[str, int] = {}
+        for _, d in rep["decisions"]:
+            counts[d] = counts.get(d, 0) + 1
+        print(f"{what}: alone {rps_alone:,.0f} records/s, beside the indexer {rps_beside:,.0f} records/s "
+              f"({ratio:.1%})")
+        if args.mode == "pipeline":
+            print(f"whole runs: alone {r['alone_run_rps']:,.0f} records/s in {r['alone_seconds']:.1f} s, beside "
+                  f"{r['beside_run_rps']:,.0f} records/s in {r['beside_seconds']:.1f} s; the indexer process "
+                  f"ran {r['idx_wall']:.1f} s of it")
+        print(f"indexer: {rep['base_records']:,} records built in {rep['build_s']:.1f} s, catch-up "
+              f"{rep['catchup_s']:.1f} s over {len(rep['decisions'])} instants ({counts})")
+        t0 = time.perf_counter()
+        res = audit_table(str(b))
+        ok = next(v for v in res.verdicts if v.invariant == "MDT.record-index").holds and res.exit_code == 0
+        print(f"audit of the indexed table: {'holds' if ok else 'VIOLATED'} ({time.perf_counter() - t0:.1f} s)")
+        target = ratio >= 0.90
+        print(f"target throughput >= 90 % beside the indexer: {'met' if target else 'NOT met'}")
+        if args.keep:
+            print(f"tables kept in {tmp}")
+        return 0 if target and ok else 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+"""``hoodie-lab index``: building the record index asynchronously beside live writers (``lakeio/ondisk/mdt_index.py``
+over ``model/mdt/partitions.py``), checked by the audit (``MDT.record-index``: the index equals a rebuild); the
+broken designs the catch-up exists for are caught; aborts leave nothing; bad input is one line, exit 2, nothing
+written."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from hoodie_lab.cli import main as cli
+from lakeio.audit import audit_table
+from lakeio.ondisk import mdt, mdt_index
+from lakeio.ondisk.reader import read_table
+from mdt_util import batch, commit, copy_without_mdt, hudi_rs_rows, make_table, tree, writer
+from model.mdt import partitions as spec
+
+OK_ARGS = ["--type", "record_index", "--concurrency-mode", "optimistic_concurrency_control",
+           "--lock-provider", "filesystem"]
+SETTINGS = mdt_index.settings_from("optimistic_concurrency_control", "filesystem")
+
+
+def _verdict(path, name):
+    return next(v for v in audit_table(str(path)).verdicts if v.invariant == name)
+
+
+def _run_with_writes(path, w, clock, *, at_schedule=0, at_build=0, pending_at_build=False, **kw):
+    """Run the indexer, committing ``at_schedule`` batches between its schedule and execute steps and
+    ``at_build`` batches between its build and catch-up (the writer's commits take the same lock)."""
+    rng = random.Random(99)
+    pending = {}
+
+    def hook(msg):
+        if msg.startswith("scheduled"):
+            for i in range(at_schedule):
+                commit(w, clock, batch(rng, 15, 80, 100 + i, 0.2))
+        if msg.startswith("built"):
+            for i in range(at_build):
+                commit(w, clock, batch(rng, 15, 80, 200 + i, 0.2))
+            if pending_at_build:
+                t = clock()
+                w.start(t)
+                pending["t"] = t
+                pending["r"] = w.write_batch(t, batch(rng, 10, 80, 300), "upsert")
+
+    rep = mdt_index.run_index(path, "record_index", SETTINGS, progress=hook, poll_s=0.05, **kw)
+    return rep, pending
+
+
+def test_index_with_writes_at_every_step_passes_audit(tmp_path):
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=4)
+    rep, pending = _run_with_writes(path, w, clock, at_schedule=2, at_build=3, pending_at_build=True)
+    assert rep.outcome == "completed" and rep.base_records > 0
+    decisions = dict(rep.decisions)
+    assert list(decisions.values()).count(spec.CAUGHT_UP) >= 5  # in the snapshot or written by the writer
+    assert decisions[pending["t"]] == spec.SKIP_DEAD  # pending, no heartbeat
+    # the pending write commits after the index completed: the writer maintains the available partition
+    c = clock()
+    with mdt.committing(path, 8, pending["t"], c, pending["r"].write_stats):
+        w.commit(pending["t"], c, pending["r"])
+    props = (path / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=files,record_index" in props
+    assert "hoodie.table.metadata.partitions.inflight=\n" in props
+    tl = sorted(p.name for p in (path / ".hoodie" / "timeline").glob(f"{rep.instant}*"))
+    assert tl[:2] == [f"{rep.instant}.indexing.inflight", f"{rep.instant}.indexing.requested"]
+    assert len(tl) == 3 and tl[2].startswith(f"{rep.instant}_") and tl[2].endswith(".indexing")
+    r = audit_table(str(path))
+    assert r.exit_code == 0, [str(v) for v in r.verdicts if not v.holds]
+    assert _verdict(path, "MDT.record-index").holds
+    assert hudi_rs_rows(path) == hudi_rs_rows(copy_without_mdt(path, tmp_path / "nometa"))
+
+
+def test_index_beside_a_writer_thread(tmp_path):
+    """A writer thread commits without pause while the indexer runs in this thread (real interleavings)."""
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    stop, started = threading.Event(), threading.Event()
+    errors, done, after = [], [], []
+    lock = threading.Lock()
+
+    def tick():
+        with lock:
+            return clock()
+
+    def write():
+        rng = random.Random(4)
+        try:
+            i = 0
+            while not stop.is_set() or len(after) < 3:  # at least 3 commits once the indexer started
+                t = commit(w, tick, batch(rng, 10, 200, 1000 + i, 0.1))
+                (after if started.is_set() else done).append(t)
+                i += 1
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    th = threading.Thread(target=write)
+    th.start()
+    try:
+        while len(done) < 2:
+            time.sleep(0.01)
+        started.set()
+        rep = mdt_index.run_index(path, "record_index", SETTINGS, poll_s=0.02)
+        stop.set()
+    finally:
+        stop.set()
+        th.join()
+    assert not errors, errors
+    assert rep.outcome == "completed" and len(after) >= 3
+    r = audit_table(str(path))
+    assert r.exit_code == 0, [str(v) for v in r.verdicts if not v.holds]
+
+
+def test_catchup_repairs_a_writer_that_ignores_the_inflight_partition(tmp_path, monkeypatch):
+    """A writer that updates only available partitions (``writer_partitions(include_inflight=False)``) leaves
+    its commits during the build out of the index; the catch-up finds them (completed, MDT deltacommit
+    without the partition) and applies them, so the index still passes."""
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    monkeypatch.setattr(mdt, "writer_partitions", lambda s: spec.writer_partitions(s, include_inflight=False))
+    rep, _ = _run_with_writes(path, w, clock, at_build=2)
+    assert [d for _, d in rep.decisions].count(spec.APPLY) == 2
+    assert _verdict(path, "MDT.record-index").holds
+
+
+def test_broken_catchup_by_instant_time_is_caught(tmp_path, monkeypatch):
+    """The same writer with a catch-up that takes any completed MDT instant of the same time as caught up
+    (``check=instant-time``, the reading of Hudi's set-of-timestamps check): the index misses the keys those
+    commits moved, and the audit says which (``MDT.record-index``, exit 1)."""
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    monkeypatch.setattr(mdt, "writer_partitions", lambda s: spec.writer_partitions(s, include_inflight=False))
+    real = spec.catchup_decision
+    monkeypatch.setattr(mdt_index, "catchup_decision", lambda **kw: real(**kw, check=spec.INSTANT_TIME))
+    rep, _ = _run_with_writes(path, w, clock, at_build=2)
+    assert rep.outcome == "completed"
+    v = _verdict(path, "MDT.record-index")
+    assert not v.holds and v.involved and "differ from a rebuild" in v.detail
+    assert audit_table(str(path)).exit_code == 1
+
+
+def test_readable_before_complete_is_caught(tmp_path):
+    """I17: a partition made available while its indexing instant is still pending is a violation."""
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    seen = {}
+
+    def hook(msg):
+        if msg.startswith("built"):  # flip the table config to "available" under the indexer's feet
+            st = mdt.partition_states(path)
+            mdt.write_partition_states(path, spec.PartitionStates(st.available | {"record_index"},
+                                                                  st.inflight - {"record_index"}))
+            r = audit_table(str(path))
+            seen["v"] = [v for v in r.verdicts if v.invariant == "I17.partition-state"]
+            mdt.write_partition_states(path, st)
+
+    mdt_index.run_index(path, "record_index", SETTINGS, progress=hook)
+    assert any(not v.holds and "pending" in v.detail for v in seen["v"])
+    assert all(v.holds for v in audit_table(str(path)).verdicts if v.invariant == "I17.partition-state")
+
+
+@pytest.mark.parametrize("where", ["build", "catchup"])
+def test_abort_leaves_nothing(tmp_path, capsys, where):
+    path = tmp_path / "t"
+    make_table(path, commits=3)
+    with pytest.raises(mdt_index.IndexAborted) as e:
+        mdt_index.run_index(path, "record_index", SETTINGS, fail_at=where)
+    assert e.value.exit_code == 1 and "removed" in str(e.value)
+    props = (path / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=files\n" in props and "record_index" not in props
+    assert not (mdt.MetadataTable(path).base / "record_index").exists()
+    assert not list((path / ".hoodie" / "timeline").glob("*.indexing*"))
+    assert [i.requested for i in mdt.MetadataTable(path).instants()][0] == mdt.INIT_TIME
+    assert audit_table(str(path)).exit_code == 0
+    # the same index can be built afterwards
+    assert mdt_index.run_index(path, "record_index", SETTINGS).outcome == "completed"
+
+
+def test_catchup_timeout_on_a_live_pending_write_aborts(tmp_path, capsys):
+    """A pending write whose heartbeat is alive is waited for; past ``--timeout`` the index aborts, exit 1,
+    one line."""
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    t = clock()
+    w.start(t)
+    w.write_batch(t, batch(random.Random(2), 10, 60, 9), "upsert")
+    hb = path / ".hoodie" / ".heartbeat"
+    hb.mkdir(parents=True)
+    (hb / t).write_text("")
+    assert cli(["index", str(path), *OK_ARGS, "--timeout", "0.3", "--poll", "0.05"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Index catchup failed" in err[0] and t in err[0]
+    assert "record_index" not in (path / ".hoodie" / "hoodie.properties").read_text()
+    assert audit_table(str(path)).exit_code == 0
+
+
+def test_cli_completes_and_reports(tmp_path, capsys):
+    path = tmp_path / "t"
+    make_table(path, commits=3)
+    assert cli(["index", str(path), *OK_ARGS]) == 0
+    out = capsys.readouterr().out
+    assert "index record_index: completed" in out and "records built" in out
+    assert cli(["audit", str(path)]) == 0
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("args,expect", [
+    (["--type", "record_index", "--lock-provider", "filesystem"], "SINGLE_WRITER"),
+    (["--type", "record_index", "--concurrency-mode", "single_writer", "--lock-provider", "filesystem"],
+     "SINGLE_WRITER"),
+    (["--type", "record_index", "--concurrency-mode", "optimistic_concurrency_control"], "lock provider"),
+    (["--type", "record_index", "--concurrency-mode", "bogus", "--lock-provider", "filesystem"], "unknown mode"),
+    (["--type", "record_index", "--concurrency-mode", "optimistic_concurrency_control", "--lock-provider", "zk"],
+     "--lock-provider"),
+    (["--type", "secondary", *OK_ARGS[2:]], "unknown"),
+    (["--type", "column_stats", *OK_ARGS[2:]], "record_index only"),
+    (["--type", "files", *OK_ARGS[2:]], "already exists"),
+    ([*OK_ARGS, "--timeout", "0"], "--timeout"),
+    ([*OK_ARGS, "--poll", "-1"], "--poll"),
+])
+def test_bad_requests_one_line_exit_2_nothing_written(tmp_path, capsys, args, expect):
+    path = tmp_path / "t"
+    make_table(path, commits=2)
+    before = tree(path)
+    assert cli(["index", str(path), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expect in err[0], err
+    assert tree(path) == before
+
+
+def test_existing_and_inflight_index_refused(tmp_path, capsys):
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=2)
+    # inflight: an indexer still running (stopped here, between build and catch-up)
+    seen = {}
+
+    def hook(msg):
+        if msg.startswith("built"):
+            before = tree(path)
+            seen["rc"] = cli(["index", str(path), *OK_ARGS])
+            seen["err"] = capsys.readouterr().err
+            seen["same"] = tree(path) == before
+
+    mdt_index.run_index(path, "record_index", SETTINGS, progress=hook)
+    assert seen["rc"] == 2 and "already being built" in seen["err"] and seen["same"]
+    before = tree(path)
+    assert cli(["index", str(path), *OK_ARGS]) == 2
+    assert "already exists" in capsys.readouterr().err and tree(path) == before
+
+
+@pytest.mark.parametrize("case", ["tv6", "no-mdt", "not-a-table"])
+def test_tables_it_cannot_index(tmp_path, capsys, case):
+    path = tmp_path / "t"
+    if case == "tv6":
+        commit(writer(path, version=6), __import__("mdt_util").Clock(), batch(random.Random(1), 10, 30, 0))
+    elif case == "no-mdt":
+        commit(writer(path), __import__("mdt_util").Clock(), batch(random.Random(1), 10, 30, 0), hook=False)
+    else:
+        path.mkdir()
+    before = tree(path)
+    assert cli(["index", str(path), *OK_ARGS]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0]
+    assert tree(path) == before
+
+
+def test_nothing_to_index_when_the_first_write_is_pending(tmp_path, capsys):
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=0)
+    t = clock()
+    w.start(t)
+    # the MDT exists once a hooked commit ran; create it from the (empty) listing
+    with mdt.committing(path, 8, t, clock(), []):
+        pass
+    mdt.rolling_back(path, 8, t, clock(), clock())
+    w.start(clock())  # a pending first write: no contiguous completed write
+    before = tree(path)
+    assert cli(["index", str(path), *OK_ARGS]) == 0
+    assert "nothing to index" in capsys.readouterr().out
+    assert tree(path) == before
+
+
+# ------------------------------------------------------------------------------------ live Spark pipeline
+@pytest.mark.spark
+def test_index_built_during_a_live_pipeline_run_passes_audit(tmp_path, spark):
+    from pipeline.job import prepare_run, run_job
+
+    root = tmp_path / "run"
+    prepare_run(root, mode="async", table_type="mor", table_version=8, records=400, batches=8, seed=3,
+                malformed=0, commit_latency_ms=150)
+    table = root / "table"
+    box = {}
+    th = threading.Thread(target=lambda: box.setdefault("summary", run_job(root, spark=spark, progress=None)))
+    th.start()
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not box:
+            tl = table / ".hoodie" / "timeline"
+            if tl.is_dir() and len([p for p in tl.iterdir() if p.name.endswith(".deltacommit") and "_" in p.name]) >= 2:
+                break
+            time.sleep(0.05)
+        rep = mdt_index.run_index(table, "record_index", SETTINGS, poll_s=0.05)
+        live = "summary" not in box
+    finally:
+        th.join()
+    assert rep.outcome == "completed"
+    assert live, "the pipeline finished before the index: no overlap"
+    assert len(box["summary"]["commits"]) == 8
+    dt = {i.requested_time for i in read_table(table).timeline.completed()}
+    assert any(t > rep.instant for t in dt)  # commits after the indexer started maintained the index
+    r = audit_table(str(table))
+    assert r.exit_code == 0, [str(v) for v in r.verdicts if not v.holds]
+    assert next(v for v in r.verdicts if v.invariant == "MDT.record-index").holds
