@@ -1,0 +1,73 @@
+"""Focused tests for model.lsm, model.archival and model.logblocks that `make mutate` showed unchecked by the
+fast tests (hudi-semantics.md sections 5-6, I15-I16).
+
+The LSM history directory as a listing (``LSMTimeline``: data files, ``manifest_<N>``, ``_version_``, temp
+manifests ignored), manifest names, the refusals the archival and LSM machines raise (their kind and reason
+are what a counterexample prints), and the log block constructors the log reader's rules use.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from model.archival import ArchivalConfigError, ArchivalStepRefused
+from model.errors import CodecError, ModelError
+from model.logblocks import BlockKind, LogBlock, delete_block, rollback_block
+from model.lsm import (EMPTY, LSMRecord, LSMState, LSMStepRefused, VERSION_FILE, is_temp_manifest, manifest_name,
+                       parse_manifest_name)
+
+
+def test_manifest_names_round_trip_and_refuse_non_manifests():
+    """``LSMTimeline#getManifestVersion`` / ``#getManifestFilePath``: ``manifest_<N>``, N >= 1."""
+    for v in (1, 2, 10, 123):
+        assert manifest_name(v) == f"manifest_{v}" and parse_manifest_name(manifest_name(v)) == v
+    for bad in ("manifest_0", "manifest_", "manifest_1.tmp", "manifest_x", "xmanifest_1", "manifest_-1", "_version_"):
+        with pytest.raises(CodecError) as e:
+            parse_manifest_name(bad)
+        assert bad in str(e.value) and "not a manifest file (manifest_<N>, N >= 1)" in str(e.value)
+    with pytest.raises(CodecError, match="manifest versions start at 1"):
+        manifest_name(0)
+
+
+def test_temp_manifests_are_recognised_by_prefix_and_suffix():
+    assert is_temp_manifest("manifest_3.tmp")
+    assert not is_temp_manifest("manifest_3") and not is_temp_manifest("x_manifest_3.tmp")
+    assert not is_temp_manifest("manifest_3.tmpx") and not is_temp_manifest("version.tmp")
+
+
+def test_listing_is_every_name_in_the_directory_sorted():
+    r = LSMRecord("20250101000000100", "20250101000000200", "commit")
+    s = LSMState(files=(("b.parquet", (r,)), ("a.parquet", ())), manifests=((2, ("a.parquet",)), (1, ())),
+                 version=2, temp=("manifest_3.tmp",))
+    assert s.listing() == sorted(["a.parquet", "b.parquet", "manifest_1", "manifest_2", "manifest_3.tmp",
+                                  VERSION_FILE])
+    assert LSMState(files=(("a.parquet", ()),)).listing() == ["a.parquet"]  # no _version_ when absent
+    assert EMPTY.listing() == []
+
+
+@pytest.mark.parametrize("cls", [LSMStepRefused, ArchivalStepRefused])
+def test_step_refusals_carry_kind_and_reason(cls):
+    e = cls("write-version", "manifest_2 is not written yet")
+    assert isinstance(e, ModelError) and (e.kind, e.why) == ("write-version", "manifest_2 is not written yet")
+    assert e.args == ("write-version", "manifest_2 is not written yet")
+    assert str(e) == "[write-version] manifest_2 is not written yet"
+    again = pickle.loads(pickle.dumps(e))
+    assert type(again) is cls and str(again) == str(e)
+
+
+def test_archival_config_error_names_the_hudi_key():
+    e = ArchivalConfigError("hoodie.keep.min.commits", "must be below hoodie.keep.max.commits")
+    assert (e.key, e.problem) == ("hoodie.keep.min.commits", "must be below hoodie.keep.max.commits")
+    assert e.args == ("hoodie.keep.min.commits", "must be below hoodie.keep.max.commits")
+    assert str(e) == "hoodie.keep.min.commits: must be below hoodie.keep.max.commits"
+    assert str(pickle.loads(pickle.dumps(e))) == str(e) and isinstance(e, ModelError)
+
+
+def test_log_block_constructors():
+    """``HoodieDeleteBlock`` carries data (deletes); a rollback ``HoodieCommandBlock`` names its target."""
+    d = delete_block("20250101000000100")
+    assert d == LogBlock(BlockKind.DELETE, "20250101000000100") and d.carries_data and d.target_instant is None
+    rb = rollback_block("20250101000000300", "20250101000000100")
+    assert rb == LogBlock(BlockKind.COMMAND, "20250101000000300", "20250101000000100") and not rb.carries_data

@@ -1,0 +1,82 @@
+"""Focused tests for model.timeline and model.completion_time queries that `make mutate` showed unchecked by
+the fast tests (hudi-semantics.md sections 1 and 3.4).
+
+``HoodieActiveTimeline`` queries: an instant's visible state, the completed / pending filters by action, the
+write timeline, completion-time ranges ``(start, end]`` ordered by completion time (incremental reads, tv8+),
+the last completed instant, and ``CompletionTimeQueryViewV2#getInstantTimes``.
+"""
+
+from __future__ import annotations
+
+from model.completion_time import CompletionTimeQueryView
+from model.instant import Action, State
+from model.timeline import Timeline
+
+
+def T(n: int) -> str:
+    return f"2025010100000{n:04d}"
+
+
+def tl_with(*instants, version: int = 8) -> Timeline:
+    tl = Timeline(version)
+    for action, req, comp in instants:
+        tl.create(T(req), action)
+        if comp == "requested":
+            continue
+        tl.transition_to_inflight(T(req), action)
+        if comp is not None:
+            tl.complete(T(req), action, T(comp))
+    return tl
+
+
+def test_state_of_and_state_signature():
+    tl = tl_with((Action.COMMIT, 10, 20), (Action.DELTACOMMIT, 30, None), (Action.CLEAN, 40, "requested"))
+    assert tl.state_of(T(10), Action.COMMIT) is State.COMPLETED
+    assert tl.state_of(T(30), Action.DELTACOMMIT) is State.INFLIGHT
+    assert tl.state_of(T(40), Action.CLEAN) is State.REQUESTED
+    assert tl.state_of(T(10), Action.DELTACOMMIT) is None and tl.state_of(T(50), Action.COMMIT) is None
+    assert tl.state_signature() == ((T(10), State.COMPLETED), (T(30), State.INFLIGHT), (T(40), State.REQUESTED))
+    assert Timeline(8).state_signature() == ()
+
+
+def test_is_completed_completion_time_and_last_completed():
+    tl = tl_with((Action.COMMIT, 10, 25), (Action.DELTACOMMIT, 20, 22), (Action.DELTACOMMIT, 30, None),
+                 (Action.CLEAN, 40, 41))
+    assert tl.is_completed(T(10)) and not tl.is_completed(T(30)) and not tl.is_completed(T(99))
+    assert tl.completion_time(T(20)) == T(22) and tl.completion_time(T(30)) is None
+    assert tl.completion_time(T(99)) is None
+    assert tl.last_completed().requested_time == T(40)
+    assert tl.last_completed([Action.COMMIT, Action.DELTACOMMIT]).requested_time == T(20)
+    assert tl.last_completed([Action.ROLLBACK]) is None and Timeline(8).last_completed() is None
+
+
+def test_completed_in_range_is_open_closed_and_ordered_by_completion_time():
+    tl = tl_with((Action.COMMIT, 10, 40), (Action.DELTACOMMIT, 20, 30), (Action.DELTACOMMIT, 25, 30),
+                 (Action.DELTACOMMIT, 50, None))
+    got = lambda s, e: [i.requested_time for i in tl.completed_in_range(s, e)]  # noqa: E731
+    assert got(None, None) == [T(20), T(25), T(10)]  # completion 30, 30 (by requested), 40
+    assert got(T(30), None) == [T(10)] and got(None, T(30)) == [T(20), T(25)]
+    assert got(T(29), T(39)) == [T(20), T(25)] and got(T(30), T(40)) == [T(10)] and got(T(40), None) == []
+
+
+def test_completed_and_pending_filters_and_the_write_timeline():
+    tl = tl_with((Action.COMMIT, 10, 11), (Action.COMPACTION, 20, 21), (Action.DELTACOMMIT, 30, None),
+                 (Action.CLEAN, 40, 41), (Action.CLUSTERING, 50, "requested"))
+    assert [i.requested_time for i in tl.completed([Action.COMMIT])] == [T(10), T(20)]  # compaction shows commit
+    assert [i.requested_time for i in tl.completed([Action.COMPACTION])] == [T(20)]
+    assert [i.requested_time for i in tl.pending()] == [T(30), T(50)]
+    assert [i.requested_time for i in tl.pending([Action.CLUSTERING])] == [T(50)]
+    assert [i.requested_time for i in tl.write_timeline()] == [T(10), T(20), T(30), T(50)]
+    assert [i.requested_time for i in tl.contiguous_completed_prefix()] == [T(10), T(20)]
+    assert tl.pending_times(Action.DELTACOMMIT) == [T(30)] and tl.pending_times(Action.COMMIT) == []
+
+
+def test_completion_time_query_view_instant_times():
+    """``getInstantTimes(start, end)``: completed instants by completion time in ``(start, end]``."""
+    tl = tl_with((Action.COMMIT, 10, 40), (Action.DELTACOMMIT, 20, 30), (Action.DELTACOMMIT, 25, 30),
+                 (Action.DELTACOMMIT, 50, None))
+    q = CompletionTimeQueryView(tl)
+    got = lambda s, e: [i.requested_time for i in q.instant_times(s, e)]  # noqa: E731
+    assert got(None, None) == [T(20), T(25), T(10)]
+    assert got(T(30), None) == [T(10)] and got(None, T(30)) == [T(20), T(25)] and got(T(40), None) == []
+    assert got(T(29), T(39)) == [T(20), T(25)]
