@@ -118,3 +118,22 @@ def test_a_pattern_matching_no_mutant_is_one_line_and_exit_2(tmp_path, monkeypat
     monkeypatch.setattr(mutate, "ROOT", tmp_path)
     with pytest.raises(mutate.BadInput, match=r"^patterns: \['model.nothing\*'\] match no mutant"):
         mutate.main(["--report-only", "--equivalent", str(tmp_path / "none.toml"), "model.nothing*"])
+
+
+def test_files_without_results_are_listed_as_not_measured(tmp_path, monkeypatch, capsys):
+    """A package added after the last run (model/concurrency/, model/mdt/) has no results: listed, not
+    silently left out of the total; a file mutmut made no mutant of (an empty .meta) is not listed."""
+    (tmp_path / "pyproject.toml").write_text('[tool.mutmut]\nsource_paths = ["model/"]\n')
+    for rel in ("model/a.py", "model/only_imports.py", "model/newpkg/b.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    write_meta(tmp_path, "model/a.py", {"model.a.x_f__mutmut_1": K})
+    write_meta(tmp_path, "model/only_imports.py", {})
+    results = mutate.load_results(tmp_path)
+    assert mutate.unmeasured_files(tmp_path, results, []) == ["model/newpkg/b.py"]
+    assert mutate.unmeasured_files(tmp_path, results, ["model.newpkg*"]) == ["model/newpkg/b.py"]
+    assert mutate.unmeasured_files(tmp_path, results, ["model.a*"]) == []
+    monkeypatch.setattr(mutate, "ROOT", tmp_path)
+    assert mutate.main(["--report-only", "--equivalent", str(tmp_path / "none.toml")]) == 0
+    assert "not measured (no mutmut result: new since the last run, or never run): model/newpkg/b.py" in \
+        capsys.readouterr().out
