@@ -26,7 +26,7 @@ def test_manifest_names_round_trip_and_refuse_non_manifests():
     for bad in ("manifest_0", "manifest_", "manifest_1.tmp", "manifest_x", "xmanifest_1", "manifest_-1", "_version_"):
         with pytest.raises(CodecError) as e:
             parse_manifest_name(bad)
-        assert bad in str(e.value) and "not a manifest file (manifest_<N>, N >= 1)" in str(e.value)
+        assert e.value.args[-1] == "not a manifest file (manifest_<N>, N >= 1)" and bad in str(e.value)
     with pytest.raises(CodecError, match="manifest versions start at 1"):
         manifest_name(0)
 

@@ -62,6 +62,7 @@ def test_file_slice_and_group_accessors():
     assert str(s) == f"p/fg-0@{T(10)}[{b.name}; 1 log(s)]"
     assert str(FileSlice(FG, T(10))) == f"p/fg-0@{T(10)}[-; 0 log(s)]"
     assert s.with_files(None, [l1, l1]) == FileSlice(FG, T(10), None, (l1, l1))
+    assert FileSlice(FG, T(10)).with_files(b, []) == FileSlice(FG, T(10), b, ())
     old, new = FileSlice(FG, T(10), b), FileSlice(FG, T(20))
     g = FileGroup(FG, (new, old))
     assert (g.partition, g.file_id, g.latest_slice) == ("p", "fg-0", new)
@@ -198,6 +199,9 @@ def test_tv6_latest_skips_uncommitted_slices_and_hides_the_base_of_a_pending_com
     assert shape(v.latest_file_slices()) == {T(20): (None, [T(20)])}
     assert shape(v.latest_file_slices_as_of(T(30), include_pending_compaction=False)) == {T(10): (T(10), [])}
     assert shape(v.latest_file_slices_as_of(T(15))) == {T(10): (T(10), [])}
+    # by default the pending compaction's slice is included (its base hidden, its log kept)
+    assert shape(v.latest_file_slices_as_of(T(30))) == {T(20): (None, [T(20)])}
+    assert shape(v.latest_file_slices_as_of(T(30), include_pending_compaction=True)) == {T(20): (None, [T(20)])}
     assert shape(v.latest_file_slices_as_of(T(9))) == {}
 
 
@@ -210,6 +214,10 @@ def test_pending_clustering_base_files_are_hidden_and_replaced_groups_dropped():
     assert [s.file_id for s in v.latest_file_slices()] == ["fg-0"]
     assert [s.file_id for s in v.latest_file_slices_as_of(T(29))] == ["fg-0", "fg-2"]
     assert [s.file_id for s in v.latest_file_slices_as_of(T(30))] == ["fg-0"]
+    # a replaced group does not hide the groups after it
+    v = FileSystemView(tl, [base(10), base(10, fid="fg-2")], [], replaced={FG: T(30)})
+    assert [s.file_id for s in v.latest_file_slices_as_of(T(30))] == ["fg-2"]
+    assert [s.file_id for s in v.latest_file_slices()] == ["fg-2"]
     v = FileSystemView(tl, [base(40)], [], pending_clustering={FG: T(40)})
     assert v.latest_file_slices() == [] and v.latest_merged_file_slices() == []
 
