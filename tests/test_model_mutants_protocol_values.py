@@ -34,6 +34,8 @@ def test_source_records_are_fixed_per_split_and_offset():
         with pytest.raises(IndexError, match=f"no record at split {split} offset {off}"):
             src.record(split, off)
     assert src.has(0, 2) and not src.has(0, 3)
+    big = Source(1, 2, seed=10**6)  # the mix wraps around the prime modulus
+    assert big.record(0, 1).value == (10**6 * 1_000_003 + 104_729) % 1_000_000_007 < 1_000_000_007
     assert (src.splits, src.records, src.seed) == (2, 3, 7)
 
 
