@@ -18,8 +18,8 @@ from model.protocol import events as E
 from model.protocol.config import ProtocolConfig
 from model.protocol.source import Record, Source
 from model.protocol.spec import SPEC, drain, enabled, guard, init, step, view
-from model.protocol.state import (TableState, _message, committed_records, describe, emitted_records, source,
-                                  table_view)
+from model.protocol.state import (TableState, _message, committed_records, describe, emitted_offsets, emitted_records,
+                                  source, table_view)
 from model.protocol.values import CompletedCheckpoint, TaskSnapshot, WriteMetadataEvent, WriteStatus
 
 
@@ -92,6 +92,8 @@ def test_emitted_records_up_to_the_checkpoint_or_everything_read():
                 last_completed=CompletedCheckpoint(1, (), (TaskSnapshot(2, 1, ()), TaskSnapshot(0, 1, ()))))
     src = source(s)
     assert emitted_records(s) == [src.record(0, 0), src.record(0, 1)]
+    assert emitted_offsets(s) == emitted_offsets(s, "checkpoint") == {(0, 0), (0, 1)}  # the default
+    assert emitted_offsets(s, "all") == {(0, 0), (0, 1), (0, 2), (1, 0)}
     assert emitted_records(s, "all") == [src.record(0, 0), src.record(0, 1), src.record(0, 2), src.record(1, 0)]
 
 
@@ -117,6 +119,9 @@ def test_the_spec_as_a_machine_delegates_to_the_functions():
     cfg = ProtocolConfig()
     s = SPEC.init(cfg, seed=5)
     assert s == init(cfg, 5) and s.seed == 5 and repr(SPEC) == "SPEC" and SPEC.name == "spec"
+    assert SPEC.init(cfg).seed == 0
+    with pytest.raises(ValueError, match="the spec takes no time source"):
+        SPEC.init(cfg, time_source=object())
     assert SPEC.enabled(s) == enabled(s) and E.Ingest(0) in SPEC.enabled(s)
     assert SPEC.guard(s, E.Ingest(0)) is None and SPEC.guard(s, E.CompleteCheckpoint()) == guard(
         s, E.CompleteCheckpoint()) is not None

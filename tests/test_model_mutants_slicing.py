@@ -348,3 +348,24 @@ def test_compaction_schedule_refusal_and_inputs():
     s = FileSlice(FG, T(10), base(10), (log(12),))
     assert compaction_inputs({T(20): {FG: s, FG1: FileSlice(FG1, T(1), None, (log(1, fid="fg-1"),))}}) == {
         T(20): (base(10), log(12), log(1, fid="fg-1"))}
+
+
+def test_as_of_read_boundaries():
+    """Time travel at the edges: a completed compaction's base is readable as of any t >= its requested time
+    (I9: it holds only logs completed before it), even before it completed; a slice whose base instant is t
+    itself is walked; groups without a slice <= t, or replaced by an admitted replacecommit, are skipped
+    without hiding the groups after them; older logs go in front of newer ones."""
+    v = tt_view(8)
+    assert shape(v.as_of_read(T(25)).slices) == {T(20): (T(20), [])}  # compaction t20 completed only at 30
+    assert shape(v.as_of_read(T(20)).slices) == {T(20): (T(20), [])}  # base instant == t
+    assert v.as_of_read(T(20)).slices[0].group == FG
+    tl = timeline(8, (Action.COMMIT, 10, 11), (Action.COMMIT, 50, 51), (Action.REPLACECOMMIT, 15, 16))
+    v = FileSystemView(tl, [base(50), base(10, fid="fg-1"), base(10, fid="fg-2")], [],
+                       replaced={("p", "fg-1"): T(15)})
+    assert [s.file_id for s in v.as_of_read(T(20)).slices] == ["fg-2"]  # fg-0 has no slice <= t, fg-1 replaced
+    # tv6: the newer slice's base is not readable (its commit is inflight): its logs follow the older slice's
+    tl6 = timeline(6, (Action.COMMIT, 10, 11), (Action.DELTACOMMIT, 12, 13), (Action.COMMIT, 30, None),
+                   (Action.DELTACOMMIT, 32, 33))
+    v6 = FileSystemView(tl6, [base(10), base(30)], [log(10), log(30)])
+    assert shape(v6.as_of_read(T(40)).slices) == {T(10): (T(10), [T(10), T(30)])}
+    assert v6.as_of_read(T(40)).slices[0] == FileSlice(FG, T(10), base(10), (log(10), log(30)))

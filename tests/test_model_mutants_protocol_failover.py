@@ -1,0 +1,57 @@
+"""Focused tests for model.protocol.failover / .state helpers that `make mutate` showed unchecked by the fast
+tests: what restarted tasks send (``StreamWriteFunction#sendBootstrapEvent``: after a task failover, an
+empty bootstrap only; after a same-graph global failover with ``resend_on_global_failover``, the empty
+bootstrap then the still-pending write metadata of the restored task state), and the instant-state helpers
+(``filterPendingExcludingCompaction().containsInstant``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from model.instant import Action, Instant, State as IState
+from model.protocol import failover
+from model.protocol.config import ProtocolConfig
+from model.protocol.spec import init
+from model.protocol.state import TableState, is_completed, is_pending
+from model.protocol.values import (CompletedCheckpoint, TaskSnapshot, WriteMetadataEvent, WriteStatus,
+                                   empty_bootstrap)
+
+I1, I2 = "20250101000001000", "20250101000002000"
+
+
+def restored_state(**cfg):
+    """Async event delivery (messages stay in the channels, so what was sent is visible); checkpoint 1 holds
+    task 0's write metadata under the still-pending instant I1."""
+    s = init(ProtocolConfig(event_delivery="async", **cfg))
+    ev = WriteMetadataEvent(0, 1, I1, (WriteStatus(0, 0, 1),), True)
+    table = TableState(timeline=(Instant(I1, Action.DELTACOMMIT, IState.INFLIGHT),), heartbeats=frozenset({I1}))
+    ckp = CompletedCheckpoint(1, (), (TaskSnapshot(1, 1, (ev,)), TaskSnapshot(0, 1, ())))
+    return replace(s, table=table, last_completed=ckp), ev
+
+
+def test_a_task_failover_sends_only_empty_bootstraps():
+    s, _ = restored_state()
+    after = failover.task_failover(s, 0)
+    assert after.channels == ((empty_bootstrap(0, 1),), (empty_bootstrap(1, 1),))
+    assert [w.attempt for w in after.writers] == [1, 1] and after.pending is None
+    single = failover.task_failover(restored_state(task_failover="single")[0], 1)
+    assert single.channels == ((), (empty_bootstrap(1, 1),))
+
+
+def test_a_global_failover_resends_the_pending_task_state():
+    s, ev = restored_state()
+    after = failover.global_failover(s, False)
+    assert after.channels == ((empty_bootstrap(0, 1), ev), (empty_bootstrap(1, 1),))
+    assert not after.table.heartbeats  # stop_all_heartbeats
+    off = failover.global_failover(restored_state(resend_on_global_failover=False)[0], False)
+    assert off.channels == ((empty_bootstrap(0, 1),), (empty_bootstrap(1, 1),))
+    # a recreated coordinator: tasks start at attempt 0 and send the restored pending state only
+    fresh = failover.global_failover(s, True)
+    assert fresh.channels == ((ev,), ()) and [w.attempt for w in fresh.writers] == [0, 0]
+
+
+def test_instant_state_helpers():
+    t = TableState(timeline=(Instant(I1, Action.DELTACOMMIT, IState.COMPLETED, I2),
+                             Instant(I2, Action.DELTACOMMIT, IState.REQUESTED)))
+    assert is_completed(t, I1) and not is_completed(t, I2) and not is_completed(t, "x")
+    assert is_pending(t, I2) and not is_pending(t, I1) and not is_pending(t, "x")
