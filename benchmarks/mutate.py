@@ -177,6 +177,19 @@ def print_report(rows, target: float) -> Counter:
     return total
 
 
+#: Verdicts ``--open`` runs again: no verdict yet, or not killed.
+OPEN = ("not checked", "survived", "no tests", "suspicious", "interrupted")
+
+
+def open_mutants(results: dict[str, dict[str, int | None]], patterns: list[str]) -> list[str]:
+    """The mutants of the selected part (all with no patterns) that have no verdict yet or were not killed.
+
+    mutmut re-runs every mutant a name pattern matches, checked or not; ``--open`` passes it these names
+    instead, so an interrupted run continues and survivors are re-tested after new tests, nothing else."""
+    return sorted(n for codes in results.values() for n, c in codes.items() if status_of(c) in OPEN
+                  and (not patterns or any(fnmatch.fnmatch(n, p) for p in patterns)))
+
+
 def run_mutmut(patterns: list[str], max_children: int, niceness: int) -> int:
     exe = Path(sys.executable).parent / "mutmut"
     if not exe.exists():
@@ -184,7 +197,8 @@ def run_mutmut(patterns: list[str], max_children: int, niceness: int) -> int:
     env = dict(os.environ, HYPOTHESIS_PROFILE="mutate")
     env.pop("PYTHONPATH", None)  # mutants/ must win; mutmut puts it first on sys.path itself
     cmd = ["nice", "-n", str(niceness), str(exe), "run", "--max-children", str(max_children), *patterns]
-    print("running:", "HYPOTHESIS_PROFILE=mutate", " ".join(cmd), flush=True)
+    shown = cmd if len(patterns) <= 8 else cmd[: len(cmd) - len(patterns) + 3] + [f"... ({len(patterns)} names)"]
+    print("running:", "HYPOTHESIS_PROFILE=mutate", " ".join(shown), flush=True)
     return subprocess.call(cmd, cwd=ROOT, env=env)
 
 
@@ -197,12 +211,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--report-only", action="store_true", help="do not run mutmut; report the results in mutants/")
     ap.add_argument("--fresh", action="store_true", help="delete mutants/ first (mutmut otherwise re-tests only changes)")
     ap.add_argument("--equivalent", type=Path, default=EQUIVALENT_FILE, help="the equivalent-mutants file")
+    ap.add_argument("--open", action="store_true", help="run only the selected mutants with no verdict yet or not "
+                    "killed (continue an interrupted run; re-test survivors after adding tests)")
     ap.add_argument("--list-survivors", action="store_true", help="print every surviving / untested mutant's name")
     args = ap.parse_args(argv)
     if args.max_children < 1:
         raise BadInput(f"--max-children: must be at least 1, got {args.max_children}")
     if not 0 <= args.target <= 100:
         raise BadInput(f"--target: a percentage between 0 and 100, got {args.target}")
+    if args.open and (args.fresh or args.report_only):
+        raise BadInput("--open: continues the results in mutants/; not with --fresh or --report-only")
     if args.report_only and args.fresh:
         raise BadInput("--fresh: deletes the results --report-only would read; pass one of them")
 
@@ -212,8 +230,14 @@ def main(argv: list[str]) -> int:
     if not args.report_only:
         if args.fresh and (ROOT / "mutants").exists():
             shutil.rmtree(ROOT / "mutants")
+        names = args.patterns
+        if args.open:
+            if not (ROOT / "mutants").exists():
+                raise BadInput(f"--open: {ROOT / 'mutants'} holds no results yet; run without --open first")
+            names = open_mutants(load_results(ROOT), args.patterns)
+            print(f"--open: {len(names)} mutants without a verdict or not killed", flush=True)
         started = time.perf_counter()
-        rc = run_mutmut(args.patterns, args.max_children, args.nice)
+        rc = run_mutmut(names, args.max_children, args.nice) if names or not args.open else 0
         elapsed = time.perf_counter() - started
         if rc != 0:
             print(f"mutmut run failed (exit {rc}); the results below are what it recorded", flush=True)

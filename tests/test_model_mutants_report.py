@@ -137,3 +137,20 @@ def test_files_without_results_are_listed_as_not_measured(tmp_path, monkeypatch,
     assert mutate.main(["--report-only", "--equivalent", str(tmp_path / "none.toml")]) == 0
     assert "not measured (no mutmut result: new since the last run, or never run): model/newpkg/b.py" in \
         capsys.readouterr().out
+
+
+def test_open_selects_the_unchecked_and_not_killed_mutants_of_the_part(tmp_path):
+    write_meta(tmp_path, "model/a.py", {"model.a.x_f__mutmut_1": K, "model.a.x_f__mutmut_2": S,
+                                         "model.a.x_g__mutmut_1": None, "model.a.x_g__mutmut_2": TO,
+                                         "model.a.x_g__mutmut_3": NT})
+    write_meta(tmp_path, "model/b.py", {"model.b.x_h__mutmut_1": SUS, "model.b.x_h__mutmut_2": K})
+    results = mutate.load_results(tmp_path)
+    assert mutate.open_mutants(results, []) == ["model.a.x_f__mutmut_2", "model.a.x_g__mutmut_1",
+                                                "model.a.x_g__mutmut_3", "model.b.x_h__mutmut_1"]
+    assert mutate.open_mutants(results, ["model.b*"]) == ["model.b.x_h__mutmut_1"]
+
+
+@pytest.mark.parametrize("args", [["--open", "--fresh"], ["--open", "--report-only"]])
+def test_open_with_fresh_or_report_only_is_refused(args):
+    r = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--open" in r.stderr
