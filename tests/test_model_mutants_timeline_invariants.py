@@ -1,0 +1,86 @@
+"""Focused tests for model.invariants.timeline (I3-I5, hudi-semantics.md section 8): each check's verdict on
+a holding and on a violating timeline, with its text (what ``audit`` prints) and its involved list."""
+
+from __future__ import annotations
+
+from model.instant import Action, State
+from model.invariants import Verdict
+from model.invariants.timeline import (MAX_INVOLVED, _verdict, check_completed_action, check_no_write_during_restore,
+                                       check_single_writer, check_state_files)
+from model.timeline import OVERWRITE, Timeline
+
+
+def T(n: int) -> str:
+    return f"2025010100000{n:04d}"
+
+
+def test_verdict_quotes_three_sentences_and_names_each_culprit_once():
+    bad = [(f"w{i % 10}", f"s{i}") for i in range(12)]
+    v = _verdict("X", bad, "things", "ok")
+    assert v == Verdict("X", False, "12 things: s0; s1; s2", tuple(f"w{i}" for i in range(MAX_INVOLVED)))
+    assert _verdict("X", [], "things", "ok") == Verdict("X", True, "ok")
+    assert _verdict("X", [("a", "s"), ("a", "t")], "things") == Verdict("X", False, "2 things: s; t", ("a",))
+
+
+def test_state_files_a_pending_instant_needs_its_first_state_file():
+    """I3.legal-states: requested (inflight for a savepoint) must be present unless completed."""
+    tl = Timeline(8)
+    tl.load(T(10), Action.COMMIT, [State.REQUESTED, State.INFLIGHT], None)
+    tl.load(T(20), Action.COMMIT, [State.COMPLETED], T(21))       # archival leaves any subset
+    tl.load(T(30), Action.SAVEPOINT, [State.INFLIGHT], None)      # savepoint starts inflight
+    assert check_state_files(tl) == Verdict("I3.legal-states", True, "3 instants")
+    tl.load(T(40), Action.DELTACOMMIT, [State.INFLIGHT], None)
+    v = check_state_files(tl)
+    assert v == Verdict("I3.legal-states", False, f"1 instant(s) with an illegal set of state files: "
+                                                  f"{T(40)}.deltacommit has inflight but no requested file",
+                        (f"{T(40)}.deltacommit",))
+
+
+def test_single_writer_names_the_processes_of_each_state_file():
+    tl = Timeline(8, storage=OVERWRITE)
+    tl.create(T(10), Action.COMMIT, by="w1")
+    tl.transition_to_inflight(T(10), Action.COMMIT, by="w1")
+    assert check_single_writer(tl) == Verdict("I3.single-writer", True)
+    tl.create(T(10), Action.COMMIT, by="w2")
+    v = check_single_writer(tl)
+    assert v == Verdict("I3.single-writer", False,
+                        f"1 instant(s) whose files more than one process wrote: {T(10)}.commit has files written by "
+                        f"2 processes (requested by w1, w2; inflight by w1)", (f"{T(10)}.commit",))
+
+
+def test_completed_action_of_a_service():
+    """I4: compaction completes as commit; a deltacommit file at its time is the wrong action."""
+    tl = Timeline(8)
+    tl.load(T(10), Action.COMPACTION, [State.REQUESTED, State.INFLIGHT], None)
+    tl.load(T(10), Action.DELTACOMMIT, [State.COMPLETED], T(11))
+    v = check_completed_action(tl)
+    assert v == Verdict("I4.completed-action", False, f"1 service instant(s) completed under the wrong action: "
+                                                      f"{T(10)}.compaction completed as deltacommit, not commit",
+                        (f"{T(10)}.compaction",))
+    ok = Timeline(8)
+    ok.load(T(10), Action.COMPACTION, [State.REQUESTED, State.INFLIGHT], None)
+    ok.load(T(20), Action.DELTACOMMIT, [State.COMPLETED], T(21))
+    assert check_completed_action(ok).holds
+
+
+def test_no_write_during_restore_pending_and_completed():
+    """I5: no data write requested after a pending restore, or inside (restore, its completion) in layout 2."""
+    tl = Timeline(8)
+    tl.load(T(10), Action.RESTORE, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], T(30))
+    tl.load(T(20), Action.COMMIT, [State.REQUESTED], None)
+    tl.load(T(30), Action.DELTACOMMIT, [State.REQUESTED], None)  # at the completion: allowed
+    tl.load(T(5), Action.COMMIT, [State.REQUESTED], None)        # before: allowed
+    tl.load(T(25), Action.CLEAN, [State.REQUESTED], None)        # not a data write
+    v = check_no_write_during_restore(tl)
+    assert v == Verdict("I5.no-write-during-restore", False, f"1 write(s) started during a restore: "
+                                                             f"{T(20)}.commit started while restore {T(10)} was pending",
+                        (f"{T(20)}.commit",))
+    pend = Timeline(8)
+    pend.load(T(10), Action.RESTORE, [State.REQUESTED], None)
+    pend.load(T(90), Action.REPLACECOMMIT, [State.REQUESTED], None)
+    pend.load(T(10), Action.COMMIT, [State.REQUESTED], None)  # the same time: not after
+    assert check_no_write_during_restore(pend).involved == (f"{T(90)}.replacecommit",)
+    tv6 = Timeline(6)  # layout 1: completion times are not names; a completed restore is not judged
+    tv6.load(T(10), Action.RESTORE, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], T(30))
+    tv6.load(T(20), Action.COMMIT, [State.REQUESTED], None)
+    assert check_no_write_during_restore(tv6) == Verdict("I5.no-write-during-restore", True)
