@@ -71,3 +71,20 @@ def test_log_block_constructors():
     assert d == LogBlock(BlockKind.DELETE, "20250101000000100") and d.carries_data and d.target_instant is None
     rb = rollback_block("20250101000000300", "20250101000000100")
     assert rb == LogBlock(BlockKind.COMMAND, "20250101000000300", "20250101000000100") and not rb.carries_data
+
+
+def test_compaction_candidates_consecutive_and_the_broken_every_other():
+    """``LSMTimelineWriter#getCandidateFiles``: a level with >= batch files gives its first batch files by min
+    instant; the broken rule (for the suites) takes every other one -- not consecutive in instant order."""
+    from model.lsm import compaction_candidates, compaction_candidates_every_other, data_file_name
+    names = [data_file_name(f"2025010100000{i:02d}00", f"2025010100000{i:02d}50", 0) for i in range(7)]
+    other = data_file_name("20250101000000000", "20250101000000010", 1)
+    shuffled = names[::-1] + [other]
+    assert compaction_candidates(shuffled, 0, 3) == names[:3]
+    assert compaction_candidates(shuffled, 0, 7) == names and compaction_candidates(shuffled, 0, 8) == []
+    assert compaction_candidates(shuffled, 1, 1) == []  # one file: nothing to merge
+    assert compaction_candidates_every_other(shuffled, 0, 3) == [names[0], names[2], names[4]]
+    assert compaction_candidates_every_other(shuffled, 0, 7) == names[::2]
+    assert compaction_candidates_every_other(shuffled, 0, 8) == []
+    assert compaction_candidates_every_other(names[:3], 0, 3) == [names[0], names[2]]
+    assert compaction_candidates_every_other(names[:2], 0, 2) == []  # only one picked: nothing to merge

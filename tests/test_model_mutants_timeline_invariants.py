@@ -84,3 +84,32 @@ def test_no_write_during_restore_pending_and_completed():
     tv6.load(T(10), Action.RESTORE, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], T(30))
     tv6.load(T(20), Action.COMMIT, [State.REQUESTED], None)
     assert check_no_write_during_restore(tv6) == Verdict("I5.no-write-during-restore", True)
+
+
+def test_snapshot_files_exist_names_each_missing_file_with_its_slice():
+    """I8.snapshot-files-exist: every base and log file of the latest merged slices is listed."""
+    from model.filenames import BaseFile, LogFile
+    from model.invariants.timeline import check_snapshot_files_exist
+    from model.slicing import FileSystemView
+    tl = Timeline(8)
+    for req, comp in ((10, 11), (12, 13)):
+        tl.create(T(req), Action.DELTACOMMIT)
+        tl.transition_to_inflight(T(req), Action.DELTACOMMIT)
+        tl.complete(T(req), Action.DELTACOMMIT, T(comp))
+    b1, b0 = BaseFile("fg-1", "0-1-1", T(10), "parquet", "p"), BaseFile("fg-0", "0-1-1", T(10), "parquet", "p")
+    lg = LogFile("fg-0", T(12), 1, "0-1-1", False, "p")
+    view = FileSystemView(tl, [b1, b0], [lg])
+    ok = check_snapshot_files_exist(view, [b0.path, b1.path, lg.path, "p/other.parquet"])
+    assert ok == Verdict("I8.snapshot-files-exist", True,
+                         "every file of the latest snapshot named by commit metadata is present")
+    v = check_snapshot_files_exist(view, [lg.path])
+    assert v == Verdict("I8.snapshot-files-exist", False,
+                        f"2 file(s) of the latest snapshot missing: {b0.path} (file group fg-0, slice {T(10)}) is "
+                        f"missing; {b1.path} (file group fg-1, slice {T(10)}) is missing", (b0.path, b1.path))
+    assert check_snapshot_files_exist(view, [b0.path, b1.path]).involved == (lg.path,)
+    # the findings are reported in (partition, file id) order whatever order the view lists its slices in
+
+    class Reversed:
+        def latest_merged_file_slices(self):
+            return view.latest_merged_file_slices()[::-1]
+    assert check_snapshot_files_exist(Reversed(), []).involved == (b0.path, lg.path, b1.path)
