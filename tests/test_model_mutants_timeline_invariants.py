@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from model.instant import Action, State
 from model.invariants import Verdict
-from model.invariants.timeline import (MAX_INVOLVED, _verdict, check_completed_action, check_no_write_during_restore,
+from model.invariants.timeline import (MAX_INVOLVED, _verdict, check_completed_action, check_files_in_one_slice,
+                                       check_no_write_during_restore, check_reader_visibility,
                                        check_single_writer, check_state_files)
 from model.timeline import OVERWRITE, Timeline
 
@@ -113,3 +114,78 @@ def test_snapshot_files_exist_names_each_missing_file_with_its_slice():
         def latest_merged_file_slices(self):
             return view.latest_merged_file_slices()[::-1]
     assert check_snapshot_files_exist(Reversed(), []).involved == (b0.path, lg.path, b1.path)
+
+
+# ----------------------------------------------------------------------------------- I6-I8 on views
+def _files():
+    from model.filenames import BaseFile, LogFile
+    b10 = BaseFile("fg-0", "0-1-1", T(10), "parquet", "p")
+    b30 = BaseFile("fg-0", "0-1-1", T(30), "parquet", "p")
+    l10 = LogFile("fg-0", T(10), 1, "0-1-1", False, "p")
+    l20 = LogFile("fg-0", T(20), 1, "0-1-1", False, "p")
+    return b10, b30, l10, l20
+
+
+class View:
+    """A stand-in file-system view: the groups and latest slices given (what a broken view could build)."""
+
+    def __init__(self, groups, latest=()):
+        self.groups, self.latest = groups, latest
+
+    def file_groups(self):
+        return self.groups
+
+    def latest_file_slices(self):
+        return list(self.latest)
+
+
+def test_files_in_one_slice_both_rules():
+    """I7 (instant-time): a log sits in the slice named by its instant; I6: each committed file in one slice."""
+    from model.slicing import FileGroup, FileGroupId, FileSlice
+    b10, b30, l10, l20 = _files()
+    g = FileGroupId("p", "fg-0")
+    good = View([FileGroup(g, (FileSlice(g, T(30), b30), FileSlice(g, T(10), b10, (l10,))))])
+    assert check_files_in_one_slice(good, [b10, b30], [l10], rule="instant-time") == Verdict(
+        "I7.slice-by-instant-time", True)
+    assert check_files_in_one_slice(good, [b10], [l10], rule="completion-time") == Verdict(
+        "I6.slice-by-completion-time", True)
+    # l10 in slice t30 (wrong for I7, fine for I6), l20 nowhere, b10 twice
+    bad = View([FileGroup(g, (FileSlice(g, T(30), b30, (l10,)), FileSlice(g, T(10), b10))),
+                FileGroup(FileGroupId("p", "fg-x"), (FileSlice(FileGroupId("p", "fg-x"), T(10), b10),))])
+    v = check_files_in_one_slice(bad, [b10, b30], [l10, l20], rule="instant-time")
+    assert v == Verdict("I7.slice-by-instant-time", False,
+                        f"3 committed file(s) not in exactly one (correct) slice: {b10.path} is in 2 slices; "
+                        f"{l10.path} names base instant {T(10)} but sits in slice {T(30)}; {l20.path} is in 0 slices",
+                        (b10.path, l10.path, l20.path))
+    v6 = check_files_in_one_slice(bad, [b30], [l10], rule="completion-time")
+    assert v6.holds and v6.invariant == "I6.slice-by-completion-time"
+
+
+def test_reader_visibility_names_every_kind_of_invisible_file():
+    """I8.reader-visibility: no replaced group, no base of a non-completed instant or pending clustering, and
+    (layout 2) no log of a non-completed deltacommit in the latest slices; archived instants are completed."""
+    from model.slicing import FileSlice, FileGroupId
+    b10, b30, l10, l20 = _files()
+    g = FileGroupId("p", "fg-0")
+    tl = Timeline(8)
+    tl.load(T(10), Action.COMMIT, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], T(11))
+    tl.load(T(20), Action.DELTACOMMIT, [State.REQUESTED], None)
+    tl.load(T(30), Action.CLUSTERING, [State.REQUESTED], None)
+    ok = View([], [FileSlice(g, T(10), b10, (l10,))])
+    assert check_reader_visibility(ok, tl) == Verdict("I8.reader-visibility", True)
+    old = FileSlice(g, T(5), type(b10)("fg-0", "0-1-1", T(5), "parquet", "p"))
+    assert check_reader_visibility(View([], [old]), tl).holds  # before the active timeline: archived
+    v = check_reader_visibility(View([], [FileSlice(g, T(30), b30, (l20,))]), tl, replaced={("p", "fg-0"): T(40)},
+                                pending_clustering_instants=[T(30)])
+    assert v == Verdict("I8.reader-visibility", False,
+                        f"4 file(s) a reader must not see: file group p/fg-0 replaced by {T(40)} is visible; "
+                        f"{b30.path} of non-completed instant {T(30)} is visible; "
+                        f"{b30.path} of pending clustering {T(30)} is visible",
+                        ("p/fg-0", b30.path, l20.path))
+    tl6 = Timeline(6)  # layout 1: logs are not filtered at planning time
+    tl6.load(T(10), Action.COMMIT, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], None)
+    tl6.load(T(20), Action.DELTACOMMIT, [State.REQUESTED], None)
+    assert check_reader_visibility(View([], [FileSlice(g, T(10), b10, (l20,))]), tl6).holds
+    assert not check_reader_visibility(View([], [FileSlice(g, T(10), b10, (l20,))]), tl).holds
+    # an empty timeline knows no instant: nothing is archived, a log of any instant is uncommitted
+    assert not check_reader_visibility(View([], [FileSlice(g, T(10), None, (l10,))]), Timeline(8)).holds
