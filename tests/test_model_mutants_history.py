@@ -88,3 +88,21 @@ def test_compaction_candidates_consecutive_and_the_broken_every_other():
     assert compaction_candidates_every_other(shuffled, 0, 8) == []
     assert compaction_candidates_every_other(names[:3], 0, 3) == [names[0], names[2]]
     assert compaction_candidates_every_other(names[:2], 0, 2) == []  # only one picked: nothing to merge
+
+
+def test_log_blocks_print_kind_instant_and_target():
+    assert str(delete_block("20250101000000100")) == "delete@20250101000000100"
+    assert str(rollback_block("20250101000000300", "20250101000000100")) == \
+        "command@20250101000000300->20250101000000100"
+
+
+def test_lsm_read_error_and_manifest_version_refusal():
+    from model.lsm import LSMReadError
+    e = LSMReadError("_version_", "names manifest_3, which does not exist")
+    assert (e.name, e.problem, e.args) == ("_version_", "names manifest_3, which does not exist",
+                                           ("_version_", "names manifest_3, which does not exist"))
+    assert str(e) == "_version_: names manifest_3, which does not exist" and isinstance(e, ModelError)
+    assert str(pickle.loads(pickle.dumps(e))) == str(e)
+    with pytest.raises(CodecError) as ce:
+        manifest_name(0)
+    assert (ce.value.name, ce.value.problem) == ("manifest_0", "manifest versions start at 1")

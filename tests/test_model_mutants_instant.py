@@ -70,3 +70,14 @@ def test_identity_and_printed_form():
     assert str(pend) == f"{t}.compaction[inflight]"
     assert str(done) == f"{t}->20250101000000200.commit[completed]"
     assert State.REQUESTED.label == "requested" and State.REQUESTED < State.INFLIGHT < State.COMPLETED
+
+
+def test_normalize_time_refusals_and_the_17_digit_boundary():
+    for bad, msg in ((None, "instant time None is not a string of digits"),
+                     ("12a", "instant time '12a' is not a string of digits"),
+                     ("123456789012345", "instant time '123456789012345' has 15 digits; expected 14 or 17")):
+        with pytest.raises(ValueError) as e:
+            normalize_time(bad)
+        assert str(e.value) == msg
+    assert normalize_time("20250101000000123") == "20250101000000123"  # exactly 17: kept, not cut
+    assert normalize_time("202501010000001234") == "20250101000000123"

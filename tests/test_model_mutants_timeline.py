@@ -80,3 +80,20 @@ def test_completion_time_query_view_instant_times():
     assert got(None, None) == [T(20), T(25), T(10)]
     assert got(T(30), None) == [T(10)] and got(None, T(30)) == [T(20), T(25)] and got(T(40), None) == []
     assert got(T(29), T(39)) == [T(20), T(25)]
+
+
+def test_revert_inflight_to_requested_only_for_inflight_compactions():
+    """``revertInstantFromInflightToRequested``: compaction/logcompaction only, from inflight only; each refusal
+    is an I3.revert TimelineError naming the instant."""
+    import pytest
+    from model.errors import TimelineError
+    tl = tl_with((Action.COMPACTION, 10, None), (Action.COMMIT, 20, None), (Action.LOGCOMPACTION, 30, "requested"))
+    assert tl.revert_inflight_to_requested(T(10), Action.COMPACTION).state is State.REQUESTED
+    assert tl.states_present(T(10), Action.COMPACTION) == frozenset({State.REQUESTED})
+    cases = [((T(20), Action.COMMIT), "only compaction/logcompaction revert to requested, not commit"),
+             ((T(30), Action.LOGCOMPACTION), f"{T(30)}.logcompaction[requested] is not inflight"),
+             ((T(99), Action.COMPACTION), f"no instant {T(99)}.compaction on the timeline")]
+    for args, detail in cases:
+        with pytest.raises(TimelineError) as e:
+            tl.revert_inflight_to_requested(*args)
+        assert (e.value.rule, e.value.detail) == ("I3.revert", detail)
