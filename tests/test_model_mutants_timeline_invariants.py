@@ -189,3 +189,49 @@ def test_reader_visibility_names_every_kind_of_invisible_file():
     assert not check_reader_visibility(View([], [FileSlice(g, T(10), b10, (l20,))]), tl).holds
     # an empty timeline knows no instant: nothing is archived, a log of any instant is uncommitted
     assert not check_reader_visibility(View([], [FileSlice(g, T(10), None, (l10,))]), Timeline(8)).holds
+
+
+def test_compaction_plan_blocks_tv6():
+    """I9.compaction-plan by blocks: data blocks older than tc in planned logs were completed before tc, unless
+    a rollback older than tc (a command block in any planned log of the group) undid them; archived = done."""
+    from model.filenames import LogFile
+    from model.invariants.timeline import check_compaction_plan_blocks, check_compaction_plans
+    from model.logblocks import data_block, rollback_block
+    tl = Timeline(6)
+    tl.load(T(10), Action.DELTACOMMIT, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], T(11))  # mtime known
+    tl.load(T(20), Action.DELTACOMMIT, [State.REQUESTED, State.INFLIGHT], None)
+    tl.load(T(25), Action.ROLLBACK, [State.REQUESTED], None)
+    tc = T(50)
+    l1 = LogFile("fg-0", T(10), 1, "0-1-1", False, "p")
+    l2 = LogFile("fg-0", T(10), 2, "0-1-1", False, "p")
+    l3 = LogFile("fg-0", T(10), 3, "0-1-1", False, "p")   # in the plan, no blocks known
+    blocks = {l1: [data_block(T(5)), data_block(T(10)), data_block(T(20)), data_block(T(60))],
+              l2: [rollback_block(T(25), T(99))]}       # a pending rollback's command block, not a data block
+    v = check_compaction_plan_blocks(tl, {tc: [l1, l2, l3]}, blocks)
+    assert v == Verdict("I9.compaction-plan", False,
+                        f"1 planned log block(s) not completed before the plan: compaction {tc} plans {l1.name}, which "
+                        f"holds data@{T(20)} of {T(20)}, not completed (pending, or rolled back after the plan)",
+                        (l1.name,))
+    # a rollback older than tc undoes T(20); one at tc itself does not
+    undo = {l1: blocks[l1], l2: [rollback_block(T(30), T(20))]}
+    assert check_compaction_plan_blocks(tl, {tc: [l1, l2]}, undo) == Verdict(
+        "I9.compaction-plan", True, "1 plan(s), by blocks")
+    at_tc = {l1: blocks[l1], l2: [rollback_block(tc, T(20))]}
+    assert not check_compaction_plan_blocks(tl, {tc: [l1, l2]}, at_tc).holds
+    # completed at or after tc
+    late = Timeline(8)
+    late.load(T(10), Action.DELTACOMMIT, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], T(50))
+    v = check_compaction_plan_blocks(late, {tc: [l1]}, {l1: [data_block(T(10))]})
+    assert v.detail.endswith(f"which holds data@{T(10)} of {T(10)} completed at {T(50)} >= {tc}")
+    assert check_compaction_plan_blocks(late, {T(51): [l1]}, {l1: [data_block(T(10))]}).holds
+    # by log names (tv8): the deltacommit of each planned log completed before tc
+    v = check_compaction_plans(late, {tc: [l1]})
+    assert v == Verdict("I9.compaction-plan", False, f"1 planned log file(s) not completed before the plan: compaction "
+                                                     f"{tc} plans {l1.name}, whose deltacommit {T(10)} completed at "
+                                                     f"{T(50)} >= {tc}", (l1.name,))
+    assert check_compaction_plans(late, {T(51): [l1]}) == Verdict("I9.compaction-plan", True, "1 plan(s)")
+    l_old = LogFile("fg-0", T(5), 1, "0-1-1", False, "p")
+    l_pend = LogFile("fg-0", T(20), 1, "0-1-1", False, "p")
+    assert check_compaction_plans(late, {tc: [l_old]}).holds  # archived
+    v = check_compaction_plans(tl, {tc: [l_pend]})
+    assert v.detail.endswith(f"compaction {tc} plans {l_pend.name} of deltacommit {T(20)}, which is not completed")
