@@ -97,3 +97,25 @@ def test_revert_inflight_to_requested_only_for_inflight_compactions():
         with pytest.raises(TimelineError) as e:
             tl.revert_inflight_to_requested(*args)
         assert (e.value.rule, e.value.detail) == ("I3.revert", detail)
+
+
+def test_revert_to_inflight_restores_the_pending_files():
+    """``revertToInflight``: requested+inflight (a savepoint: inflight only) again, no completion time; only a
+    completed instant can be reverted."""
+    import pytest
+    from model.errors import TimelineError
+    tl = tl_with((Action.COMMIT, 10, 20), (Action.SAVEPOINT, 30, "requested"), (Action.DELTACOMMIT, 40, None))
+    back = tl.revert_to_inflight(T(10), Action.COMMIT)
+    assert back.state is State.INFLIGHT and back.completion_time is None and tl.completion_time(T(10)) is None
+    assert tl.states_present(T(10), Action.COMMIT) == frozenset({State.REQUESTED, State.INFLIGHT})
+    assert [i.requested_time for i in tl.pending()][0] == T(10)
+    sp = Timeline(8)
+    sp.load(T(30), Action.SAVEPOINT, [State.INFLIGHT, State.COMPLETED], T(31))
+    sp.revert_to_inflight(T(30), Action.SAVEPOINT)
+    assert sp.states_present(T(30), Action.SAVEPOINT) == frozenset({State.INFLIGHT})
+    with pytest.raises(TimelineError) as e:
+        tl.revert_to_inflight(T(40), Action.DELTACOMMIT)
+    assert (e.value.rule, e.value.detail) == ("I3.revert", f"{T(40)}.deltacommit[inflight] is not completed")
+    with pytest.raises(TimelineError) as e:
+        tl.revert_to_inflight(T(99), Action.COMMIT)
+    assert e.value.rule == "I3.revert"

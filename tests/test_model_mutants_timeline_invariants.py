@@ -205,7 +205,7 @@ def test_compaction_plan_blocks_tv6():
     l1 = LogFile("fg-0", T(10), 1, "0-1-1", False, "p")
     l2 = LogFile("fg-0", T(10), 2, "0-1-1", False, "p")
     l3 = LogFile("fg-0", T(10), 3, "0-1-1", False, "p")   # in the plan, no blocks known
-    blocks = {l1: [data_block(T(5)), data_block(T(10)), data_block(T(20)), data_block(T(60))],
+    blocks = {l1: [data_block(T(60)), data_block(tc), data_block(T(5)), data_block(T(10)), data_block(T(20))],
               l2: [rollback_block(T(25), T(99))]}       # a pending rollback's command block, not a data block
     v = check_compaction_plan_blocks(tl, {tc: [l1, l2, l3]}, blocks)
     assert v == Verdict("I9.compaction-plan", False,
@@ -218,6 +218,11 @@ def test_compaction_plan_blocks_tv6():
         "I9.compaction-plan", True, "1 plan(s), by blocks")
     at_tc = {l1: blocks[l1], l2: [rollback_block(tc, T(20))]}
     assert not check_compaction_plan_blocks(tl, {tc: [l1, l2]}, at_tc).holds
+    # the first instant of the active timeline is not archived
+    first_pending = Timeline(6)
+    first_pending.load(T(20), Action.DELTACOMMIT, [State.REQUESTED], None)
+    assert not check_compaction_plan_blocks(first_pending, {tc: [l1]}, {l1: [data_block(T(20))]}).holds
+    assert check_compaction_plan_blocks(first_pending, {tc: [l1]}, {l1: [data_block(T(19))]}).holds
     # completed at or after tc
     late = Timeline(8)
     late.load(T(10), Action.DELTACOMMIT, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], T(50))
