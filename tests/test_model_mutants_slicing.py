@@ -197,6 +197,7 @@ def test_tv6_latest_skips_uncommitted_slices_and_hides_the_base_of_a_pending_com
     tl = timeline(6, (Action.COMMIT, 10, 11), (Action.COMPACTION, 20, None))
     v = FileSystemView(tl, [base(10), base(20)], [log(20)])
     assert shape(v.latest_file_slices()) == {T(20): (None, [T(20)])}
+    assert v.latest_file_slices()[0] == FileSlice(FG, T(20), None, (log(20),))
     assert shape(v.latest_file_slices_as_of(T(30), include_pending_compaction=False)) == {T(10): (T(10), [])}
     assert shape(v.latest_file_slices_as_of(T(15))) == {T(10): (T(10), [])}
     # by default the pending compaction's slice is included (its base hidden, its log kept)

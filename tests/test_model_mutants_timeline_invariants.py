@@ -238,5 +238,30 @@ def test_compaction_plan_blocks_tv6():
     l_old = LogFile("fg-0", T(5), 1, "0-1-1", False, "p")
     l_pend = LogFile("fg-0", T(20), 1, "0-1-1", False, "p")
     assert check_compaction_plans(late, {tc: [l_old]}).holds  # archived
+    assert not check_compaction_plans(first_pending, {tc: [l_pend]}).holds  # the first active instant: not archived
+    assert check_compaction_plans(Timeline(8), {tc: [l_old]}).detail.startswith("1 planned log file(s)")
     v = check_compaction_plans(tl, {tc: [l_pend]})
     assert v.detail.endswith(f"compaction {tc} plans {l_pend.name} of deltacommit {T(20)}, which is not completed")
+
+
+def test_compaction_holds_follows_merged_base_files_transitively():
+    """A compaction's base holds what its plan merged, and what the merged base held; a base with no known plan
+    (a commit) holds everything older than it; nothing holds a file of its own or a newer slice."""
+    from model.filenames import BaseFile, LogFile
+    from model.invariants.timeline import compaction_holds
+    from model.slicing import FileGroupId
+    g = FileGroupId("p", "fg-0")
+    b = {t: BaseFile("fg-0", "0-1-1", T(t), "parquet", "p") for t in (10, 20, 30)}
+    lg = {t: LogFile("fg-0", T(t), 1, "0-1-1", False, "p") for t in (12, 15, 25)}
+    other = LogFile("fg-1", T(12), 1, "0-1-1", False, "p")
+    inputs = {T(30): [b[20], lg[25], other], T(20): [b[10], lg[15]]}
+    assert compaction_holds(g, b[30], lg[25], T(20), inputs)                      # merged directly
+    assert compaction_holds(g, b[30], lg[15], T(10), inputs)                      # via base 20's plan
+    assert compaction_holds(tuple(g), b[30], b[10], T(10), inputs)                # base 10 merged by 20
+    assert not compaction_holds(g, b[30], lg[12], T(10), inputs)                  # in no plan
+    assert not compaction_holds(g, b[30], other, T(10), inputs)                   # another group's file
+    assert not compaction_holds(g, b[30], lg[25], T(30), inputs)                  # not an older slice
+    assert compaction_holds(g, b[30], lg[12], T(10), None)                        # plans unknown: holds all older
+    assert compaction_holds(g, b[10], lg[12], T(5), inputs)                       # base 10: a commit, no plan
+    self_ref = {T(30): [b[30], lg[25]]}                                           # a plan naming its own base
+    assert not compaction_holds(g, b[30], lg[12], T(10), self_ref)
