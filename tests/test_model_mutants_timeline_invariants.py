@@ -238,6 +238,7 @@ def test_compaction_plan_blocks_tv6():
     l_old = LogFile("fg-0", T(5), 1, "0-1-1", False, "p")
     l_pend = LogFile("fg-0", T(20), 1, "0-1-1", False, "p")
     assert check_compaction_plans(late, {tc: [l_old]}).holds  # archived
+    assert check_compaction_plans(late, {tc: [l_old, l1]}).involved == (l1.name,)  # and the next log is judged
     assert not check_compaction_plans(first_pending, {tc: [l_pend]}).holds  # the first active instant: not archived
     assert check_compaction_plans(Timeline(8), {tc: [l_old]}).detail.startswith("1 planned log file(s)")
     v = check_compaction_plans(tl, {tc: [l_pend]})
