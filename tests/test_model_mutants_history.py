@@ -106,3 +106,66 @@ def test_lsm_read_error_and_manifest_version_refusal():
     with pytest.raises(CodecError) as ce:
         manifest_name(0)
     assert (ce.value.name, ce.value.problem) == ("manifest_0", "manifest versions start at 1")
+
+
+# ------------------------------------------------------------------------------------ LSM reading
+def _rec(t: str, action: str = "commit") -> LSMRecord:
+    return LSMRecord(t, t[:-3] + "999", action)
+
+
+def test_data_file_ranges_are_closed_min_max_against_closed_open_queries():
+    """``LSMTimeline#isFileInRange``: [min, max] meets [start, end)."""
+    from model.lsm import DataFile, data_file_name
+    f = DataFile("20250101000000100", "20250101000000200", 0)
+    assert f.name == data_file_name(f.min_time, f.max_time, 0) == "20250101000000100_20250101000000200_0.parquet"
+    assert f.overlaps(None, None) and f.overlaps("20250101000000200", None) and not f.overlaps("20250101000000201", None)
+    assert f.overlaps(None, "20250101000000101") and not f.overlaps(None, "20250101000000100")
+    assert f.overlaps("20250101000000150", "20250101000000160")
+
+
+def test_latest_version_falls_back_to_the_greatest_manifest_and_a_missing_manifest_is_a_read_error():
+    """``LSMTimeline#latestSnapshotVersion``: ``_version_`` if readable, else the greatest manifest, else -1."""
+    from model.lsm import LSMReadError, latest_manifest, latest_version
+    assert latest_version(EMPTY) == -1 and latest_manifest(EMPTY) == ()
+    s = LSMState(manifests=((1, ("a",)), (3, ("b",))), version=1)
+    assert latest_version(s) == 1 and latest_manifest(s) == ("a",)
+    assert latest_version(LSMState(manifests=s.manifests, version=1, version_readable=False)) == 3
+    assert latest_version(LSMState(manifests=s.manifests)) == 3
+    with pytest.raises(LSMReadError) as e:
+        latest_manifest(LSMState(manifests=s.manifests, version=2))
+    assert (e.value.name, e.value.problem) == ("manifest_2", "_version_ names version 2 but manifest_2 does not exist")
+
+
+def test_load_instants_reads_overlapping_files_of_the_latest_manifest_once_per_instant():
+    """``ArchivedTimelineLoaderV2#loadInstants``: files of the latest manifest in range, records in [start, end),
+    one per instant time (a re-archived batch's duplicate is the same instant)."""
+    from model.lsm import LSMReadError, data_file_name, load_instants, read_files, records
+    a, b, c = "20250101000000100", "20250101000000200", "20250101000000300"
+    f1, f2 = data_file_name(a, b, 0), data_file_name(b, c, 0)
+    old = data_file_name(a, a, 0)
+    s = LSMState(files=((f1, (_rec(a), _rec(b))), (f2, (_rec(b, "deltacommit"), _rec(c))), (old, (_rec(a),))),
+                 manifests=((1, (old,)), (2, (f1, f2))), version=2)
+    assert read_files(s) == [f1, f2] and read_files(s, c, None) == [f2] and read_files(s, None, b) == [f1]
+    recs, files = load_instants(s, b, c)
+    assert recs == [_rec(b)] and files == [f1, f2]  # b from f1 (first), c excluded (end is open)
+    assert load_instants(s, None, None)[0] == [_rec(a), _rec(b), _rec(c)] == records(s)
+    assert load_instants(s, a, b)[0] == [_rec(a)]
+    gone = LSMState(files=((f1, ()),), manifests=((2, (f1, f2)),), version=2)
+    with pytest.raises(LSMReadError) as e:
+        read_files(gone)
+    assert (e.value.name, e.value.problem) == (f2, "listed by the latest manifest but missing")
+
+
+def test_lsm_step_guards_say_why_they_refuse():
+    from model.lsm import (DeleteDataFile, DeleteManifest, WriteDataFile, WriteManifest, apply, data_file_name, guard)
+    f = data_file_name("20250101000000100", "20250101000000200", 0)
+    assert guard(EMPTY, WriteDataFile(f, ())) == "the instant actions to write should not be empty"
+    assert guard(EMPTY, WriteManifest((), f)) == f"{f} does not exist (getFileEntry reads its length)"
+    assert guard(EMPTY, DeleteManifest(4)) == "manifest_4 does not exist"
+    assert guard(EMPTY, DeleteDataFile(f)) == f"{f} does not exist"
+    broken = LSMState(files=((f, (_rec("20250101000000100"),)),), version=3)
+    assert guard(broken, WriteManifest((), f)).startswith("the latest manifest cannot be read (manifest_3: ")
+    assert guard(broken, WriteManifest((), f, ahead=True)) is None
+    with pytest.raises(LSMStepRefused) as e:
+        apply(EMPTY, DeleteManifest(4))
+    assert (e.value.kind, e.value.why) == ("delete-manifest", "manifest_4 does not exist")
