@@ -55,3 +55,23 @@ def test_instant_state_helpers():
                              Instant(I2, Action.DELTACOMMIT, IState.REQUESTED)))
     assert is_completed(t, I1) and not is_completed(t, I2) and not is_completed(t, "x")
     assert is_pending(t, I2) and not is_pending(t, I1) and not is_pending(t, "x")
+
+
+def test_reset_to_checkpoint_restores_entries_and_starts_a_coordinator_epoch():
+    """``StreamWriteOperatorCoordinator#resetToCheckpoint``: the serialized entries replace the working state (or,
+    1.1.1's same-graph failover, are merged over it); a new epoch starts and every restored key counts as
+    assigned (I10 is judged per epoch)."""
+    from model.protocol.coordinator import reset_to_checkpoint
+    from model.protocol.state import Assignment, CoordinatorState, History
+    from model.protocol.values import BufferEntry
+    s = init(ProtocolConfig())
+    e1, e2, e3 = BufferEntry(I1, (None, None)), BufferEntry(I2, (None, None)), BufferEntry("x", (None, None))
+    s = replace(s, coordinator=CoordinatorState(((1, e3), (5, e3)), "x"),
+                history=History(steps=7, epoch=2, assignments=(Assignment(1, 2, 5, "x"),)))
+    fresh = reset_to_checkpoint(s, ((3, e2), (1, e1)), keep_memory=False)
+    assert fresh.coordinator.buffers == ((1, e1), (3, e2)) and fresh.coordinator.instant == ""
+    assert fresh.history.epoch == 3
+    assert fresh.history.assignments == (Assignment(1, 2, 5, "x"), Assignment(7, 3, 1, I1), Assignment(7, 3, 3, I2))
+    kept = reset_to_checkpoint(s, ((3, e2), (1, e1)), keep_memory=True)
+    assert kept.coordinator.buffers == ((1, e1), (3, e2), (5, e3)) and kept.coordinator.instant == "x"
+    assert kept.history.assignments[1:] == (Assignment(7, 3, 1, I1), Assignment(7, 3, 3, I2), Assignment(7, 3, 5, "x"))
