@@ -75,3 +75,42 @@ def test_reset_to_checkpoint_restores_entries_and_starts_a_coordinator_epoch():
     kept = reset_to_checkpoint(s, ((3, e2), (1, e1)), keep_memory=True)
     assert kept.coordinator.buffers == ((1, e1), (3, e2), (5, e3)) and kept.coordinator.instant == "x"
     assert kept.history.assignments[1:] == (Assignment(7, 3, 1, I1), Assignment(7, 3, 3, I2), Assignment(7, 3, 5, "x"))
+
+
+def test_global_failover_restores_the_checkpoint_and_recommits_the_entries_below_it():
+    """A global failover (``resetToCheckpoint`` then ``restoreEvents``): heartbeats stopped, the pending checkpoint
+    and the acks in flight dropped, the coordinator state of the last completed checkpoint restored, every entry
+    keyed below that checkpoint recommitted (``recommitInstant``), entries at or above it kept buffered; tasks
+    restart from their snapshot (attempt + 1, or 0 with a recreated coordinator)."""
+    from model.protocol.state import CommitAttempt, CoordinatorState, Pending
+    from model.protocol.values import BufferEntry
+    I3 = "20250101000003000"
+    ev1 = WriteMetadataEvent(0, 1, I1, (WriteStatus(0, 0, 2),), True)
+    ev2 = WriteMetadataEvent(1, 2, I3, (WriteStatus(1, 0, 1),), True)
+    e1, e2, e3 = BufferEntry(I1, (ev1, None)), BufferEntry(I3, (None, ev2)), BufferEntry(I2, (None, None))
+    nulled = BufferEntry(I3, (None, None))
+    inflight = tuple(Instant(t, Action.DELTACOMMIT, IState.INFLIGHT) for t in (I1, I2, I3))
+    s = replace(init(ProtocolConfig()), table=TableState(timeline=inflight, heartbeats=frozenset({I1, I2, I3}),
+                                                         created=3),
+                coordinator=CoordinatorState(((1, e1), (3, e3)), I2), acks_in_flight=(2,),
+                pending=Pending(3, None, (None, None)),
+                last_completed=CompletedCheckpoint(2, ((1, e1), (2, e2)), (TaskSnapshot(2, 2, ()), TaskSnapshot(1, 2, ()))))
+    # a same-graph failover restarts tasks at attempt + 1: their empty bootstraps null their slots at keys >= their
+    # checkpoint id (``cleanLegacyEvents``); a recreated coordinator's tasks start at attempt 0 and send none
+    for recreate, attempt, kept in ((False, 1, nulled), (True, 0, e2)):
+        a = failover.global_failover(s, recreate)
+        assert a.pending is None and a.acks_in_flight == () and a.table.heartbeats == frozenset()
+        # key 1 recommitted; key 2 (= the checkpoint) kept; key 3 (working state only) dropped
+        assert a.coordinator.buffers == ((2, kept),)
+        assert a.history.commits == (CommitAttempt(0, 1, I1, "recommit", "committed"),) and a.history.epoch == 1
+        assert [i.state for i in a.table.timeline] == [IState.COMPLETED, IState.INFLIGHT, IState.INFLIGHT]
+        assert a.table.metadata == ((I1, (WriteStatus(0, 0, 2),)),)
+        assert [(w.attempt, w.offset, w.flushed, w.checkpoint_id) for w in a.writers] == \
+            [(attempt, 2, 2, 2), (attempt, 1, 1, 2)]
+    keep = failover.global_failover(replace(s, config=s.config.with_(reset_keeps_memory=True)), False)
+    assert keep.coordinator.buffers == ((2, nulled), (3, e3)) and keep.coordinator.instant == I2
+    recreated = failover.global_failover(replace(s, config=s.config.with_(reset_keeps_memory=True)), True)
+    assert recreated.coordinator.buffers[1:] == ()  # a new coordinator keeps no memory
+    none = failover.global_failover(replace(s, last_completed=None), False)
+    assert none.coordinator.buffers == () and none.history.commits == ()
+    assert [(w.attempt, w.offset, w.checkpoint_id) for w in none.writers] == [(1, 0, -1), (1, 0, -1)]
