@@ -169,3 +169,36 @@ def test_lsm_step_guards_say_why_they_refuse():
     with pytest.raises(LSMStepRefused) as e:
         apply(EMPTY, DeleteManifest(4))
     assert (e.value.kind, e.value.why) == ("delete-manifest", "manifest_4 does not exist")
+
+
+def test_log_reader_scan_rules():
+    """``AbstractHoodieLogRecordReader#scanInternal``: skip blocks of uncommitted instants (committed = completed,
+    or older than the active timeline); a rollback command block pops the queued blocks of its target and any
+    corrupt block on top; stop at a block newer than the instant read (corrupt blocks carry no usable time)."""
+    from model.instant import Action, State
+    from model.logblocks import committed_for_reader, data_block, scan, slice_blocks
+    from model.filenames import LogFile
+    from model.timeline import Timeline
+    t = [f"2025010100000{n:04d}" for n in range(10)]
+    tl = Timeline(8)
+    tl.load(t[2], Action.DELTACOMMIT, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], t[3])
+    tl.load(t[4], Action.DELTACOMMIT, [State.REQUESTED], None)
+    tl.load(t[6], Action.DELTACOMMIT, [State.REQUESTED, State.INFLIGHT, State.COMPLETED], t[7])
+    ok = committed_for_reader(tl)
+    assert ok(t[1]) and ok(t[2]) and not ok(t[4]) and not ok(t[5]) and ok(t[6])  # t1: archived
+    assert committed_for_reader(Timeline(8))(t[1]) is False  # an empty timeline: nothing archived
+    first_pending = Timeline(8)
+    first_pending.load(t[2], Action.DELTACOMMIT, [State.REQUESTED], None)
+    assert not committed_for_reader(first_pending)(t[2]) and committed_for_reader(first_pending)(t[1])
+    corrupt = LogBlock(BlockKind.CORRUPT, t[9])
+    d1, d2, d4, d6 = data_block(t[1]), data_block(t[2]), data_block(t[4]), data_block(t[6])
+    assert scan([d1, d2, d4, d6], tl) == [d1, d2, d6]
+    assert scan([d1, d2, corrupt, rollback_block(t[8], t[2]), d6], tl) == [d1, d6]   # pops corrupt, then d2
+    assert scan([d2, corrupt, d6], tl) == [d2, d6]                                     # a corrupt block is not data
+    assert scan([d1, d6, d2], tl, latest_instant=t[2]) == [d1]                         # stops at d6
+    assert scan([d1, d2, d6], tl, latest_instant=t[6]) == [d1, d2, d6]                 # == latest: read
+    assert scan([d1, corrupt, d2], tl, latest_instant=t[2]) == [d1, d2]                # corrupt: no time, no stop
+    l1 = LogFile("f", t[2], 1, "0-1-1")
+    l2 = LogFile("f", t[2], 2, "0-1-1")
+    assert slice_blocks([l2, l1], {l1: [d1], l2: [d2]}) == [d1, d2]
+    assert slice_blocks([l2, l1], {l2: [d2]}) == [d2]  # a log with no known blocks
