@@ -266,3 +266,32 @@ def test_compaction_holds_follows_merged_base_files_transitively():
     assert compaction_holds(g, b[10], lg[12], T(5), inputs)                       # base 10: a commit, no plan
     self_ref = {T(30): [b[30], lg[25]]}                                           # a plan naming its own base
     assert not compaction_holds(g, b[30], lg[12], T(10), self_ref)
+
+
+def test_log_blocks_read_names_rolled_back_and_uncommitted_blocks():
+    """I8.log-blocks: what the reader merges from each latest merged slice holds no block a rollback command block
+    of the group targets and no block of a non-completed instant (a broken reader is passed in to show it)."""
+    from model.filenames import BaseFile, LogFile
+    from model.invariants.timeline import check_log_blocks_read
+    from model.logblocks import data_block, rollback_block
+    from model.slicing import FileSystemView
+    tl = Timeline(8)
+    for req, comp in ((10, 11), (12, 13), (14, None), (16, 17)):
+        tl.create(T(req), Action.DELTACOMMIT)
+        tl.transition_to_inflight(T(req), Action.DELTACOMMIT)
+        if comp:
+            tl.complete(T(req), Action.DELTACOMMIT, T(comp))
+    b = BaseFile("fg-0", "0-1-1", T(10), "parquet", "p")
+    l12, l14 = LogFile("fg-0", T(12), 1, "0-1-1", False, "p"), LogFile("fg-0", T(14), 1, "0-1-1", False, "p")
+    l16 = LogFile("fg-0", T(16), 1, "0-1-1", False, "p")
+    view = FileSystemView(tl, [b], [l12, l14, l16])
+    blocks = {l12: [data_block(T(12))], l16: [rollback_block(T(16), T(12))]}   # l14: no blocks known
+    assert check_log_blocks_read(view, tl, blocks) == Verdict("I8.log-blocks", True)
+
+    def everything(bs, timeline):  # a reader that filters nothing
+        return list(bs)
+    v = check_log_blocks_read(view, tl, {**blocks, l14: [data_block(T(14))]}, reader=everything)
+    assert v == Verdict("I8.log-blocks", False,
+                        f"2 log block(s) a reader must not merge: p/fg-0: a reader merges data@{T(12)}, which rollback "
+                        f"command blocks roll back; p/fg-0: a reader merges data@{T(14)} of non-completed instant "
+                        f"{T(14)}", ("p/fg-0",))
