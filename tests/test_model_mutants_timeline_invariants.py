@@ -292,6 +292,10 @@ def test_log_blocks_read_names_rolled_back_and_uncommitted_blocks():
         return list(bs)
     v = check_log_blocks_read(view, tl, {**blocks, l14: [data_block(T(14))]}, reader=everything)
     assert v == Verdict("I8.log-blocks", False,
-                        f"2 log block(s) a reader must not merge: p/fg-0: a reader merges data@{T(12)}, which rollback "
-                        f"command blocks roll back; p/fg-0: a reader merges data@{T(14)} of non-completed instant "
-                        f"{T(14)}", ("p/fg-0",))
+                        f"1 log block(s) a reader must not merge: p/fg-0: a reader merges data@{T(12)}, which rollback "
+                        f"command blocks roll back", ("p/fg-0",))
+    # (l14 is not in the tv8 merged slice: logs of non-completed deltacommits are dropped before reading)
+    stray = {l12: [data_block(T(12)), data_block(T(14))]}   # a block of the pending instant inside a committed log
+    v = check_log_blocks_read(view, tl, stray, reader=everything)
+    assert v.detail == (f"1 log block(s) a reader must not merge: p/fg-0: a reader merges data@{T(14)} of "
+                        f"non-completed instant {T(14)}")
