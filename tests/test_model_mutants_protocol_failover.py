@@ -114,3 +114,41 @@ def test_global_failover_restores_the_checkpoint_and_recommits_the_entries_below
     none = failover.global_failover(replace(s, last_completed=None), False)
     assert none.coordinator.buffers == () and none.history.commits == ()
     assert [(w.attempt, w.offset, w.checkpoint_id) for w in none.writers] == [(1, 0, -1), (1, 0, -1)]
+
+
+def test_a_lost_event_fails_its_task():
+    """lose-event(t): the RPC carrying task t's oldest message fails and Flink fails the sending task (a task
+    failover); with the broken ``drop_failed_attempt_events=False`` the rest of its messages stay in flight."""
+    from model.protocol import events as E
+    from model.protocol.spec import guard, step
+    cfg = ProtocolConfig(event_delivery="async", drop_failed_attempt_events=False, task_failover="single")
+    ev = WriteMetadataEvent(0, -1, I1, (WriteStatus(0, 0, 1),))
+    ev2 = WriteMetadataEvent(0, -1, I1, (WriteStatus(0, 1, 2),))
+    ev3 = WriteMetadataEvent(1, -1, I1, (WriteStatus(1, 1, 2),))
+    s = replace(init(cfg), channels=((ev, ev2), (ev3,)))
+    assert guard(s, E.LoseEvent(0)) is None
+    assert guard(replace(s, channels=((), (ev3,))), E.LoseEvent(0)) == "no message in flight from task 0"
+    assert guard(replace(s, crashes=1), E.LoseEvent(0)) == "crash budget spent (max_crashes=1)"
+    a = step(s, E.LoseEvent(0))
+    assert a.channels == ((ev2, empty_bootstrap(0, -1)), (ev3,))
+    assert a.crashes == 1 and [w.attempt for w in a.writers] == [1, 0]
+    dropped = step(replace(s, config=s.config.with_(drop_failed_attempt_events=True)), E.LoseEvent(0))
+    assert dropped.channels == ((empty_bootstrap(0, -1),), (ev3,))
+
+
+def test_an_instant_request_timeout_fails_the_task():
+    """request-timeout(t) (Hudi #19902): only while task t would be granted an instant, within the crash budget
+    and when the fault is enabled; the task fails (a region failover: every task restarts)."""
+    from model.protocol import events as E
+    from model.protocol.spec import guard, step
+    s = init(ProtocolConfig())
+    w = s.writers
+    s = replace(s, writers=(replace(w[0], offset=2), w[1]))  # task 0's buffer is full: it must flush
+    assert guard(s, E.RequestTimeout(0)) is None
+    assert guard(s, E.RequestTimeout(1)) == ("no instant request of task 1 in progress (task 1 has nothing to flush "
+                                             "(buffer not full, no barrier))")
+    assert guard(replace(s, crashes=1), E.RequestTimeout(0)) == "crash budget spent (max_crashes=1)"
+    assert guard(replace(s, config=s.config.with_(faults=frozenset())), E.RequestTimeout(0)) == \
+        "fault request-timeout is not enabled"
+    a = step(s, E.RequestTimeout(0))
+    assert a.crashes == 1 and [(x.attempt, x.offset) for x in a.writers] == [(1, 0), (1, 0)]
