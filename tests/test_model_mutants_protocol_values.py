@@ -133,3 +133,41 @@ def test_the_spec_as_a_machine_delegates_to_the_functions():
     d, evs = SPEC.drain(replace(s1, faults_stopped=True))
     assert (d, evs) == drain(replace(s1, faults_stopped=True))
     assert all(v.holds for v in SPEC.check_drained(d))
+
+
+def test_drain_is_a_fixed_event_sequence():
+    """``drain``: stop faults; deliver messages (task order) and acks (oldest first); trigger a checkpoint, each
+    task requests an instant and snapshots in task order, messages again, complete; a blocked task times out;
+    at most ``max_checkpoints`` rounds; then a LAZY clean when failed writes remain."""
+    from model.protocol import variant
+
+    def drained(cfg, evs, *limit):
+        s = init(cfg)
+        for ev in evs:
+            s = step(s, ev)
+        d, out = drain(s, *limit)
+        return d, [str(e) for e in out]
+    two = [E.Ingest(0), E.Ingest(0)]
+    ckp = ["trigger-checkpoint()", "request-instant(task=0)", "snapshot-task(task=0)", "request-instant(task=1)",
+           "snapshot-task(task=1)"]
+    d, out = drained(ProtocolConfig(), two)
+    assert out == ["stop-faults()", *ckp, "complete-checkpoint()", "deliver-ack(checkpoint=1)"]
+    assert d.faults_stopped and d.last_completed.id == 1
+    assert drained(ProtocolConfig(), two, 0)[1] == ["stop-faults()"]
+    d, out = drained(ProtocolConfig(event_delivery="async"), [E.Ingest(0), E.Ingest(1)])
+    assert out == ["stop-faults()", *ckp, "deliver-event(task=0)", "deliver-event(task=0)", "deliver-event(task=1)",
+                   "deliver-event(task=1)", "complete-checkpoint()", "deliver-ack(checkpoint=1)"]
+    lost_ack = [E.Ingest(0), E.TriggerCheckpoint(), E.RequestInstant(0), E.SnapshotTask(0), E.CompleteCheckpoint(),
+                E.LoseAck(1), E.Ingest(0)]
+    blk = variant("blocking-lost-ack-stall", parallelism=1, records=2, buffer_size=1, max_checkpoints=2,
+                  faults=frozenset({"lost-ack"}))
+    assert drained(blk, lost_ack)[1] == ["stop-faults()", "trigger-checkpoint()", "instant-timeout(task=0)"]
+    # already stopped: no second stop-faults
+    s = replace(init(ProtocolConfig()), faults_stopped=True)
+    assert drain(s)[1] == []
+    # a pending instant whose heartbeat expired: a LAZY clean rolls it back; EAGER leaves it to the next start
+    failed = TableState(timeline=(Instant("20250101000001000", Action.DELTACOMMIT, IState.INFLIGHT),), created=1)
+    d, out = drain(replace(init(ProtocolConfig()), table=failed))
+    assert [str(e) for e in out] == ["stop-faults()", "clean()"] and d.table.timeline == ()
+    d, out = drain(replace(init(ProtocolConfig(failed_writes="eager", mode="blocking")), table=failed))
+    assert [str(e) for e in out] == ["stop-faults()"]
