@@ -21,9 +21,15 @@ one table per mutant name with the mutated line and the reason; an entry whose m
 longer matches (the function changed, mutmut renumbered) is stale, reported and not applied.
 
 mutmut keeps its results in ``mutants/``: a second run re-tests only functions that changed. Pass
-mutant-name patterns to test a part (``python benchmarks/mutate.py 'model.errors*'``), and
-``--fresh`` to delete ``mutants/`` first. ``mutmut results`` and ``mutmut show NAME`` list and show
-survivors.
+mutant-name patterns to test a part (``python benchmarks/mutate.py 'model.errors*'``; mutmut then re-runs
+every mutant they match, checked or not), ``--open`` to run only the selected mutants that have no verdict
+yet or were not killed (continue an interrupted run, re-test survivors after adding tests), and ``--fresh``
+to delete ``mutants/`` first. Source files without any result (a package added since the last run) are
+listed as not measured. ``mutmut results`` and ``mutmut show NAME`` list and show survivors.
+
+Changing the test selection or the pytest arguments of ``[tool.mutmut]`` makes mutmut discard every result;
+the selection is therefore by file-name pattern, so a new ``tests/test_model_mutants_<module>.py`` joins it
+without a change there.
 """
 
 from __future__ import annotations
