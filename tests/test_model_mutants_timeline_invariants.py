@@ -108,6 +108,9 @@ def test_snapshot_files_exist_names_each_missing_file_with_its_slice():
                         f"2 file(s) of the latest snapshot missing: {b0.path} (file group fg-0, slice {T(10)}) is "
                         f"missing; {b1.path} (file group fg-1, slice {T(10)}) is missing", (b0.path, b1.path))
     assert check_snapshot_files_exist(view, [b0.path, b1.path]).involved == (lg.path,)
+    log_only = FileSystemView(tl, [], [lg])  # a slice without a base file
+    assert check_snapshot_files_exist(log_only, []).involved == (lg.path,)
+    assert check_snapshot_files_exist(log_only, [lg.path]).holds
     # the findings are reported in (partition, file id) order whatever order the view lists its slices in
 
     class Reversed:
@@ -218,6 +221,8 @@ def test_compaction_plan_blocks_tv6():
         "I9.compaction-plan", True, "1 plan(s), by blocks")
     at_tc = {l1: blocks[l1], l2: [rollback_block(tc, T(20))]}
     assert not check_compaction_plan_blocks(tl, {tc: [l1, l2]}, at_tc).holds
+    assert check_compaction_plan_blocks(Timeline(6), {}, {}) == Verdict("I9.compaction-plan", True,
+                                                                         "0 plan(s), by blocks")  # empty timeline
     # the first instant of the active timeline is not archived
     first_pending = Timeline(6)
     first_pending.load(T(20), Action.DELTACOMMIT, [State.REQUESTED], None)
