@@ -291,6 +291,9 @@ def main(argv: list[str]) -> int:
         return 1
     verdict = "met" if s >= args.target else "MISSED"
     what = f"the mutants matching {' '.join(args.patterns)}" if args.patterns else "model/"
+    if total["not checked"]:
+        checked = sum(total.values()) - total["not checked"] - total["equivalent"]
+        verdict += f" over the {checked} checked mutants only ({total['not checked']} not checked)"
     print(f"\nmutation score of {what}: {s:.1f} % (target >= {args.target:g} %): {verdict}")
     print("replay one mutant: mutmut run NAME; show it: mutmut show NAME (HYPOTHESIS_PROFILE=mutate)")
     return 0 if s >= args.target and not contradicted and not total["not checked"] else 1
