@@ -132,6 +132,8 @@ def test_a_lost_event_fails_its_task():
     a = step(s, E.LoseEvent(0))
     assert a.channels == ((ev2, empty_bootstrap(0, -1)), (ev3,))
     assert a.crashes == 1 and [w.attempt for w in a.writers] == [1, 0]
+    b = step(s, E.LoseEvent(1))  # the last task's channel: the others stay as they were
+    assert b.channels == ((ev, ev2), (empty_bootstrap(1, -1),)) and [w.attempt for w in b.writers] == [0, 1]
     dropped = step(replace(s, config=s.config.with_(drop_failed_attempt_events=True)), E.LoseEvent(0))
     assert dropped.channels == ((empty_bootstrap(0, -1),), (ev3,))
 
