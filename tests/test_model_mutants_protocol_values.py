@@ -171,3 +171,12 @@ def test_drain_is_a_fixed_event_sequence():
     assert [str(e) for e in out] == ["stop-faults()", "clean()"] and d.table.timeline == ()
     d, out = drain(replace(init(ProtocolConfig(failed_writes="eager", mode="blocking")), table=failed))
     assert [str(e) for e in out] == ["stop-faults()"]
+
+
+def test_drain_finishes_a_checkpoint_some_tasks_already_snapshotted():
+    s = init(ProtocolConfig())
+    for ev in (E.Ingest(0), E.Ingest(0), E.TriggerCheckpoint(), E.RequestInstant(0), E.SnapshotTask(0)):
+        s = step(s, ev)
+    d, out = drain(s)
+    assert [str(e) for e in out] == ["stop-faults()", "request-instant(task=1)", "snapshot-task(task=1)",
+                                     "complete-checkpoint()", "deliver-ack(checkpoint=1)"]
