@@ -119,3 +119,22 @@ def test_revert_to_inflight_restores_the_pending_files():
     with pytest.raises(TimelineError) as e:
         tl.revert_to_inflight(T(99), Action.COMMIT)
     assert e.value.rule == "I3.revert"
+
+
+def test_completion_time_query_view_archived_and_completed_before():
+    """``CompletionTimeQueryViewV2``: ``isArchived(t)`` := t < the first non-savepoint commit of the active timeline
+    (never with the broken history-less lookup); ``isCompletedBefore(base, t)``: completion(t) < base, strictly."""
+    tl = tl_with((Action.COMMIT, 10, 20), (Action.DELTACOMMIT, 30, 40))
+    q = CompletionTimeQueryView(tl)
+    assert q.is_archived(T(9)) and not q.is_archived(T(10)) and not q.is_archived(T(11))
+    assert not CompletionTimeQueryView(tl, use_history=False).is_archived(T(9))
+    assert not CompletionTimeQueryView(Timeline(8)).is_archived(T(9))
+    assert q.is_completed_before(T(21), T(10)) and not q.is_completed_before(T(20), T(10))
+    assert not q.is_completed_before(T(99), T(50))
+
+
+def test_rolled_back_lists_the_targets_of_rollback_command_blocks_only():
+    from model.logblocks import BlockKind, LogBlock, data_block, rolled_back, rollback_block
+    blocks = [data_block(T(1)), rollback_block(T(3), T(1)), LogBlock(BlockKind.COMMAND, T(4)),
+              LogBlock(BlockKind.DATA, T(5), T(2))]
+    assert rolled_back(blocks) == frozenset({T(1)})
