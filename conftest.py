@@ -19,9 +19,10 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("debug", parent=settings.get_profile("ci"), verbosity=Verbosity.verbose)
-# `make mutate` (benchmarks/mutate.py): half the ci budget, derandomized and without the example database,
-# so a mutant's verdict does not depend on the run's seed or on examples another mutant saved.
-settings.register_profile("mutate", parent=settings.get_profile("ci"), max_examples=30, stateful_step_count=30,
+# `make mutate` (benchmarks/mutate.py): a sixth of the ci budget (every mutant re-runs the tests that reach
+# it, thousands of times), derandomized and without the example database, so a mutant's verdict does not
+# depend on the run's seed or on examples another mutant saved.
+settings.register_profile("mutate", parent=settings.get_profile("ci"), max_examples=10, stateful_step_count=20,
                           derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

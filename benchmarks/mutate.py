@@ -21,9 +21,15 @@ one table per mutant name with the mutated line and the reason; an entry whose m
 longer matches (the function changed, mutmut renumbered) is stale, reported and not applied.
 
 mutmut keeps its results in ``mutants/``: a second run re-tests only functions that changed. Pass
-mutant-name patterns to test a part (``python benchmarks/mutate.py 'model.errors*'``), and
-``--fresh`` to delete ``mutants/`` first. ``mutmut results`` and ``mutmut show NAME`` list and show
-survivors.
+mutant-name patterns to test a part (``python benchmarks/mutate.py 'model.errors*'``; mutmut then re-runs
+every mutant they match, checked or not), ``--open`` to run only the selected mutants that have no verdict
+yet or were not killed (continue an interrupted run, re-test survivors after adding tests), and ``--fresh``
+to delete ``mutants/`` first. Source files without any result (a package added since the last run) are
+listed as not measured. ``mutmut results`` and ``mutmut show NAME`` list and show survivors.
+
+Changing the test selection or the pytest arguments of ``[tool.mutmut]`` makes mutmut discard every result;
+the selection is therefore by file-name pattern, so a new ``tests/test_model_mutants_<module>.py`` joins it
+without a change there.
 """
 
 from __future__ import annotations
@@ -137,6 +143,28 @@ def table(results: dict[str, dict[str, int | None]], equivalent: set[str], patte
     return rows
 
 
+def unmeasured_files(root: Path, results: dict, patterns: list[str]) -> list[str]:
+    """Source files of ``[tool.mutmut] source_paths`` without mutmut results: new since the last run (a package
+    added after it), or never run. Files mutmut made no mutant of (imports, docstrings: an empty ``.meta``) and,
+    with patterns, files no pattern selects are left out."""
+    try:
+        sources = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mutmut"]["source_paths"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        sources = ["model/"]  # mutmut itself would refuse to run; report on the spec
+    out = []
+    for src in sources:
+        for f in sorted((root / src).rglob("*.py")):
+            rel = f.relative_to(root).as_posix()
+            if rel in results or (root / "mutants" / (rel + ".meta")).exists():
+                continue
+            module = rel[: -len(".py")].replace("/", ".")
+            if patterns and not any(fnmatch.fnmatch(module + ".x_", p) or fnmatch.fnmatch(module + ".xǁ", p)
+                                    for p in patterns):
+                continue
+            out.append(rel)
+    return out
+
+
 def score(c: Counter) -> float | None:
     tested = sum(c.values()) - c["equivalent"] - c["not checked"] - c["skipped"]
     return None if tested <= 0 else 100.0 * (c["killed"] + c["timeout"]) / tested
@@ -155,6 +183,19 @@ def print_report(rows, target: float) -> Counter:
     return total
 
 
+#: Verdicts ``--open`` runs again: no verdict yet, or not killed.
+OPEN = ("not checked", "survived", "no tests", "suspicious", "interrupted")
+
+
+def open_mutants(results: dict[str, dict[str, int | None]], patterns: list[str]) -> list[str]:
+    """The mutants of the selected part (all with no patterns) that have no verdict yet or were not killed.
+
+    mutmut re-runs every mutant a name pattern matches, checked or not; ``--open`` passes it these names
+    instead, so an interrupted run continues and survivors are re-tested after new tests, nothing else."""
+    return sorted(n for codes in results.values() for n, c in codes.items() if status_of(c) in OPEN
+                  and (not patterns or any(fnmatch.fnmatch(n, p) for p in patterns)))
+
+
 def run_mutmut(patterns: list[str], max_children: int, niceness: int) -> int:
     exe = Path(sys.executable).parent / "mutmut"
     if not exe.exists():
@@ -162,7 +203,8 @@ def run_mutmut(patterns: list[str], max_children: int, niceness: int) -> int:
     env = dict(os.environ, HYPOTHESIS_PROFILE="mutate")
     env.pop("PYTHONPATH", None)  # mutants/ must win; mutmut puts it first on sys.path itself
     cmd = ["nice", "-n", str(niceness), str(exe), "run", "--max-children", str(max_children), *patterns]
-    print("running:", "HYPOTHESIS_PROFILE=mutate", " ".join(cmd), flush=True)
+    shown = cmd if len(patterns) <= 8 else cmd[: len(cmd) - len(patterns) + 3] + [f"... ({len(patterns)} names)"]
+    print("running:", "HYPOTHESIS_PROFILE=mutate", " ".join(shown), flush=True)
     return subprocess.call(cmd, cwd=ROOT, env=env)
 
 
@@ -175,12 +217,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--report-only", action="store_true", help="do not run mutmut; report the results in mutants/")
     ap.add_argument("--fresh", action="store_true", help="delete mutants/ first (mutmut otherwise re-tests only changes)")
     ap.add_argument("--equivalent", type=Path, default=EQUIVALENT_FILE, help="the equivalent-mutants file")
+    ap.add_argument("--open", action="store_true", help="run only the selected mutants with no verdict yet or not "
+                    "killed (continue an interrupted run; re-test survivors after adding tests)")
     ap.add_argument("--list-survivors", action="store_true", help="print every surviving / untested mutant's name")
     args = ap.parse_args(argv)
     if args.max_children < 1:
         raise BadInput(f"--max-children: must be at least 1, got {args.max_children}")
     if not 0 <= args.target <= 100:
         raise BadInput(f"--target: a percentage between 0 and 100, got {args.target}")
+    if args.open and (args.fresh or args.report_only):
+        raise BadInput("--open: continues the results in mutants/; not with --fresh or --report-only")
     if args.report_only and args.fresh:
         raise BadInput("--fresh: deletes the results --report-only would read; pass one of them")
 
@@ -190,8 +236,14 @@ def main(argv: list[str]) -> int:
     if not args.report_only:
         if args.fresh and (ROOT / "mutants").exists():
             shutil.rmtree(ROOT / "mutants")
+        names = args.patterns
+        if args.open:
+            if not (ROOT / "mutants").exists():
+                raise BadInput(f"--open: {ROOT / 'mutants'} holds no results yet; run without --open first")
+            names = open_mutants(load_results(ROOT), args.patterns)
+            print(f"--open: {len(names)} mutants without a verdict or not killed", flush=True)
         started = time.perf_counter()
-        rc = run_mutmut(args.patterns, args.max_children, args.nice)
+        rc = run_mutmut(names, args.max_children, args.nice) if names or not args.open else 0
         elapsed = time.perf_counter() - started
         if rc != 0:
             print(f"mutmut run failed (exit {rc}); the results below are what it recorded", flush=True)
@@ -210,6 +262,9 @@ def main(argv: list[str]) -> int:
     rows = table(results, applied, args.patterns)
     total = print_report(rows, args.target)
     s = score(total)
+    missing = unmeasured_files(ROOT, results, args.patterns)
+    if missing:
+        print(f"\nnot measured (no mutmut result: new since the last run, or never run): {', '.join(missing)}")
     if elapsed is not None:
         print(f"\nmutmut run: {elapsed:.0f} s wall")
 
@@ -236,6 +291,9 @@ def main(argv: list[str]) -> int:
         return 1
     verdict = "met" if s >= args.target else "MISSED"
     what = f"the mutants matching {' '.join(args.patterns)}" if args.patterns else "model/"
+    if total["not checked"]:
+        checked = sum(total.values()) - total["not checked"] - total["equivalent"]
+        verdict += f" over the {checked} checked mutants only ({total['not checked']} not checked)"
     print(f"\nmutation score of {what}: {s:.1f} % (target >= {args.target:g} %): {verdict}")
     print("replay one mutant: mutmut run NAME; show it: mutmut show NAME (HYPOTHESIS_PROFILE=mutate)")
     return 0 if s >= args.target and not contradicted and not total["not checked"] else 1

@@ -118,3 +118,39 @@ def test_a_pattern_matching_no_mutant_is_one_line_and_exit_2(tmp_path, monkeypat
     monkeypatch.setattr(mutate, "ROOT", tmp_path)
     with pytest.raises(mutate.BadInput, match=r"^patterns: \['model.nothing\*'\] match no mutant"):
         mutate.main(["--report-only", "--equivalent", str(tmp_path / "none.toml"), "model.nothing*"])
+
+
+def test_files_without_results_are_listed_as_not_measured(tmp_path, monkeypatch, capsys):
+    """A package added after the last run (model/concurrency/, model/mdt/) has no results: listed, not
+    silently left out of the total; a file mutmut made no mutant of (an empty .meta) is not listed."""
+    (tmp_path / "pyproject.toml").write_text('[tool.mutmut]\nsource_paths = ["model/"]\n')
+    for rel in ("model/a.py", "model/only_imports.py", "model/newpkg/b.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    write_meta(tmp_path, "model/a.py", {"model.a.x_f__mutmut_1": K})
+    write_meta(tmp_path, "model/only_imports.py", {})
+    results = mutate.load_results(tmp_path)
+    assert mutate.unmeasured_files(tmp_path, results, []) == ["model/newpkg/b.py"]
+    assert mutate.unmeasured_files(tmp_path, results, ["model.newpkg*"]) == ["model/newpkg/b.py"]
+    assert mutate.unmeasured_files(tmp_path, results, ["model.a*"]) == []
+    monkeypatch.setattr(mutate, "ROOT", tmp_path)
+    assert mutate.main(["--report-only", "--equivalent", str(tmp_path / "none.toml")]) == 0
+    assert "not measured (no mutmut result: new since the last run, or never run): model/newpkg/b.py" in \
+        capsys.readouterr().out
+
+
+def test_open_selects_the_unchecked_and_not_killed_mutants_of_the_part(tmp_path):
+    write_meta(tmp_path, "model/a.py", {"model.a.x_f__mutmut_1": K, "model.a.x_f__mutmut_2": S,
+                                         "model.a.x_g__mutmut_1": None, "model.a.x_g__mutmut_2": TO,
+                                         "model.a.x_g__mutmut_3": NT})
+    write_meta(tmp_path, "model/b.py", {"model.b.x_h__mutmut_1": SUS, "model.b.x_h__mutmut_2": K})
+    results = mutate.load_results(tmp_path)
+    assert mutate.open_mutants(results, []) == ["model.a.x_f__mutmut_2", "model.a.x_g__mutmut_1",
+                                                "model.a.x_g__mutmut_3", "model.b.x_h__mutmut_1"]
+    assert mutate.open_mutants(results, ["model.b*"]) == ["model.b.x_h__mutmut_1"]
+
+
+@pytest.mark.parametrize("args", [["--open", "--fresh"], ["--open", "--report-only"]])
+def test_open_with_fresh_or_report_only_is_refused(args):
+    r = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--open" in r.stderr
