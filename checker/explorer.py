@@ -159,6 +159,11 @@ class ExploreResult:
     stop_reason: str = "exhausted"  #: "exhausted", "violation", "max-states" or "max-depth"
     discoveries: dict[str, Discovery] = field(default_factory=dict)
     graph: Any = None               #: networkx.DiGraph when record_graph=True
+    level: int = 0                  #: the BFS level being expanded (progress reports)
+    workers: int = 1                #: processes that searched (checker.parallel.explore_parallel: more than 1)
+    rss: int = 0                    #: bytes resident at the end, summed over the processes (0: not measured)
+    fpset_bytes: int = 0            #: bytes of the compact fingerprint sets (parallel search)
+    collision_probability: float | None = None  #: TLC's optimistic estimate (parallel search; None: not computed)
 
     @property
     def complete(self) -> bool:
@@ -386,6 +391,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
                 break
             if progress is not None and len(parent) >= next_report:
                 next_report += progress_every
+                res.level = d
                 res.transitions = transitions
                 res.states = len(parent)
                 res.elapsed = time.perf_counter() - t0
@@ -395,6 +401,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     res.states = len(parent)
     res.elapsed = time.perf_counter() - t0
     res.cpu = time.process_time() - c0
+    res.level = res.max_depth
     if progress is not None:
         progress(res, len(queue))
     return res
