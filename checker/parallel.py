@@ -126,6 +126,7 @@ class Worker:
         self.index, self.workers = index, workers
         fp = model.fingerprint_hash
         self.fingerprint = _of_representative(fp, symmetry) if symmetry is not None else fp
+        self.symmetric = symmetry is not None
         props = list(model.properties())
         self.always = [p for p in props if p.kind == ALWAYS]
         self.sometimes = [p for p in props if p.kind == SOMETIMES]
@@ -176,6 +177,12 @@ def expand_level(w: Worker, depth: int, max_depth: int | None = None) -> Expansi
     batches = [([], [], []) for _ in range(workers)]
     pending, where = [], []
     local: dict[int, int] = {}
+    # With symmetry the representative's fingerprint costs a renaming per successor; interleavings that
+    # commute reach the same successor many times within a level, so the plain fingerprints seen this level
+    # are kept (a set for one level) and a repeat is dropped before it is renamed (same outcome: a repeat is
+    # dropped by ``local`` anyway).
+    plain_hash = model.fingerprint_hash if w.symmetric else None
+    reached: set[int] = set()
     ex = Expansion(batches, pending, where)
     counters, base = w.counters, w.index * _COUNTERS
     for n, (state, sfp) in enumerate(w.frontier):
@@ -199,6 +206,11 @@ def expand_level(w: Worker, depth: int, max_depth: int | None = None) -> Expansi
             if nxt is None:
                 continue
             ex.transitions += 1
+            if plain_hash is not None:  # symmetry: a repeat of a successor of this level needs no renaming
+                h = plain_hash(nxt)
+                if h in reached:
+                    continue
+                reached.add(h)
             fp = fingerprint(nxt) & 0xFFFFFFFFFFFFFFFF or 1
             if fp in local:
                 continue
