@@ -26,6 +26,9 @@ discovery, named by its ``invariant``). Any model with this interface can be exp
 ``hoodie-lab explore`` command wraps the engine's protocol System in
 :class:`checker.protocol.SystemModel`.
 
+:func:`checker.parallel.explore_parallel` runs the same search on several processes (same counts and
+verdicts; the states partitioned by fingerprint, level by level, in compact numpy fingerprint sets).
+
 The checker owns the search, the visited set and how states are hashed into it (fingerprints or their
 64-bit hashes, ``compact``); a model owns its rules. This module reads the wall clock to report states
 per second, so it is not part of the pure ``model`` package.

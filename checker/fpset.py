@@ -42,7 +42,9 @@ def u64(fp: int) -> int:
 
 def collision_probability(states: int, transitions: int) -> float:
     """TLC's "calculated (optimistic) probability of a fingerprint collision" for 64-bit fingerprints:
-    ``states * (transitions - states) / 2**64`` (``tlc2.tool.ModelChecker#reportSuccess``). Each of the
+    ``states * (transitions - states) / 2**64`` (``tlc2.tool.ModelChecker#reportSuccess``:
+    ``d * (numOfGenStates - d) / 2^64``; TLC's generated states are our transitions plus the initial
+    states, one or a few). Each of the
     ``transitions - states`` transitions that hit a known fingerprint could have met one of ``states``
     others by chance (probability ``1/2**64`` each); 0 when no transition hit a known state."""
     if states <= 0:
