@@ -22,6 +22,14 @@ Run: ``python benchmarks/bench_protocol.py [--quick]``.
 states equal up to renaming the writer tasks count once), and print the state-count reduction and both
 runs' states per CPU second (the states-per-CPU-second target applies to the plain run).
 
+``--workers N`` (issue #20): explore the bound twice in the same run, first serially and plainly (today's
+search), then with ``checker.parallel.explore_parallel`` on N processes (0: all cores), with symmetry reduction
+unless ``--no-symmetry``; print both runs' wall and CPU seconds, the wall-time speed-up (target >= 3x at the
+reference bound), canonical states per CPU second (target >= 50,000), bytes resident per state (all processes)
+and of the fingerprint sets, TLC's collision probability, and whether the verdicts agree. ``--bound 3x2``:
+3 writers x 2 checkpoints, lost acks and one crash (task crash, coordinator crash or full restart), parallel
+run only (``--workers``, default all cores), with the level sizes printed as they finish.
+
 ``--quick``: a smaller bound (2 writers x 2 checkpoints, lost acks and one task crash) and the suites
 are not run. Exit status 1 when a target is missed (not exhaustive, a violation, too slow, a suite
 failed), as ``benchmarks/run.py`` expects.
@@ -43,6 +51,9 @@ sys.path.insert(0, str(ROOT))
 TARGET_STATES_PER_CPU_SECOND = 20_000
 FULL_BOUND = dict(parallelism=2, max_checkpoints=3, max_crashes=1,
                   faults=frozenset({"lost-ack", "task-crash", "coordinator-crash", "full-restart"}))
+BOUND_3X2 = dict(FULL_BOUND, parallelism=3, max_checkpoints=2)
+TARGET_SPEEDUP = 3.0
+TARGET_CANONICAL_PER_CPU_SECOND = 50_000
 QUICK_BOUND = dict(parallelism=2, max_checkpoints=2, max_crashes=1, faults=frozenset({"lost-ack", "task-crash"}))
 
 
@@ -86,6 +97,50 @@ def bench_explore(bound: dict, max_states: int, symmetry: bool = False) -> dict:
             "violation": None if ce is None else ce.property}
 
 
+def bench_parallel(bound: dict, max_states: int, workers: int, symmetry: bool) -> dict:
+    from checker import SystemModel
+    from checker.parallel import all_cores, explore_parallel
+    from checker.symmetry import representative_function
+    from model.protocol import variant
+
+    cfg = variant("hudi-1.1", **bound)
+    model = SystemModel(cfg)
+    rep = representative_function(model) if symmetry else None
+    n = workers or all_cores()
+    last = [time.monotonic(), -1]
+
+    def progress(res, queue):
+        if res.level != last[1] or time.monotonic() - last[0] >= 30:
+            last[0], last[1] = time.monotonic(), res.level
+            print(f"  ... level {res.level}: {res.states:,} states, frontier {queue:,}, {res.elapsed:,.0f} s",
+                  file=sys.stderr, flush=True)
+
+    res = explore_parallel(model, workers=n, max_states=max_states, progress=progress, symmetry=rep)
+    faults = ",".join(sorted(cfg.faults))
+    print(f"explore hudi-1.1 in parallel, {n} workers, {cfg.parallelism} writers x {cfg.max_checkpoints} checkpoints, "
+          f"{cfg.records} records/split, buffer {cfg.buffer_size}, faults {faults}, crashes <= {cfg.max_crashes}"
+          + (", symmetry reduction (canonical states)" if symmetry else ""))
+    print(f"  distinct states        {res.states:>12,}")
+    print(f"  transitions            {res.transitions:>12,}")
+    print(f"  max depth              {res.max_depth:>12,}")
+    print(f"  terminal states        {res.terminal_states:>12,}")
+    print(f"  drained checks         {model.drains:>12,}")
+    print(f"  wall / CPU seconds     {res.elapsed:>12.2f} / {res.cpu:.2f} (CPU: all processes)")
+    print(f"  memory at the end      {res.rss / 2**20:>12,.0f} MiB resident over all processes, "
+          f"{res.rss / max(res.states, 1):,.0f} bytes per state; fingerprint sets {res.fpset_bytes / 2**20:,.1f} MiB "
+          f"({res.fpset_bytes / max(res.states, 1):,.1f} bytes per state)")
+    print(f"  states per second      {res.states_per_second:>12,.0f} wall, {res.states_per_cpu_second:,.0f} per CPU "
+          f"second (target >= {TARGET_CANONICAL_PER_CPU_SECOND:,})")
+    print(f"  collision probability  {res.collision_probability:>12.2e} (TLC's calculated, optimistic)")
+    ce = res.counterexample
+    print(f"  outcome                {'exhaustive' if res.complete else 'NOT exhaustive: ' + res.stop_reason}, "
+          f"{'no violation' if ce is None else 'VIOLATION ' + ce.property + ': ' + ce.detail}")
+    return {"states": res.states, "transitions": res.transitions, "max_depth": res.max_depth,
+            "elapsed_s": res.elapsed, "cpu_s": res.cpu, "states_per_second": res.states_per_second,
+            "states_per_cpu_second": res.states_per_cpu_second, "complete": res.complete,
+            "violation": None if ce is None else ce.property}
+
+
 def bench_suites() -> list[tuple[str, int, float]]:
     suites = sorted((ROOT / "properties").glob("test_protocol_*.py"))
     if not suites:
@@ -113,7 +168,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--symmetry", action="store_true",
                     help="also explore with symmetry reduction and print the state-count reduction")
     ap.add_argument("--max-states", type=int, default=20_000_000, help="safety cap on distinct states")
+    ap.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="also explore in parallel on N processes (0: all cores) and compare with the serial run")
+    ap.add_argument("--no-symmetry", action="store_true", help="the parallel run without symmetry reduction")
+    ap.add_argument("--bound", choices=("2x3", "3x2"), default="2x3",
+                    help="3x2: 3 writers x 2 checkpoints, parallel run only (default 2x3, the reference bound)")
+    ap.add_argument("--no-serial", action="store_true",
+                    help="with --workers: skip the serial run (compare with its figure in the README instead)")
     args = ap.parse_args(argv)
+    if args.bound == "3x2" or (args.workers is not None and args.no_serial):
+        if args.bound == "2x3":
+            fig = bench_parallel(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, args.workers,
+                                 not args.no_symmetry)
+            return 0 if fig["complete"] and fig["violation"] is None else 1
+        fig = bench_parallel(BOUND_3X2, args.max_states, args.workers or 0, not args.no_symmetry)
+        return 0 if fig["complete"] and fig["violation"] is None else 1
+    if args.workers is not None:
+        bound = QUICK_BOUND if args.quick else FULL_BOUND
+        base = bench_explore(bound, args.max_states)
+        fig = bench_parallel(bound, args.max_states, args.workers, not args.no_symmetry)
+        same = fig["complete"] == base["complete"] and fig["violation"] == base["violation"]
+        if args.no_symmetry:
+            same = same and all(fig[k] == base[k] for k in ("states", "transitions", "max_depth"))
+        else:
+            same = same and fig["max_depth"] == base["max_depth"]
+        speedup = base["elapsed_s"] / fig["elapsed_s"]
+        print(f"parallel vs serial: wall {base['elapsed_s']:.1f} s -> {fig['elapsed_s']:.1f} s ({speedup:.2f}x, "
+              f"target >= {TARGET_SPEEDUP:g}x), CPU {base['cpu_s']:.1f} s -> {fig['cpu_s']:.1f} s; "
+              f"{fig['states_per_cpu_second']:,.0f} {'canonical ' if not args.no_symmetry else ''}states per CPU "
+              f"second (target >= {TARGET_CANONICAL_PER_CPU_SECOND:,}); verdict and depth {'the same' if same else 'DIFFER'}; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        if speedup < TARGET_SPEEDUP:
+            print(f"  TARGET MISSED: {speedup:.2f}x < {TARGET_SPEEDUP:g}x wall-time speed-up")
+        if fig["states_per_cpu_second"] < TARGET_CANONICAL_PER_CPU_SECOND:
+            print(f"  TARGET MISSED: {fig['states_per_cpu_second']:,.0f} < {TARGET_CANONICAL_PER_CPU_SECOND:,} states "
+                  f"per CPU second")
+        return 0 if same and speedup >= TARGET_SPEEDUP else 1
     fig = bench_explore(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states)
     ok = fig["complete"] and fig["violation"] is None
     if args.symmetry:

@@ -26,6 +26,9 @@ discovery, named by its ``invariant``). Any model with this interface can be exp
 ``hoodie-lab explore`` command wraps the engine's protocol System in
 :class:`checker.protocol.SystemModel`.
 
+:func:`checker.parallel.explore_parallel` runs the same search on several processes (same counts and
+verdicts; the states partitioned by fingerprint, level by level, in compact numpy fingerprint sets).
+
 The checker owns the search, the visited set and how states are hashed into it (fingerprints or their
 64-bit hashes, ``compact``); a model owns its rules. This module reads the wall clock to report states
 per second, so it is not part of the pure ``model`` package.
@@ -159,6 +162,11 @@ class ExploreResult:
     stop_reason: str = "exhausted"  #: "exhausted", "violation", "max-states" or "max-depth"
     discoveries: dict[str, Discovery] = field(default_factory=dict)
     graph: Any = None               #: networkx.DiGraph when record_graph=True
+    level: int = 0                  #: the BFS level being expanded (progress reports)
+    workers: int = 1                #: processes that searched (checker.parallel.explore_parallel: more than 1)
+    rss: int = 0                    #: bytes resident at the end, summed over the processes (0: not measured)
+    fpset_bytes: int = 0            #: bytes of the compact fingerprint sets (parallel search)
+    collision_probability: float | None = None  #: TLC's optimistic estimate (parallel search; None: not computed)
 
     @property
     def complete(self) -> bool:
@@ -386,6 +394,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
                 break
             if progress is not None and len(parent) >= next_report:
                 next_report += progress_every
+                res.level = d
                 res.transitions = transitions
                 res.states = len(parent)
                 res.elapsed = time.perf_counter() - t0
@@ -395,6 +404,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     res.states = len(parent)
     res.elapsed = time.perf_counter() - t0
     res.cpu = time.process_time() - c0
+    res.level = res.max_depth
     if progress is not None:
         progress(res, len(queue))
     return res

@@ -26,6 +26,7 @@ RANGES = {
     "--records": (0, 100),
     "--buffer-size": (1, 100),
     "--max-states": (1, 1_000_000_000),
+    "--workers": (0, 64),
 }
 #: --graph draws at most this many states, and only for bounds at most this big.
 GRAPH_MAX_STATES = 500
@@ -79,6 +80,9 @@ def add_parser(subparsers) -> None:
                    help="keep whole state fingerprints instead of 64-bit hashes (no collision risk, ~3x memory)")
     p.add_argument("--symmetry", action="store_true",
                    help="symmetry reduction: states equal up to renaming the writer tasks count once (<= 4 writers)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes searching in parallel (checker/parallel.py: states partitioned by fingerprint, "
+                        "level by level; same counts and verdicts); default 1 = the serial search, 0 = all cores")
     p.add_argument("--graph", metavar="FILE", help="draw the state graph (tiny bounds only) to FILE (.png or .svg)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
@@ -218,9 +222,11 @@ class _Progress:
             return
         from .common import rss_bytes
 
-        self.text = (f"{res.states:,} states, {res.transitions:,} transitions, frontier {queue:,}, "
-                     f"depth {res.max_depth}, {res.states_per_second:,.0f} states/s, "
-                     f"RSS {rss_bytes() / 2**20:,.0f} MiB")
+        rss = res.rss or rss_bytes()
+        workers = f", {res.workers} workers" if res.workers > 1 else ""
+        self.text = (f"level {res.level}: {res.states:,} distinct states, {res.transitions:,} transitions, "
+                     f"frontier {queue:,}, depth {res.max_depth}, {res.states_per_second:,.0f} states/s, "
+                     f"RSS {rss / 2**20:,.0f} MiB{workers}")
         if self.live is not None:
             self.live.update(self.task, description=self.text)
         elif time.monotonic() - self.last_line >= self.every:
@@ -252,6 +258,12 @@ def run(args) -> int:
 
     name, cfg = build_config(args)
     _check_range("--max-states", args.max_states)
+    workers = getattr(args, "workers", 1)
+    _check_range("--workers", workers)
+    if workers != 1 and args.graph:
+        raise UserError("--graph: draws the serial search's state graph; use it with --workers 1")
+    if workers != 1 and args.exact:
+        raise UserError("--exact: the parallel search keeps 64-bit fingerprints; use --exact with --workers 1")
     _check_graph_args(args, cfg)
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
@@ -274,8 +286,14 @@ def run(args) -> int:
     if guess:
         progress.say(f"{guess}; at most {max_states:,} states with --max-states")
     try:
-        res = explore(model, max_states=max_states, record_graph=bool(args.graph), progress=progress,
-                      compact=not args.exact, symmetry=symmetry)
+        if workers == 1:
+            res = explore(model, max_states=max_states, record_graph=bool(args.graph), progress=progress,
+                          compact=not args.exact, symmetry=symmetry)
+        else:
+            from checker.parallel import explore_parallel
+
+            res = explore_parallel(model, workers=workers, max_states=max_states, progress=progress,
+                                   symmetry=symmetry)
     finally:
         progress.close()
     if args.graph and res.states > GRAPH_MAX_STATES:
@@ -345,7 +363,9 @@ def _report(name, cfg, model, res, args) -> dict:
         "drain": args.drain,
         "fingerprints": "exact" if args.exact else "64-bit hashes",
         "symmetry": bool(getattr(args, "symmetry", False)),
-        "collision_probability": 0.0 if args.exact else res.states * res.states / 2.0 ** 65,
+        "collision_probability": 0.0 if args.exact else (
+            res.collision_probability if res.collision_probability is not None else res.states * res.states / 2.0 ** 65),
+        "workers": res.workers,
         "elapsed_s": round(res.elapsed, 3),
         "cpu_s": round(res.cpu, 3),
         "states_per_second": round(res.states_per_second, 1),
@@ -354,6 +374,9 @@ def _report(name, cfg, model, res, args) -> dict:
         "stop_reason": res.stop_reason,
         "violation": None,
     }
+    if res.workers > 1:
+        rep.update(rss_bytes=res.rss, fpset_bytes=res.fpset_bytes,
+                   memory_bytes_per_state=round(res.rss / max(res.states, 1), 1))
     if ce is not None:
         rep["violation"] = {
             "invariant": ce.property,
@@ -374,6 +397,10 @@ def _print_text(rep: dict, ce, model) -> None:
     print(f"  {rep['elapsed_s']:.2f} s: {rep['states_per_second']:,.0f} states/s "
           f"({rep['states_per_cpu_second']:,.0f} per CPU second); fingerprints: {rep['fingerprints']}"
           + ("" if rep["fingerprints"] == "exact" else f" (collision probability < {max(rep['collision_probability'], 1e-12):.0e})"))
+    if rep.get("workers", 1) > 1:
+        print(f"  {rep['workers']} worker processes (states partitioned by fingerprint); "
+              f"{rep['memory_bytes_per_state']:,.0f} bytes resident per state ({rep['rss_bytes'] / 2**20:,.0f} MiB "
+              f"over all processes, fingerprint sets {rep['fpset_bytes'] / 2**20:,.1f} MiB)")
     if rep.get("symmetry"):
         print(f"  symmetry reduction on: {rep['states']:,} canonical states (each stands for its renamings "
               f"of the {cfg.parallelism} writer tasks)")
