@@ -134,7 +134,8 @@ def test_stall_bound():
     v = check_stall(state(cfg, history=History(stalls=(5, 9))))
     assert v == Verdict("liveness.stall", False, "2 instant-timeout failover(s) after faults stopped (stall bound 1), "
                                                  "first at step 5", ("step 5", "step 9"))
-    assert check_stall(state(history=History(stalls=(1, 2, 3)))).holds  # -1: not judged
+    assert check_stall(state(ProtocolConfig(stall_bound=-1), history=History(stalls=(1, 2, 3)))).holds  # -1: not judged
+    assert not check_stall(state(history=History(stalls=(4,)))).holds  # the default bound is 0
     assert not check_stall(state(ProtocolConfig(stall_bound=0), history=History(stalls=(3,)))).holds
     assert check_stall(state(ProtocolConfig(stall_bound=0))).holds
     v = check_stall(state(ProtocolConfig(stall_bound=0), history=History(stalls=tuple(range(1, 8)))))
