@@ -39,6 +39,7 @@ import os
 import signal
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -89,6 +90,7 @@ def parse_and_route(spec: dict, routes: list[int], split):
     run's schema, [(reason, raw)])`` is the one validation (:func:`pipeline.job.split_batch`)."""
     schema = _schema(spec)
     P, B, key = spec["parallelism"], spec["buckets"], spec["record_key"]
+    route_arr = np.asarray(routes, dtype=np.int32)
 
     def fn(batches):
         from pyspark import TaskContext
@@ -101,8 +103,8 @@ def parse_and_route(spec: dict, routes: list[int], split):
             base = (part << 40) + row0
             row0 += b.num_rows
             n = good.num_rows
-            tasks = [bk.task_of(bk.bucket_id(k, B), P) for k in good.column(key).to_pylist()]
-            cols = {"route": pa.array([routes[t] for t in tasks], pa.int32()), "task": pa.array(tasks, pa.int32()),
+            tasks = bk.task_of(bk.bucket_ids(good.column(key).to_pylist(), B), P)
+            cols = {"route": pa.array(route_arr[tasks], pa.int32()), "task": pa.array(tasks, pa.int32()),
                     "seq": pa.array(range(base, base + n), pa.int64())}
             for name in schema.names:
                 cols[name] = good.column(name).combine_chunks()

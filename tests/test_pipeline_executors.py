@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hoodie_lab.cli import main as cli
 from lakeio.hudiformat import bucket as bk
@@ -25,6 +27,12 @@ def test_bucket_id_is_hudis_bucket_identifier():
     assert bk.bucket_id("a-much-longer-record-key-000123456", 16) == 8  # int32 wrap-around
     with pytest.raises(ValueError):
         bk.bucket_id("k", 0)
+
+
+@given(st.lists(st.text(max_size=12), max_size=30), st.integers(1, 64))
+def test_column_wise_bucket_ids_equal_the_per_key_hash(keys, n):
+    """The writer's vectorised form equals :func:`bucket_id` on any keys (non-BMP characters, NULs, empty)."""
+    assert bk.bucket_ids(keys, n).tolist() == [bk.bucket_id(k, n) for k in keys]
 
 
 def test_bucket_file_ids_carry_the_bucket_and_are_stable():

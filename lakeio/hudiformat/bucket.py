@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import uuid
 
+import numpy as np
+
 _NAMESPACE = uuid.UUID("b3f0a0d4-7c1e-4a55-9d0e-5f1c2a7e9b01")
 INT_MAX = 0x7FFFFFFF
 
@@ -52,9 +54,30 @@ def bucket_id(record_key: str, num_buckets: int) -> int:
     return (java_list_hash([record_key]) & INT_MAX) % num_buckets
 
 
-def bucket_ids(keys, num_buckets: int) -> list[int]:
-    """:func:`bucket_id` of every key (an iterable of str)."""
-    return [bucket_id(k, num_buckets) for k in keys]
+def bucket_ids(keys, num_buckets: int) -> np.ndarray:
+    """:func:`bucket_id` of every key (a sequence of str) as an int64 array; the same hash computed column-wise
+    over the keys' code points (numpy uint32 arithmetic wraps as Java's int does). Keys outside the Basic
+    Multilingual Plane (two UTF-16 units a character) or ending in NUL (numpy's fixed-width strings drop it)
+    are hashed one by one with :func:`bucket_id`."""
+    if num_buckets < 1:
+        raise ValueError(f"num_buckets: {num_buckets}; expected >= 1")
+    keys = list(keys)
+    if not keys:
+        return np.zeros(0, dtype=np.int64)
+    arr = np.array(keys, dtype=str)
+    width = arr.dtype.itemsize // 4
+    codes = arr.view(np.uint32).reshape(len(keys), width) if width else np.zeros((len(keys), 0), np.uint32)
+    lens = np.char.str_len(arr)
+    h = np.zeros(len(keys), dtype=np.uint32)
+    m31 = np.uint32(31)
+    for j in range(width):
+        h = np.where(j < lens, h * m31 + codes[:, j], h)
+    h = h + m31  # List.hashCode: 31 * 1 + e.hashCode()
+    out = ((h & np.uint32(INT_MAX)) % np.uint32(num_buckets)).astype(np.int64)
+    odd = np.nonzero((codes > 0xFFFF).any(axis=1) | (lens != np.array([len(k) for k in keys])))[0]
+    for i in odd:
+        out[i] = bucket_id(keys[i], num_buckets)
+    return out
 
 
 def bucket_id_str(n: int) -> str:
