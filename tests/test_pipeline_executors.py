@@ -163,3 +163,22 @@ def test_bad_parallelism_or_buckets_one_line(tmp_path, capsys, argv, expect):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and expect in err[0], err
     assert not (tmp_path / "run").exists()
+
+
+def test_markers_name_every_data_file_and_reconcile_deletes_the_unwritten(tmp_path):
+    """Log files (their names start with a dot) are marked and reconciled like base files."""
+    from lakeio.hudiformat import markers
+    from lakeio.hudiformat.write_handle import create_marker
+
+    hoodie = tmp_path / ".hoodie"
+    (tmp_path / "p").mkdir()
+    names = ["f1_0-1-0_t.parquet", ".f2_t.log.1_0-1-0", "f1_0-1-1_t.parquet", ".f2_t.log.1_0-1-1"]
+    for n, io in zip(names, ["CREATE", "APPEND", "CREATE", "APPEND"]):
+        create_marker(hoodie, "t", "p", n, io)
+        (tmp_path / "p" / n).write_bytes(b"x")
+    (hoodie / ".temp" / "t" / "p" / ".f3_0-1-0_t.parquet.abc.tmp").write_bytes(b"")  # a temporary, no marker
+    assert markers.marked_files(hoodie, "t") == {f"p/{n}": io for n, io in
+                                                 zip(names, ["CREATE", "APPEND", "CREATE", "APPEND"])}
+    gone = markers.reconcile_against_markers(tmp_path, hoodie, "t", {f"p/{names[2]}", f"p/{names[3]}"})
+    assert gone == sorted([f"p/{names[0]}", f"p/{names[1]}"])
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == sorted(names[2:])

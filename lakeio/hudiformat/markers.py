@@ -42,7 +42,7 @@ def marked_files(hoodie_dir: Path, instant: str) -> dict[str, str]:
         rel = os.path.relpath(d, root)
         part = "" if rel == "." else rel.replace(os.sep, "/")
         for n in names:
-            if MARKER not in n or n.startswith("."):
+            if MARKER not in n:
                 continue
             name, _, io = n.rpartition(MARKER)
             if io in IO_TYPES:
