@@ -417,9 +417,10 @@ class PipelineCoordinator:
     def _write_job(self, batch_id: int, instant: str, df, split) -> list[dict]:
         """The batch's Spark write job (:func:`pipeline.executor.write_batch`): the tasks' write statuses."""
         from pipeline import executor
-        from pipeline.job import record_schema, write_fields
 
-        fields = write_fields(self.cfg)
+        if split is None:
+            raise RuntimeError(f"batch {batch_id}: no batch split given (pipeline.job.split_batch)")
+        fields = executor.write_fields(self.cfg)
         kill_mid = None
         if self.kill.spec is not None and self.kill.spec.point == "write.mid":
             kill_mid = {"hit": self.kill.spec.hit, "driver_pid": _pid(), "crash_dir": str(self.rd.crash),
@@ -427,7 +428,7 @@ class PipelineCoordinator:
             self.rd.crash.mkdir(parents=True, exist_ok=True)
         spec = executor.make_spec(self.cfg, base_path=self.rd.table, table_name=TABLE_NAME, instant=instant,
                                   batch=batch_id, own_pending=self._own_pending(instant),
-                                  quarantine_dir=self.rd.quarantine, schema=record_schema(self.cfg),
+                                  quarantine_dir=self.rd.quarantine, schema=executor.record_schema(self.cfg),
                                   faults=self.task_faults, kill_mid=kill_mid, **fields)
         return executor.write_batch(df, spec, split=split)
 

@@ -253,7 +253,7 @@ def task_units(inputs, parallelism: int, buckets: int, cfg: dict) -> dict[tuple[
     model record of task ``task`` at offset ``batch`` stands for (:func:`pipeline.coordinator.protocol_config`).
     The same routing the run used: the model and the diff use the run's number of tasks and buckets."""
     from lakeio.hudiformat import bucket as bk
-    from pipeline.job import write_fields
+    from pipeline.executor import write_fields
 
     key = write_fields(cfg)["record_key"]
     units: dict[tuple[int, int], list] = {(t, b): [] for b in range(len(inputs)) for t in range(parallelism)}

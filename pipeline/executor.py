@@ -45,6 +45,9 @@ import pyarrow.parquet as pq
 
 from lakeio.hudiformat import bucket as bk
 
+RECORD_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
+                           ("payload", pa.string())])
+QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 RESULT_DDL = ("task int, attempt int, stage int, token string, records bigint, quarantined bigint, "
               "stats string, schema string")
 DUPLICATE_ATTEMPT = 100
@@ -58,6 +61,18 @@ class TaskFault(RuntimeError):
 
 
 # ------------------------------------------------------------------------------------------------- spec
+def record_schema(cfg: dict) -> pa.Schema:
+    """The records' schema the writer tasks write (the run config's; the generated input's by default)."""
+    return cfg.get("record_schema") or RECORD_SCHEMA
+
+
+def write_fields(cfg: dict) -> dict:
+    """Record key, ordering and partition fields of the run (the run config's; the generated input's by
+    default), as :func:`make_spec` takes them."""
+    return {"record_key": cfg.get("record_key") or "key", "ordering_field": cfg.get("ordering_field", "ts"),
+            "partition_field": cfg.get("partition_field", "partition")}
+
+
 def make_spec(cfg: dict, *, base_path: Path, table_name: str, instant: str, batch: int, own_pending,
               quarantine_dir: Path, schema: pa.Schema, record_key: str, ordering_field: str | None,
               partition_field: str | None, faults=(), kill_mid: dict | None = None) -> dict:
@@ -130,7 +145,6 @@ def quarantine_path(qdir: Path, batch: int, task: int) -> Path:
 
 
 def _write_quarantine(spec: dict, task: int, reasons: list, raws: list) -> None:
-    from pipeline.job import QUARANTINE_SCHEMA
     from pipeline.run_dir import atomic_write_bytes
 
     path = quarantine_path(Path(spec["quarantine"]), spec["batch"], task)
@@ -267,12 +281,10 @@ def route_keys(spark, parallelism: int) -> list[int]:
     return _ROUTES[parallelism]
 
 
-def write_batch(df, spec: dict, split=None) -> list[dict]:
+def write_batch(df, spec: dict, split) -> list[dict]:
     """Run the batch's write job on ``df`` (one binary column of raw lines); the write statuses of each task's
     successful attempt, in task order. Nothing but those rows comes back to the driver. ``split``: the batch
-    split (default :func:`pipeline.job.split_batch`)."""
-    if split is None:
-        from pipeline.job import split_batch as split
+    split the tasks run (:func:`pipeline.job.split_batch`)."""
     P = spec["parallelism"]
     schema = _schema(spec)
     routes = route_keys(df.sparkSession, P)

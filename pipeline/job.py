@@ -34,15 +34,13 @@ import pyarrow.parquet as pq
 
 from lakeio.errors import UserError
 from pipeline import source as src
+from pipeline.executor import QUARANTINE_SCHEMA, RECORD_SCHEMA, record_schema, write_fields  # noqa: F401
 from pipeline.run_dir import (PipelineStalled, RunDir, atomic_write_bytes, stall_message,  # noqa: F401
                               uncommitted_batches)
 
 MODES = ("blocking", "async", "spark-sink")
 TABLE_TYPES = ("cow", "mor")
 TABLE_VERSIONS = (8, 6)
-RECORD_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
-                           ("payload", pa.string())])
-QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 
 
 def default_config(**overrides) -> dict:
@@ -55,18 +53,6 @@ def default_config(**overrides) -> dict:
 
 
 MAX_PARALLELISM = 256  # the model's bound on writer tasks (ProtocolConfig.parallelism)
-
-
-def record_schema(cfg: dict) -> pa.Schema:
-    """The records' schema the writer tasks write (the run config's; the generated input's by default)."""
-    return cfg.get("record_schema") or RECORD_SCHEMA
-
-
-def write_fields(cfg: dict) -> dict:
-    """Record key, ordering and partition fields of the run (the run config's; the generated input's by
-    default), as :func:`pipeline.executor.make_spec` takes them."""
-    return {"record_key": cfg.get("record_key") or "key", "ordering_field": cfg.get("ordering_field", "ts"),
-            "partition_field": cfg.get("partition_field", "partition")}
 
 
 def validate_config(cfg: dict) -> None:
