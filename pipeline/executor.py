@@ -118,7 +118,7 @@ def parse_and_route(spec: dict, routes: list[int], split):
             base = (part << 40) + row0
             row0 += b.num_rows
             n = good.num_rows
-            tasks = bk.task_of(bk.bucket_ids(good.column(key).to_pylist(), B), P)
+            tasks = bk.task_of(bk.bucket_ids(good.column(key).combine_chunks(), B), P)
             cols = {"route": pa.array(route_arr[tasks], pa.int32()), "task": pa.array(tasks, pa.int32()),
                     "seq": pa.array(range(base, base + n), pa.int64())}
             for name in schema.names:

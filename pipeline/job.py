@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+from operator import attrgetter
 import time
 from pathlib import Path
 
@@ -125,7 +126,11 @@ def split_batch(batch: pa.Table, schema: pa.Schema = RECORD_SCHEMA) -> tuple[pa.
             bad.append((reason, line.decode("utf-8", errors="backslashreplace")))
         else:
             good.append(rec)
-    table = pa.table({name: [getattr(r, name) for r in good] for name in schema.names}, schema=schema)
+    names = schema.names
+    cols = list(zip(*map(attrgetter(*names), good))) if good else [()] * len(names)
+    if len(names) == 1 and good:
+        cols = [[getattr(r, names[0]) for r in good]]
+    table = pa.table({name: list(col) for name, col in zip(names, cols)}, schema=schema)
     return table, bad
 
 

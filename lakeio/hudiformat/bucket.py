@@ -20,6 +20,8 @@ from __future__ import annotations
 import uuid
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 _NAMESPACE = uuid.UUID("b3f0a0d4-7c1e-4a55-9d0e-5f1c2a7e9b01")
 INT_MAX = 0x7FFFFFFF
@@ -55,13 +57,18 @@ def bucket_id(record_key: str, num_buckets: int) -> int:
 
 
 def bucket_ids(keys, num_buckets: int) -> np.ndarray:
-    """:func:`bucket_id` of every key (a sequence of str) as an int64 array; the same hash computed column-wise
+    """:func:`bucket_id` of every key (a sequence of str or a pyarrow string array) as an int64 array; the same hash computed column-wise
     over the keys' code points (numpy uint32 arithmetic wraps as Java's int does). Keys outside the Basic
     Multilingual Plane (two UTF-16 units a character) or ending in NUL (numpy's fixed-width strings drop it)
     are hashed one by one with :func:`bucket_id`."""
     if num_buckets < 1:
         raise ValueError(f"num_buckets: {num_buckets}; expected >= 1")
-    keys = list(keys)
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        true_lens = pc.utf8_length(keys).to_numpy(zero_copy_only=False)
+        keys = keys.to_pylist()
+    else:
+        keys = list(keys)
+        true_lens = None
     if not keys:
         return np.zeros(0, dtype=np.int64)
     arr = np.array(keys, dtype=str)
@@ -74,7 +81,9 @@ def bucket_ids(keys, num_buckets: int) -> np.ndarray:
         h = np.where(j < lens, h * m31 + codes[:, j], h)
     h = h + m31  # List.hashCode: 31 * 1 + e.hashCode()
     out = ((h & np.uint32(INT_MAX)) % np.uint32(num_buckets)).astype(np.int64)
-    odd = np.nonzero((codes > 0xFFFF).any(axis=1) | (lens != np.array([len(k) for k in keys])))[0]
+    if true_lens is None:
+        true_lens = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
+    odd = np.nonzero((codes > 0xFFFF).any(axis=1) | (lens != true_lens))[0]
     for i in odd:
         out[i] = bucket_id(keys[i], num_buckets)
     return out

@@ -80,6 +80,7 @@ from pathlib import Path
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakeio.errors import UserError
 from lakeio.ondisk.reader import read_table
@@ -390,7 +391,8 @@ class HudiTableWriter:
         per partition and bucket (ascending), the rows whose key the bucket's file group holds are updates, the
         others inserts; the group is updated or created (:meth:`.write_handle.WriteContext.write_bucket`)."""
         context = CopyOnWriteContext if self.table_type == COPY_ON_WRITE else MergeOnReadContext
-        buckets = np.asarray(_bucket.bucket_ids(keys.to_pylist(), num_buckets), dtype=np.int64)
+        buckets = _bucket.bucket_ids(keys if pa.types.is_string(keys.type) else pc.cast(keys, pa.string()),
+                                     num_buckets)
         stats: list[dict] = []
         task = [0]
         for code in sorted(range(len(paths)), key=lambda c: paths[c]):
