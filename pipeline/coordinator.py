@@ -1,20 +1,24 @@
 """Driver-side coordinators: the writer-coordinator protocol of :mod:`model.protocol` mapped onto Spark.
 
-The pipeline does not restate the protocol's rules: it drives one :class:`engine.System` (one writer
-task, ``parallelism=1``: the driver writes each micro-batch) with the events that happen in the Spark job, and
+The pipeline does not restate the protocol's rules: it drives one :class:`engine.System` (``parallelism``
+writer tasks: the Spark tasks of each batch's write job, :mod:`pipeline.executor`) with the events that happen
+in the Spark job, and
 makes the real table follow the model's decisions. The configuration and the mapping Spark step -> model events
 are :mod:`engine.pipeline_script`'s (shared with the SimPy twin, :mod:`sim.pipeline_twin`); the coordinator applies
 each event it hands back, logging it first. Mapping (Spark batch n, model checkpoint c)::
 
     foreachBatch(n) starts       complete-checkpoint (if Spark wrote commits/n-1 since) + deliver-ack(c-1)
                                  -> the model commits every key < c-1; the disk commit follows
-    the batch's k records        ingest(0) x k
+    the batch                    ingest(t) once per task t: one model record = task t's share of the batch
     end of the batch's input     trigger-checkpoint (checkpoint c; the coordinator snapshots first)
-    the barrier needs an instant request-instant(0) -> the model's coordinator grants (or, blocking mode,
-                                 refuses while an instant is uncommitted -- never happens here, since the
-                                 ack that commits it was delivered first) -> disk: requested + inflight
-    write the data               HudiTableWriter.write_batch (real data files), write metadata persisted
-    snapshot                     snapshot-task(0): write-metadata event to the coordinator, task state
+    the barrier needs an instant request-instant(t) per task -> the model's coordinator grants the key's one
+                                 instant (or, blocking mode, refuses while an instant is uncommitted --
+                                 never happens here, since the ack that commits it was delivered first)
+                                 -> disk: requested + inflight
+    write the data               the Spark write job: each task t writes its buckets' files (markers
+                                 first) and returns its write statuses; the driver reconciles the markers
+                                 and persists the write metadata (every task's statuses)
+    snapshot                     snapshot-task(t) per task: write-metadata event to the coordinator
     foreachBatch returns         Spark commits batch n (checkpoint/commits/n) = checkpoint c complete
     driver killed, restarted     complete-checkpoint if Spark committed the batch, then crash-coordinator:
                                  restore from the last completed checkpoint, recommit what it covers
