@@ -154,14 +154,12 @@ def memory_child(records: int, base: Path) -> dict:
     import json
     import resource
 
-    from pipeline import source as src
     from pipeline.job import run_job
     from pipeline.spark import get_spark
 
     spark = get_spark("local[2]", app_name="bench-memory")
     try:
-        shared = base / "input"
-        src.write_inputs(shared, records, 2, seed=1)
+        shared = base / "input"  # written by the parent: generating it here would set the peak
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         s = run_job(_shared_run(base, shared, "run", 2, mode="async", table_type="mor"), spark=spark, progress=None)
     finally:
@@ -217,6 +215,8 @@ def memory_main(args) -> int:
     for n in (40_000, 400_000):
         base = Path(tempfile.mkdtemp(prefix="bench-memory-"))
         try:
+            from pipeline import source as src
+            src.write_inputs(base / "input", n, 2, seed=1)
             rows.append(_child(["--memory-child", "--records", str(n), "--base", str(base)]))
         finally:
             shutil.rmtree(base, ignore_errors=True)
