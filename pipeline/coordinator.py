@@ -234,16 +234,20 @@ class PipelineCoordinator:
     def _open(self) -> None:
         from lakeio.hudiformat.table import HudiTableWriter
 
-        parsed = src.read_inputs(self.rd.input)
+        from pipeline.job import input_spec, record_columns
+        self.spec = input_spec(self.cfg)
+        parsed = src.read_inputs(self.rd.input, self.spec)
         self.expected = [[r for r, _ in lines if r is not None] for lines in parsed]
         self.prefix = [0]
         for recs in self.expected:
             self.prefix.append(self.prefix[-1] + len(recs))
         total = self.prefix[-1]
         self.pcfg = protocol_config(self.cfg, total)
+        self.key_column, ordering, partition = record_columns(self.cfg)
+        extra = {"delete_field": self.spec.delete_field} if self.spec and self.spec.delete_field else {}
         self.writer = HudiTableWriter(self.rd.table, self.cfg["table_type"], self.cfg["table_version"],
-                                      record_key="key", ordering_field="ts", partition_field="partition",
-                                      table_name=TABLE_NAME)
+                                      record_key=self.key_column, ordering_field=ordering,
+                                      partition_field=partition, table_name=TABLE_NAME, **extra)
         for log in (self.rd.trace, self.rd.events, self.rd.root / "times.jsonl"):
             repair_tail(log)  # a kill mid-append leaves a torn last line: cut it before appending again
         tr = read_trace(self.rd.trace)
@@ -375,7 +379,7 @@ class PipelineCoordinator:
         model and Spark disagree about what was replayed: a bug, not bad input)."""
         if batch_id >= len(self.expected):
             raise RuntimeError(f"batch {batch_id}: no such input file")
-        keys = records.column("key").to_pylist()
+        keys = records.column(self.key_column).to_pylist()
         if keys != [r.key for r in self.expected[batch_id]]:
             raise RuntimeError(f"batch {batch_id}: records differ from input file {batch_id}")
         offset = self.system.writers[TASK].offset

@@ -38,17 +38,31 @@ from pipeline.run_dir import (PipelineStalled, RunDir, atomic_write_bytes, stall
 MODES = ("blocking", "async", "spark-sink")
 TABLE_TYPES = ("cow", "mor")
 TABLE_VERSIONS = (8, 6)
-RECORD_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
-                           ("payload", pa.string())])
+RECORD_SCHEMA = src.GENERATED_SCHEMA  # the generated source's records (user data: the run's input_spec)
 QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 
 
 def default_config(**overrides) -> dict:
     cfg = {"mode": "async", "table_type": "mor", "table_version": 8, "records": 1000, "batches": 5,
            "seed": 0, "malformed": 0, "update_fraction": 0.3, "commit_latency_ms": 0, "master": None,
-           "table": None}
+           "table": None,
+           # input: None = the generated demo source; else the user's files (``--input``), see input_spec()
+           "format": None, "input_dir": None, "record_key": None, "partition_field": None, "ordering_field": None,
+           "delete_field": None, "input_spec": None}
     cfg.update(overrides)
     return cfg
+
+
+def input_spec(cfg: dict) -> "src.InputSpec | None":
+    """The run's user-data spec (None: the generated source)."""
+    return src.InputSpec.from_dict(cfg["input_spec"]) if cfg.get("input_spec") else None
+
+
+def record_columns(cfg: dict) -> tuple[str, str, str]:
+    """(record key, ordering field, partition field) columns of the run's records."""
+    spec = input_spec(cfg)
+    return ("key", "ts", "partition") if spec is None else (spec.record_key, spec.ordering_field,
+                                                            spec.partition_field)
 
 
 def validate_config(cfg: dict) -> None:
@@ -66,12 +80,32 @@ def validate_config(cfg: dict) -> None:
         raise UserError(f"--commit-latency-ms: {cfg['commit_latency_ms']}; expected >= 0")
     if cfg["malformed"] < 0:
         raise UserError(f"--malformed: {cfg['malformed']}; expected >= 0")
+    if cfg.get("format") is not None and cfg["format"] not in src.FORMATS:
+        raise UserError(f"--format: {cfg['format']!r}; expected one of {', '.join(src.FORMATS)}")
+    if cfg.get("format") is not None and not cfg.get("input_dir"):
+        raise UserError("--format: given without --input DIR")
+    if cfg.get("input_dir") and cfg.get("format") is None:
+        raise UserError("--input: needs --format json|csv|parquet")
+    if not cfg.get("input_dir"):
+        for flag, k in (("--record-key", "record_key"), ("--partition-field", "partition_field"),
+                        ("--ordering-field", "ordering_field"), ("--delete-field", "delete_field")):
+            if cfg.get(k):
+                raise UserError(f"{flag}: only with --input DIR (the generated source's columns are fixed)")
 
 
 def prepare_run(root: Path, **config) -> RunDir:
-    """Create a run dir: ``run.json`` and the generated inputs. Refuses a non-empty dir."""
+    """Create a run dir: ``run.json`` and the inputs (generated, or the user's ``--input`` files copied).
+    Refuses a non-empty dir. User data: the schema is taken from the data first (:func:`pipeline.source.
+    build_spec`), so a schema-level problem is refused before anything is created."""
     cfg = default_config(**config)
     validate_config(cfg)
+    spec = None
+    if cfg.get("input_dir"):
+        spec = src.build_spec(Path(cfg["input_dir"]), cfg["format"], cfg["record_key"], cfg["partition_field"],
+                              cfg["ordering_field"], cfg["delete_field"])
+        cfg["input_dir"] = str(Path(cfg["input_dir"]).resolve())
+        cfg["input_spec"] = spec.to_dict()
+        cfg["batches"] = len(spec.source_files)
     rd = RunDir(Path(root), Path(cfg["table"]) if cfg.get("table") else None)
     if rd.root.exists() and any(rd.root.iterdir()):
         raise UserError(f"--out {rd.root}: exists and is not empty; choose a new run dir")
@@ -81,8 +115,12 @@ def prepare_run(root: Path, **config) -> RunDir:
         check_table_path(Path(cfg["table"]), cfg["table_version"])
         rd = RunDir(Path(root), Path(cfg["table"]))
     rd.root.mkdir(parents=True, exist_ok=True)
-    src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
-                     update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])
+    if spec is None:
+        src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
+                         update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])
+    else:
+        src.copy_inputs(spec, rd.input)
+        cfg["records"] = sum(1 for lines in src.read_inputs(rd.input, spec) for r, _ in lines if r is not None)
     rd.save_config(cfg)
     return rd
 
@@ -95,14 +133,26 @@ def open_run(root: Path) -> tuple[RunDir, dict]:
 
 
 # ------------------------------------------------------------------------------------------ the batch split
-def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
+def split_batch(batch: pa.Table, spec: "src.InputSpec | None" = None) -> tuple[pa.Table, list[tuple[str, str]]]:
     """Well-formed records (columns key, ts, partition, payload) and the malformed ones as (reason, raw).
 
     ``batch`` has one binary column ``line``: the raw bytes of each input line Spark's text source read (in file
     order). Each line goes through :func:`pipeline.source.parse_line`, the same validation the coordinator's
     expected records and the diff use, so the two can never disagree on what the batch holds. Blank lines are
     skipped as :func:`pipeline.source.input_lines` skips them. ``raw`` is the line as text (bytes that are not
-    UTF-8 as backslash escapes)."""
+    UTF-8 as backslash escapes).
+
+    User data (``spec``): ``batch`` is the binary-file source's rows (``path``, ``content``), one input file;
+    :func:`pipeline.source.parse_file` judges its records."""
+    if spec is not None:
+        rows, bad = [], []
+        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
+            for row, reason, raw in src.parse_file(content, spec, src.batch_index(path)):
+                if row is None:
+                    bad.append((reason, raw))
+                else:
+                    rows.append(row)
+        return src.records_table(rows, spec), bad
     good: list[src.Record] = []
     bad = []
     for line in batch.column("line").to_pylist():
@@ -113,10 +163,7 @@ def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
             bad.append((reason, line.decode("utf-8", errors="backslashreplace")))
         else:
             good.append(rec)
-    table = pa.table({"key": [r.key for r in good], "ts": [r.ts for r in good],
-                      "partition": [r.partition for r in good], "payload": [r.payload for r in good]},
-                     schema=RECORD_SCHEMA)
-    return table, bad
+    return src.records_table(good, None), bad
 
 
 def write_quarantine(rd: RunDir, batch_id: int, bad: list[tuple[str, str]]) -> None:
@@ -162,15 +209,25 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
             from pipeline.spark import get_spark
             spark = get_spark(cfg.get("master"))
         t0 = time.monotonic()
-        # raw lines (bytes, exactly as in the file): the one validation, source.parse_line, judges them
-        stream = (spark.readStream.option("maxFilesPerTrigger", 1).option("lineSep", "\n")
-                  .text(str(rd.input)).selectExpr("CAST(value AS BINARY) AS line"))
+        spec = input_spec(cfg)
+        if spec is None:  # raw lines (bytes, exactly as in the file): the one validation, source.parse_line
+            stream = (spark.readStream.option("maxFilesPerTrigger", 1).option("lineSep", "\n")
+                      .text(str(rd.input)).selectExpr("CAST(value AS BINARY) AS line"))
+        else:  # user data: each input file's bytes (read by the executors), judged by source.parse_file
+            from pyspark.sql.types import (BinaryType, LongType, StringType, StructField, StructType,
+                                           TimestampType)
+            binary_file = StructType([StructField("path", StringType()), StructField("modificationTime",
+                                      TimestampType()), StructField("length", LongType()),
+                                      StructField("content", BinaryType())])
+            stream = (spark.readStream.format("binaryFile").schema(binary_file).option("maxFilesPerTrigger", 1)
+                      .option("pathGlobFilter", f"part-*.{spec.format}").load(str(rd.input))
+                      .select("path", "content"))
 
         def sink(df, batch_id: int) -> None:
             started = time.monotonic()
             try:
                 coord.deliver_spark_acks()  # blocking mode: the previous instant commits here
-                good, bad = split_batch(df.toArrow())
+                good, bad = split_batch(df.toArrow(), spec)
                 write_quarantine(rd, batch_id, bad)
                 coord.on_batch(batch_id, good, len(bad), started=started)
             except BaseException as exc:  # the batch will not commit: say which and why, then let Spark fail
