@@ -234,8 +234,7 @@ class PipelineCoordinator:
     def _open(self) -> None:
         from lakeio.hudiformat.table import HudiTableWriter
 
-        from pipeline.job import input_spec, record_columns
-        self.spec = input_spec(self.cfg)
+        self.spec = src.input_spec(self.cfg)
         parsed = src.read_inputs(self.rd.input, self.spec)
         self.expected = [[r for r, _ in lines if r is not None] for lines in parsed]
         self.prefix = [0]
@@ -243,7 +242,7 @@ class PipelineCoordinator:
             self.prefix.append(self.prefix[-1] + len(recs))
         total = self.prefix[-1]
         self.pcfg = protocol_config(self.cfg, total)
-        self.key_column, ordering, partition = record_columns(self.cfg)
+        self.key_column, ordering, partition = src.record_columns(self.cfg)
         extra = {"delete_field": self.spec.delete_field} if self.spec and self.spec.delete_field else {}
         self.writer = HudiTableWriter(self.rd.table, self.cfg["table_type"], self.cfg["table_version"],
                                       record_key=self.key_column, ordering_field=ordering,

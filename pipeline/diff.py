@@ -90,8 +90,7 @@ def diff_run(root: Path, spark=None) -> DiffReport:
         return report
     table = include_history(read_table(rd.table))  # archived instants compared as if never archived
     report = DiffReport(rd.root)
-    from pipeline.job import input_spec
-    spec = input_spec(cfg)
+    spec = src.input_spec(cfg)
     columns = DATA_COLUMNS if spec is None else spec.columns
     inputs = src.read_inputs(rd.input, spec)
     records = [r for lines in inputs for r, _ in lines if r is not None]

@@ -53,16 +53,7 @@ def default_config(**overrides) -> dict:
     return cfg
 
 
-def input_spec(cfg: dict) -> "src.InputSpec | None":
-    """The run's user-data spec (None: the generated source)."""
-    return src.InputSpec.from_dict(cfg["input_spec"]) if cfg.get("input_spec") else None
-
-
-def record_columns(cfg: dict) -> tuple[str, str, str]:
-    """(record key, ordering field, partition field) columns of the run's records."""
-    spec = input_spec(cfg)
-    return ("key", "ts", "partition") if spec is None else (spec.record_key, spec.ordering_field,
-                                                            spec.partition_field)
+input_spec = src.input_spec  # the run's user-data spec (None: the generated source)
 
 
 def validate_config(cfg: dict) -> None:

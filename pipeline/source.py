@@ -322,6 +322,18 @@ class InputSpec:
                          tuple(d.get("source_files") or ()))
 
 
+def input_spec(cfg: dict) -> InputSpec | None:
+    """A run config's user-data spec (None: the generated source)."""
+    return InputSpec.from_dict(cfg["input_spec"]) if cfg.get("input_spec") else None
+
+
+def record_columns(cfg: dict) -> tuple[str, str, str]:
+    """(record key, ordering field, partition field) columns of a run's records."""
+    spec = input_spec(cfg)
+    return ("key", "ts", "partition") if spec is None else (spec.record_key, spec.ordering_field,
+                                                            spec.partition_field)
+
+
 def user_files(input_dir: Path, fmt: str) -> list[Path]:
     """The input files of ``--input DIR``: regular, not hidden, ending as the format's files do, by name."""
     if fmt not in FORMATS:
