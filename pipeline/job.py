@@ -218,7 +218,7 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
             started = time.monotonic()
             try:
                 coord.deliver_spark_acks()  # blocking mode: the previous instant commits here
-                good, bad = split_batch(df.toArrow(), spec)
+                good, bad = split_batch(df.toArrow(), spec) if spec is not None else split_batch(df.toArrow())
                 write_quarantine(rd, batch_id, bad)
                 coord.on_batch(batch_id, good, len(bad), started=started)
             except BaseException as exc:  # the batch will not commit: say which and why, then let Spark fail
