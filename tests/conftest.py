@@ -24,7 +24,6 @@ def spark_cluster(tmp_path_factory):
     """A master and two workers (1 core, 1 GiB each) from the installed PySpark distribution
     (:class:`pipeline.sparkcluster.SparkCluster`); every process it started is stopped by its process group at
     the end, also when the test or the start fails."""
-    pytest.importorskip("pyspark")
     from pipeline.sparkcluster import SparkCluster
 
     cluster = SparkCluster(tmp_path_factory.mktemp("spark-cluster"), workers=2, cores=1, memory="1g")
