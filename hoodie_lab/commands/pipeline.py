@@ -125,6 +125,8 @@ def run(args) -> int:
             if args.input else f"{args.records} records in {args.batches} batches")
     print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {what}"
           + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
+    if cfg.get("input_spec"):
+        print("schema (from the data): " + ", ".join(f"{c} {t}" for c, t in cfg["input_spec"]["schema"]), flush=True)
     print(BATCH_LEGEND, flush=True)
     t0 = time.monotonic()
     say(progress_enabled(args), f"starting Spark ({args.master or 'local[2]'})… (the first start takes 10-30 s)")
