@@ -453,6 +453,8 @@ def file_schema(data: bytes, fmt: str, name: str) -> tuple | None:
             kinds.setdefault(col, [])
             if k is not None:
                 kinds[col].append(k)
+    if not kinds:  # no record parsed (every line malformed, or a CSV that does not parse): no schema to take
+        return None
     schema = _majority(kinds)
     for col, t in schema:
         if t == "nested":

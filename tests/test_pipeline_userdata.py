@@ -159,6 +159,17 @@ def test_build_spec_refuses_schema_level_problems_with_one_line(tmp_path, args, 
         assert w in msg, (w, msg)
 
 
+def test_a_file_of_only_malformed_records_is_quarantined_not_a_dropped_schema(tmp_path):
+    _json_dir(tmp_path, {"1.json": [{"id": "a", "ts": 1, "p": "x"}], "2.json": ["not json", "[]"]})
+    (tmp_path / "3.csv").write_text("x")
+    spec = src.build_spec(tmp_path, "json", "id", "p", "ts")
+    assert spec.file_schemas[1] is None and spec.schema == (("id", "string"), ("ts", "long"), ("p", "string"))
+    assert [why for _, why, _ in src.parse_file((tmp_path / "2.json").read_bytes(), spec, 1)] == [
+        "malformed JSON", "not a JSON object (a JSON array)"]
+    with pytest.raises(UserError, match="no file has a readable record"):  # a CSV of a header only
+        src.build_spec(tmp_path, "csv", "x", "x", "x")
+
+
 def test_build_spec_refuses_nested_json_and_a_refused_schema_change(tmp_path):
     _json_dir(tmp_path / "n", {"a.json": [{"id": "a", "ts": 1, "p": "x", "o": {"x": 1}}]})
     with pytest.raises(UserError, match="column 'o' holds JSON objects or arrays"):
