@@ -62,7 +62,7 @@ def add_parser(subparsers) -> None:
     r.set_defaults(func=run)
     s = sub.add_parser("resume", help="restart a run on its checkpoint (after a crash or an interrupt)")
     s.add_argument("run_dir", type=Path)
-    s.add_argument("--master", default=None, help="Spark master URL (default: the run's)")
+    s.add_argument("--master", default=None)
     add_progress_arg(s)
     s.set_defaults(func=resume)
     k = sub.add_parser("kill-points", help="list the kill points of the crash harness")
