@@ -269,9 +269,13 @@ class PipelineCoordinator:
         self.batches = input_batches(self.rd)  # the driver never reads the records themselves
         self.parallelism = self.cfg.get("parallelism", 1)
         self.pcfg = protocol_config(self.cfg, self.batches)
+        # the run's columns (user data: --record-key etc.; the writer tasks get the same, executor.write_fields)
+        from pipeline.executor import write_fields
+        fields = write_fields(self.cfg)
+        extra = {"delete_field": fields["delete_field"]} if fields["delete_field"] else {}
         self.writer = HudiTableWriter(self.rd.table, self.cfg["table_type"], self.cfg["table_version"],
-                                      record_key="key", ordering_field="ts", partition_field="partition",
-                                      table_name=TABLE_NAME)
+                                      record_key=fields["record_key"], ordering_field=fields["ordering_field"],
+                                      partition_field=fields["partition_field"], table_name=TABLE_NAME, **extra)
         for log in (self.rd.trace, self.rd.events, self.rd.root / "times.jsonl"):
             repair_tail(log)  # a kill mid-append leaves a torn last line: cut it before appending again
         tr = read_trace(self.rd.trace)

@@ -90,14 +90,16 @@ def diff_run(root: Path, spark=None) -> DiffReport:
         return report
     table = include_history(read_table(rd.table))  # archived instants compared as if never archived
     report = DiffReport(rd.root)
-    inputs = src.read_inputs(rd.input)
+    spec = src.input_spec(cfg)
+    columns = DATA_COLUMNS if spec is None else spec.columns
+    inputs = src.read_inputs(rd.input, spec)
     units = task_units(inputs, system.config.parallelism, cfg.get("buckets", 1), cfg)
     _instants(report, system, table)
     _files(report, system, table, rd)
     predicted = _predicted_rows(system, units)
-    _rows_hudi_rs(report, predicted, rd.table)
+    _rows_hudi_rs(report, predicted, rd.table, columns)
     if spark is not None and table.table_type == "COPY_ON_WRITE":
-        _rows_spark(report, predicted, rd.table, spark)
+        _rows_spark(report, predicted, rd.table, spark, columns)
     unfinished = run_unfinished(rd)
     if unfinished is None:
         _exactly_once(report, system, units)
@@ -249,37 +251,48 @@ def _files(report: DiffReport, system, table, rd: RunDir) -> None:
 # ---------------------------------------------------------------------------------------------------- rows
 def task_units(inputs, parallelism: int, buckets: int, cfg: dict) -> dict[tuple[int, int], list]:
     """(task, batch) -> the input records of batch ``batch`` the writer tasks route to ``task`` (bucket index:
-    :func:`lakeio.hudiformat.bucket.bucket_id` of the record key, then ``task_of``), in input order: what one
-    model record of task ``task`` at offset ``batch`` stands for (:func:`pipeline.coordinator.protocol_config`).
-    The same routing the run used: the model and the diff use the run's number of tasks and buckets."""
+    :func:`lakeio.hudiformat.bucket.bucket_id` of the record key's string, then ``task_of``), in input order:
+    what one model record of task ``task`` at offset ``batch`` stands for
+    (:func:`pipeline.coordinator.protocol_config`). The same routing the run used: the model and the diff use
+    the run's number of tasks and buckets. (``cfg``: the run config; the records carry their key as ``.key``,
+    generated or the user's ``--record-key``.)"""
     from lakeio.hudiformat import bucket as bk
-    from pipeline.executor import write_fields
 
-    key = write_fields(cfg)["record_key"]
     units: dict[tuple[int, int], list] = {(t, b): [] for b in range(len(inputs)) for t in range(parallelism)}
     for b, lines in enumerate(inputs):
         for r, _ in lines:
             if r is not None:
-                units[(bk.task_of(bk.bucket_id(getattr(r, key), buckets), parallelism), b)].append(r)
+                units[(bk.task_of(bk.bucket_id(str(r.key), buckets), parallelism), b)].append(r)
     return units
 
 
-def _predicted_rows(system, units: dict) -> dict[str, tuple]:
-    """key -> (key, ts, partition, payload): committed (task, offset) units mapped to their input records,
-    upserted (the greatest ordering value wins; a tie goes to the later batch)."""
-    out: dict[str, tuple] = {}
+def _predicted_rows(system, units: dict) -> dict[tuple, tuple]:
+    """(partition, key) -> the record's values: committed (task, offset) units mapped to their input records,
+    upserted in (batch, task, input) order with event-time ordering (a record replaces the stored one when its
+    ordering value is >= the stored one's: a tie goes to the later batch); a delete record (user data,
+    ``--delete-field`` true) removes the stored one under the same rule and is not stored itself. A record is
+    identified within its partition (the writer's non-global index)."""
+    out: dict[tuple, tuple] = {}
+    order: dict[tuple, object] = {}
     for (task, offset), _n in sorted(system.committed_offsets().items(), key=lambda kv: (kv[0][1], kv[0][0])):
         for r in units.get((task, offset), ()):
-            cur = out.get(r.key)
-            if cur is None or r.ts >= cur[1]:
-                out[r.key] = (r.key, r.ts, r.partition, r.payload)
+            ident = (r.partition, r.key)
+            cur = order.get(ident)
+            if cur is not None and r.ordering < cur:
+                continue
+            if r.deleted:
+                out.pop(ident, None)
+                order.pop(ident, None)
+            else:
+                out[ident] = r.values
+                order[ident] = r.ordering
     return out
 
 
-def _rows_from_batches(batches) -> list[tuple]:
+def _rows_from_batches(batches, columns=DATA_COLUMNS) -> list[tuple]:
     rows = []
     for b in batches:
-        cols = [b.column(c).to_pylist() for c in DATA_COLUMNS]
+        cols = [b.column(c).to_pylist() for c in columns]
         rows.extend(zip(*cols))
     return rows
 
@@ -289,16 +302,17 @@ def _compare_rows(report: DiffReport, reader: str, predicted: dict[str, tuple], 
     want = Counter(predicted.values())
     report.checked.append(f"{len(want)} row(s) read through {reader}")
     if got != want:
-        extra = sorted((got - want).elements())
-        lost = sorted((want - got).elements())
-        dup = sorted(k for k, n in Counter(r[0] for r in rows).items() if n > 1)
+        extra = sorted((got - want).elements(), key=repr)
+        lost = sorted((want - got).elements(), key=repr)
+        dup = sorted((k for k, n in Counter(r[0] for r in rows).items() if n > 1), key=repr) if len(predicted) == len(
+            {r[0] for r in predicted.values()}) else []  # keys unique across partitions: a repeat is a duplicate
         report.add(f"table contents read through {reader}",
                    f"{len(want)} rows; not read: {lost[:3]}{' ...' if len(lost) > 3 else ''}",
                    f"{len(rows)} rows; not predicted: {extra[:3]}{' ...' if len(extra) > 3 else ''}"
                    + (f"; duplicate keys {dup[:5]}" if dup else ""))
 
 
-def _rows_hudi_rs(report: DiffReport, predicted: dict, table_path: Path) -> None:
+def _rows_hudi_rs(report: DiffReport, predicted: dict, table_path: Path, columns=DATA_COLUMNS) -> None:
     from hudi import HudiTable
 
     try:
@@ -306,7 +320,7 @@ def _rows_hudi_rs(report: DiffReport, predicted: dict, table_path: Path) -> None
     except BaseException as exc:  # hudi-rs panics are BaseException
         report.differences.append(f"hudi-rs cannot read the table: {type(exc).__name__}: {exc}")
         return
-    _compare_rows(report, "hudi-rs", predicted, _rows_from_batches(batches))
+    _compare_rows(report, "hudi-rs", predicted, _rows_from_batches(batches, columns))
 
 
 def latest_base_files(table_path: Path) -> list[str]:
@@ -317,7 +331,7 @@ def latest_base_files(table_path: Path) -> list[str]:
     return [str(Path(table_path) / s.base_file_relative_path()) for s in slices if s.base_file_name]
 
 
-def _rows_spark(report: DiffReport, predicted: dict, table_path: Path, spark) -> None:
+def _rows_spark(report: DiffReport, predicted: dict, table_path: Path, spark, columns=DATA_COLUMNS) -> None:
     try:
         paths = latest_base_files(table_path)
     except BaseException as exc:  # hudi-rs refuses the table (reported by _rows_hudi_rs too); panics are BaseException
@@ -326,7 +340,7 @@ def _rows_spark(report: DiffReport, predicted: dict, table_path: Path, spark) ->
     if not paths:
         _compare_rows(report, "Spark (latest base parquet files)", predicted, [])
         return
-    df = spark.read.parquet(*paths).select(*DATA_COLUMNS)
+    df = spark.read.parquet(*paths).select(*columns)
     _compare_rows(report, "Spark (latest base parquet files)", predicted,
                   [tuple(r) for r in df.collect()])
 

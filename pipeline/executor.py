@@ -5,7 +5,9 @@ starts it on the timeline; then :func:`write_batch` runs one Spark job over the 
 lines and returns only the tasks' write statuses (a few rows per task, never a record):
 
 1. **parse and route** (``mapInArrow`` over the input splits): each line goes through
-   :func:`pipeline.source.parse_line`, the one validation; a good record gets its bucket
+   :func:`pipeline.source.parse_line`, the one validation (user data: each input file, one row of the
+   binary-file source, through :func:`pipeline.source.parse_file`, typed in the run's schema, the user's key
+   and delete columns); a good record gets its bucket
    (:func:`lakeio.hudiformat.bucket.bucket_id`, Hudi's ``BucketIdentifier``: hash of the record key mod
    ``buckets``) and its writer task (:func:`lakeio.hudiformat.bucket.task_of`: bucket mod ``parallelism``, as
    Flink's ``BucketIndexPartitioner``); a malformed line goes to task ``seq mod parallelism`` with its reason.
@@ -44,16 +46,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakeio.hudiformat import bucket as bk
+from pipeline import source as src
 
-RECORD_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
-                           ("payload", pa.string())])
+RECORD_SCHEMA = src.GENERATED_SCHEMA  # the generated source's records (user data: the run's input_spec)
 QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 RESULT_DDL = ("task int, attempt int, stage int, token string, records bigint, quarantined bigint, "
               "stats string, schema string")
 DUPLICATE_ATTEMPT = 100
 FAULT_KINDS = ("fail-after-file", "kill-worker", "duplicate-attempt")
 _ARROW_DDL = {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.float64(): "double",
-              pa.bool_(): "boolean", pa.large_string(): "string"}
+              pa.bool_(): "boolean", pa.large_string(): "string", pa.float32(): "float", pa.binary(): "binary",
+              pa.date32(): "date"}
 
 
 class TaskFault(RuntimeError):
@@ -62,26 +65,31 @@ class TaskFault(RuntimeError):
 
 # ------------------------------------------------------------------------------------------------- spec
 def record_schema(cfg: dict) -> pa.Schema:
-    """The records' schema the writer tasks write (the run config's; the generated input's by default)."""
-    return cfg.get("record_schema") or RECORD_SCHEMA
+    """The records' schema the writer tasks write: the user data's run schema (``input_spec``, typed from the
+    data), else the generated source's."""
+    spec = src.input_spec(cfg)
+    return RECORD_SCHEMA if spec is None else spec.arrow_schema()
 
 
 def write_fields(cfg: dict) -> dict:
-    """Record key, ordering and partition fields of the run (the run config's; the generated input's by
-    default), as :func:`make_spec` takes them."""
-    return {"record_key": cfg.get("record_key") or "key", "ordering_field": cfg.get("ordering_field", "ts"),
-            "partition_field": cfg.get("partition_field", "partition")}
+    """Record key, ordering, partition and delete fields of the run (the user's ``--record-key`` etc., else the
+    generated source's key, ts, partition and Hudi's ``_hoodie_is_deleted``), as :func:`make_spec` takes them."""
+    key, ordering, partition = src.record_columns(cfg)
+    spec = src.input_spec(cfg)
+    return {"record_key": key, "ordering_field": ordering, "partition_field": partition,
+            "delete_field": spec.delete_field if spec is not None else None}
 
 
 def make_spec(cfg: dict, *, base_path: Path, table_name: str, instant: str, batch: int, own_pending,
               quarantine_dir: Path, schema: pa.Schema, record_key: str, ordering_field: str | None,
-              partition_field: str | None, faults=(), kill_mid: dict | None = None) -> dict:
+              partition_field: str | None, delete_field: str | None = None, faults=(),
+              kill_mid: dict | None = None) -> dict:
     """What every task of a batch's write needs (JSON: it travels inside the task closure)."""
     return {"base_path": str(base_path), "table_type": cfg["table_type"], "table_version": cfg["table_version"],
             "table_name": table_name, "instant": instant, "batch": batch, "own_pending": sorted(own_pending),
             "parallelism": cfg["parallelism"], "buckets": cfg["buckets"], "quarantine": str(quarantine_dir),
             "schema": schema.serialize().to_pybytes().hex(), "record_key": record_key,
-            "ordering_field": ordering_field, "partition_field": partition_field,
+            "ordering_field": ordering_field, "partition_field": partition_field, "delete_field": delete_field,
             "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid}
 
 
@@ -89,21 +97,38 @@ def _schema(spec: dict) -> pa.Schema:
     return pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(spec["schema"])))
 
 
+def _wire_names(schema: pa.Schema) -> list[str]:
+    """Stage 1's names of the record columns: by position (a user's column may be called ``task`` or ``seq``,
+    or hold characters a DDL string cannot)."""
+    return [f"_c{i}" for i in range(len(schema))]
+
+
+def _wire_type(t: pa.DataType) -> pa.DataType:
+    """The Arrow type a record column crosses the shuffle as: a timestamp as Spark's (microseconds, UTC); the
+    writer task casts it back to the run schema's."""
+    return pa.timestamp("us", tz="UTC") if pa.types.is_timestamp(t) else t
+
+
 def routed_ddl(schema: pa.Schema) -> str:
-    """The Spark schema of stage 1's rows: route, task, seq, the record columns, reason, raw."""
+    """The Spark schema of stage 1's rows: route, task, seq, the record columns (by position), reason, raw."""
     cols = []
-    for f in schema:
+    for f, wire in zip(schema, _wire_names(schema)):
+        if pa.types.is_timestamp(f.type):
+            cols.append(f"`{wire}` timestamp")
+            continue
         if f.type not in _ARROW_DDL:
             raise ValueError(f"record column {f.name}: type {f.type} not supported by the executor writer")
-        cols.append(f"`{f.name}` {_ARROW_DDL[f.type]}")
+        cols.append(f"`{wire}` {_ARROW_DDL[f.type]}")
     return "route int, task int, seq bigint, " + ", ".join(cols) + ", `_reason` string, `_raw` string"
 
 
 # ------------------------------------------------------------------------------------------- stage 1
 def parse_and_route(spec: dict, routes: list[int], split):
-    """Stage 1's ``mapInArrow`` function (see the module doc). ``split(table of raw lines) -> (records of the
-    run's schema, [(reason, raw)])`` is the one validation (:func:`pipeline.job.split_batch`)."""
+    """Stage 1's ``mapInArrow`` function (see the module doc). ``split(table of the source's rows: raw lines, or
+    user data's (path, content) per file) -> (records of the run's schema, [(reason, raw)])`` is the one
+    validation (:func:`pipeline.job.split_batch`)."""
     schema = _schema(spec)
+    wire = _wire_names(schema)
     P, B, key = spec["parallelism"], spec["buckets"], spec["record_key"]
     route_arr = np.asarray(routes, dtype=np.int32)
 
@@ -113,16 +138,18 @@ def parse_and_route(spec: dict, routes: list[int], split):
         part = TaskContext.get().partitionId()
         row0 = 0
         for b in batches:
-            good, bad = split(pa.table({"line": b.column(0)}))
+            good, bad = split(pa.Table.from_batches([b]))
             good = good.select(schema.names).cast(schema)
             base = (part << 40) + row0
             row0 += b.num_rows
             n = good.num_rows
-            tasks = bk.task_of(bk.bucket_ids(good.column(key).combine_chunks(), B), P)
+            keys = good.column(key).combine_chunks()  # Hudi hashes the record key's string (an int key: its digits)
+            keys = keys if pa.types.is_string(keys.type) else keys.cast(pa.string())
+            tasks = bk.task_of(bk.bucket_ids(keys, B), P)
             cols = {"route": pa.array(route_arr[tasks], pa.int32()), "task": pa.array(tasks, pa.int32()),
                     "seq": pa.array(range(base, base + n), pa.int64())}
-            for name in schema.names:
-                cols[name] = good.column(name).combine_chunks()
+            for f, w in zip(schema, wire):
+                cols[w] = good.column(f.name).combine_chunks().cast(_wire_type(f.type))
             cols["_reason"] = pa.nulls(n, pa.string())
             cols["_raw"] = pa.nulls(n, pa.string())
             yield pa.RecordBatch.from_pydict(cols)
@@ -131,8 +158,8 @@ def parse_and_route(spec: dict, routes: list[int], split):
                 bt = [q % P for q in seqs]
                 cols = {"route": pa.array([routes[t] for t in bt], pa.int32()), "task": pa.array(bt, pa.int32()),
                         "seq": pa.array(seqs, pa.int64())}
-                for f in schema:
-                    cols[f.name] = pa.nulls(len(bad), f.type)
+                for f, w in zip(schema, wire):
+                    cols[w] = pa.nulls(len(bad), _wire_type(f.type))
                 cols["_reason"] = pa.array([r for r, _ in bad], pa.string())
                 cols["_raw"] = pa.array([x for _, x in bad], pa.string())
                 yield pa.RecordBatch.from_pydict(cols)
@@ -160,9 +187,11 @@ def _write_quarantine(spec: dict, task: int, reasons: list, raws: list) -> None:
 def _open_writer(spec: dict):
     from lakeio.hudiformat.table import HudiTableWriter
 
+    extra = {"delete_field": spec["delete_field"]} if spec.get("delete_field") else {}
     return HudiTableWriter(spec["base_path"], spec["table_type"], spec["table_version"],
                            record_key=spec["record_key"], ordering_field=spec["ordering_field"],
-                           partition_field=spec["partition_field"], table_name=spec["table_name"], for_task=True)
+                           partition_field=spec["partition_field"], table_name=spec["table_name"], for_task=True,
+                           **extra)
 
 
 class _AfterFiles:
@@ -228,7 +257,8 @@ def write_partition(spec: dict):
                                    "(Spark's partitioner and the route keys disagree)")
             reason = rows.column("_reason")
             bad = rows.filter(reason.is_valid())
-            good = rows.filter(reason.is_null()).select(schema.names).cast(schema)
+            good = (rows.filter(reason.is_null()).select(_wire_names(schema)).rename_columns(schema.names)
+                    .cast(schema))
         else:
             bad, good = None, schema.empty_table()
         _write_quarantine(spec, task, bad.column("_reason").to_pylist() if bad is not None else [],

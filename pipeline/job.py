@@ -6,6 +6,8 @@ checkpoint) the streaming query on it:
 * source: the file stream source over ``RUN_DIR/input`` reading raw lines (the text source, ``lineSep="\\n"``,
   each line cast to bytes), ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)`` (deterministic: file i
   is batch i of a fresh run; a restart replays the first batch Spark has not committed, with the same file);
+  user data (``--input``): the binary-file source, one row (path, bytes) per input file, judged by
+  :func:`pipeline.source.parse_file` in the write job's tasks as the lines are by ``parse_line``;
 * sink: ``foreachBatch``. The driver never holds the batch's records: it gets the batch's instant from the
   coordinator (:class:`pipeline.coordinator.PipelineCoordinator`), then one Spark job
   (:mod:`pipeline.executor`) parses each line with :func:`pipeline.source.parse_line` -- the one validation,
@@ -24,10 +26,11 @@ checkpoint) the streaming query on it:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from operator import attrgetter
 import time
+from operator import attrgetter
 from pathlib import Path
 
 import pyarrow as pa
@@ -47,13 +50,17 @@ TABLE_VERSIONS = (8, 6)
 def default_config(**overrides) -> dict:
     cfg = {"mode": "async", "table_type": "mor", "table_version": 8, "records": 1000, "batches": 5,
            "seed": 0, "malformed": 0, "update_fraction": 0.3, "commit_latency_ms": 0, "master": None,
-           "table": None}
+           "table": None,
+           # input: None = the generated demo source; else the user's files (``--input``), see input_spec()
+           "format": None, "input_dir": None, "record_key": None, "partition_field": None, "ordering_field": None,
+           "delete_field": None, "input_spec": None}
     cfg.update({"parallelism": 2, "buckets": 4})  # the write path: writer tasks, bucket-index buckets
     cfg.update(overrides)
     return cfg
 
 
 MAX_PARALLELISM = 256  # the model's bound on writer tasks (ProtocolConfig.parallelism)
+input_spec = src.input_spec  # the run's user-data spec (None: the generated source)
 
 
 def validate_config(cfg: dict) -> None:
@@ -79,12 +86,32 @@ def validate_config(cfg: dict) -> None:
     if buckets < par:
         raise UserError(f"--buckets: {buckets} < --parallelism {par}; every writer task needs a bucket "
                         "(a task without one would never write)")
+    if cfg.get("format") is not None and cfg["format"] not in src.FORMATS:
+        raise UserError(f"--format: {cfg['format']!r}; expected one of {', '.join(src.FORMATS)}")
+    if cfg.get("format") is not None and not cfg.get("input_dir"):
+        raise UserError("--format: given without --input DIR")
+    if cfg.get("input_dir") and cfg.get("format") is None:
+        raise UserError("--input: needs --format json|csv|parquet")
+    if not cfg.get("input_dir"):
+        for flag, k in (("--record-key", "record_key"), ("--partition-field", "partition_field"),
+                        ("--ordering-field", "ordering_field"), ("--delete-field", "delete_field")):
+            if cfg.get(k):
+                raise UserError(f"{flag}: only with --input DIR (the generated source's columns are fixed)")
 
 
 def prepare_run(root: Path, **config) -> RunDir:
-    """Create a run dir: ``run.json`` and the generated inputs. Refuses a non-empty dir."""
+    """Create a run dir: ``run.json`` and the inputs (generated, or the user's ``--input`` files copied).
+    Refuses a non-empty dir. User data: the schema is taken from the data first (:func:`pipeline.source.
+    build_spec`), so a schema-level problem is refused before anything is created."""
     cfg = default_config(**config)
     validate_config(cfg)
+    spec = None
+    if cfg.get("input_dir"):
+        spec = src.build_spec(Path(cfg["input_dir"]), cfg["format"], cfg["record_key"], cfg["partition_field"],
+                              cfg["ordering_field"], cfg["delete_field"])
+        cfg["input_dir"] = str(Path(cfg["input_dir"]).resolve())
+        cfg["input_spec"] = spec.to_dict()
+        cfg["batches"] = len(spec.source_files)
     rd = RunDir(Path(root), Path(cfg["table"]) if cfg.get("table") else None)
     if rd.root.exists() and any(rd.root.iterdir()):
         raise UserError(f"--out {rd.root}: exists and is not empty; choose a new run dir")
@@ -94,8 +121,12 @@ def prepare_run(root: Path, **config) -> RunDir:
         check_table_path(Path(cfg["table"]), cfg["table_version"])
         rd = RunDir(Path(root), Path(cfg["table"]))
     rd.root.mkdir(parents=True, exist_ok=True)
-    src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
-                     update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])
+    if spec is None:
+        src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
+                         update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])
+    else:
+        src.copy_inputs(spec, rd.input)
+        cfg["records"] = sum(1 for lines in src.read_inputs(rd.input, spec) for r, _ in lines if r is not None)
     rd.save_config(cfg)
     return rd
 
@@ -108,14 +139,28 @@ def open_run(root: Path) -> tuple[RunDir, dict]:
 
 
 # ------------------------------------------------------------------------------------------ the batch split
-def split_batch(batch: pa.Table, schema: pa.Schema = RECORD_SCHEMA) -> tuple[pa.Table, list[tuple[str, str]]]:
-    """Well-formed records (columns of ``schema``) and the malformed ones as (reason, raw).
+def split_batch(batch: pa.Table, spec: "src.InputSpec | None" = None) -> tuple[pa.Table, list[tuple[str, str]]]:
+    """Well-formed records (the generated source's columns key, ts, partition, payload, or the user's columns in
+    the run schema) and the malformed ones as (reason, raw). The writer tasks run it (:mod:`pipeline.executor`),
+    never the driver.
 
     ``batch`` has one binary column ``line``: the raw bytes of each input line Spark's text source read (in file
     order). Each line goes through :func:`pipeline.source.parse_line`, the same validation the diff's
     prediction uses, so the two can never disagree on what the batch holds. Blank lines are skipped as
     :func:`pipeline.source.input_lines` skips them. ``raw`` is the line as text (bytes that are not UTF-8 as
-    backslash escapes). The writer tasks run it (:mod:`pipeline.executor`), never the driver."""
+    backslash escapes).
+
+    User data (``spec``): ``batch`` is the binary-file source's rows (``path``, ``content``), one input file;
+    :func:`pipeline.source.parse_file` judges its records."""
+    if spec is not None:
+        rows, bad = [], []
+        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
+            for row, reason, raw in src.parse_file(content, spec, src.batch_index(path)):
+                if row is None:
+                    bad.append((reason, raw))
+                else:
+                    rows.append(row)
+        return src.records_table(rows, spec), bad
     good: list[src.Record] = []
     bad = []
     for line in batch.column("line").to_pylist():
@@ -126,11 +171,9 @@ def split_batch(batch: pa.Table, schema: pa.Schema = RECORD_SCHEMA) -> tuple[pa.
             bad.append((reason, line.decode("utf-8", errors="backslashreplace")))
         else:
             good.append(rec)
-    names = schema.names
+    names = RECORD_SCHEMA.names
     cols = list(zip(*map(attrgetter(*names), good))) if good else [()] * len(names)
-    if len(names) == 1 and good:
-        cols = [[getattr(r, names[0]) for r in good]]
-    table = pa.table({name: list(col) for name, col in zip(names, cols)}, schema=schema)
+    table = pa.table({name: list(col) for name, col in zip(names, cols)}, schema=RECORD_SCHEMA)
     return table, bad
 
 
@@ -165,18 +208,30 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
             from pipeline.spark import get_spark
             spark = get_spark(cfg.get("master"))
         t0 = time.monotonic()
-        # raw lines (bytes, exactly as in the file): the one validation, source.parse_line, judges them
+        spec = input_spec(cfg)
         # input splits of at most 4 MB: a batch's lines are parsed by several tasks, not one
         spark.conf.set("spark.sql.files.maxPartitionBytes", str(4 << 20))
-        stream = (spark.readStream.option("maxFilesPerTrigger", 1).option("lineSep", "\n")
-                  .text(str(rd.input)).selectExpr("CAST(value AS BINARY) AS line"))
+        if spec is None:  # raw lines (bytes, exactly as in the file): the one validation, source.parse_line
+            stream = (spark.readStream.option("maxFilesPerTrigger", 1).option("lineSep", "\n")
+                      .text(str(rd.input)).selectExpr("CAST(value AS BINARY) AS line"))
+        else:  # user data: each input file's bytes (read by an executor), judged by source.parse_file in the
+            # writer job's tasks (one task parses a file; its records are routed to every writer task)
+            from pyspark.sql.types import (BinaryType, LongType, StringType, StructField, StructType,
+                                           TimestampType)
+            binary_file = StructType([StructField("path", StringType()), StructField("modificationTime",
+                                      TimestampType()), StructField("length", LongType()),
+                                      StructField("content", BinaryType())])
+            stream = (spark.readStream.format("binaryFile").schema(binary_file).option("maxFilesPerTrigger", 1)
+                      .option("pathGlobFilter", f"part-*.{spec.format}").load(str(rd.input))
+                      .select("path", "content"))
 
         def sink(df, batch_id: int) -> None:
             started = time.monotonic()
             try:
                 coord.deliver_spark_acks()  # blocking mode: the previous instant commits here
                 # the batch never comes to the driver: the writer tasks split, route and write it
-                coord.on_batch(batch_id, df, started=started, split=split_batch)
+                split = split_batch if spec is None else functools.partial(split_batch, spec=spec)
+                coord.on_batch(batch_id, df, started=started, split=split)
             except BaseException as exc:  # the batch will not commit: say which and why, then let Spark fail
                 rd.log("batch-failed", batch=batch_id, pid=os.getpid(), error=_one_line(exc))
                 raise

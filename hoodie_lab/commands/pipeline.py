@@ -33,11 +33,23 @@ def add_parser(subparsers) -> None:
     r.add_argument("--malformed", type=int, default=0, help="malformed input records to mix in (default 0)")
     r.add_argument("--commit-latency-ms", type=int, default=0,
                    help="sleep before each timeline write of the coordinator (object-store latency)")
-    r.add_argument("--master", default=None, help="Spark master URL (default local[2])")
+    r.add_argument("--master", default=None, help="Spark master URL: local[N] (default local[2]) or "
+                   "spark://HOST:PORT (a standalone cluster; checked for reachability before anything is created)")
     r.add_argument("--parallelism", type=int, default=2,
                    help="writer tasks: the Spark tasks that write each batch (the model's tasks too; default 2)")
     r.add_argument("--buckets", type=int, default=4,
                    help="bucket-index buckets per partition (hoodie.bucket.index.num.buckets; default 4)")
+    g = r.add_argument_group("your own data (instead of the generated source)")
+    g.add_argument("--input", type=Path, default=None, metavar="DIR",
+                   help="read the files of DIR (in name order, one micro-batch each) instead of generating inputs")
+    g.add_argument("--format", default=None, help="format of the --input files: json (JSON lines), csv (header "
+                   "line first) or parquet")
+    g.add_argument("--record-key", default=None, metavar="COL", help="the record key column")
+    g.add_argument("--partition-field", default=None, metavar="COL", help="the partition column")
+    g.add_argument("--ordering-field", default=None, metavar="COL",
+                   help="the ordering (precombine) column: the greatest value of a key wins")
+    g.add_argument("--delete-field", default=None, metavar="COL",
+                   help="a boolean column: true marks the record as a delete of its key")
     r.add_argument("--out", type=Path, default=None, help="run dir (default runs/pipeline/<mode>-<type>-seed<S>)")
     r.add_argument("--table", type=Path, default=None, help="table path (default RUN_DIR/table)")
     r.add_argument("--seed", type=int, default=0, help="seed of the input generator and of --crashes")
@@ -89,11 +101,17 @@ def run(args) -> int:
         check_out_dir(args.out, create=False)
     if args.table is not None:
         check_out_dir(args.table, create=False, arg="--table")
+    from pipeline.spark import check_master
+    check_master(args.master)  # an unreachable master: one line, exit 2, before the run dir or table exists
     try:
         plan = [KillSpec.parse(k) for k in args.kill]
     except ValueError as exc:
         raise UserError(f"--kill: {exc}") from None
-    plan += seeded_plan(args.seed, args.batches, args.crashes)
+    if args.input is not None and args.crashes:
+        from pipeline.source import user_files
+        plan += seeded_plan(args.seed, len(user_files(args.input, args.format or "")), args.crashes)
+    else:
+        plan += seeded_plan(args.seed, args.batches, args.crashes)
     from lakeio.ondisk.history import archival_settings
     archival = archival_settings(args.archive_max_commits, args.archive_min_commits, args.archive_batch)
     if archival and args.table_version != 8:
@@ -104,9 +122,17 @@ def run(args) -> int:
                      records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,
                      commit_latency_ms=args.commit_latency_ms, master=args.master,
                      parallelism=args.parallelism, buckets=args.buckets,
-                     table=str(args.table) if args.table else None, archival=archival)
-    print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
-          f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
+                     table=str(args.table) if args.table else None, archival=archival,
+                     input_dir=str(args.input) if args.input else None, format=args.format,
+                     record_key=args.record_key, partition_field=args.partition_field,
+                     ordering_field=args.ordering_field, delete_field=args.delete_field)
+    cfg = rd.load_config()
+    what = (f"{cfg['records']} well-formed records in {cfg['batches']} {args.format} files of {args.input}"
+            if args.input else f"{args.records} records in {args.batches} batches")
+    print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {what}"
+          + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
+    if cfg.get("input_spec"):
+        print("schema (from the data): " + ", ".join(f"{c} {t}" for c, t in cfg["input_spec"]["schema"]), flush=True)
     print(BATCH_LEGEND, flush=True)
     t0 = time.monotonic()
     say(progress_enabled(args), f"starting Spark ({args.master or 'local[2]'})… (the first start takes 10-30 s)")

@@ -174,7 +174,8 @@ class HudiTableWriter:
                  record_key: str = "key", ordering_field: str | None = None, partition_field: str | None = None,
                  *, table_name: str | None = None, hive_style_partitioning: bool = True,
                  log_block_format: str = "avro", max_file_rows: int = 1_000_000, small_file_rows: int = 0,
-                 compression: str = "snappy", timezone: str = "UTC", for_task: bool = False):
+                 compression: str = "snappy", timezone: str = "UTC", for_task: bool = False,
+                 delete_field: str = IS_DELETED):
         self.base_path = Path(base_path)
         ttype = TYPE_ALIASES.get(str(table_type).lower(), str(table_type).upper())
         if ttype not in (COPY_ON_WRITE, MERGE_ON_READ):
@@ -189,6 +190,7 @@ class HudiTableWriter:
         self.record_key = record_key
         self.ordering_field = ordering_field
         self.partition_field = partition_field
+        self.delete_field = delete_field  # a true value marks a delete in an upsert (soft-delete column)
         self.table_name = table_name or (self.base_path.name.replace("-", "_") or "hudi_table")
         self.hive_style = hive_style_partitioning
         self.merge_mode = EVENT_TIME_ORDERING if ordering_field else COMMIT_TIME_ORDERING
@@ -355,7 +357,7 @@ class HudiTableWriter:
         over the latest base files of the writer's view; with ``num_buckets``, the bucket's file group), then
         write them on the COW or MOR path."""
         hard_del = operation == "delete"
-        is_del = delete_mask(records, operation)
+        is_del = delete_mask(records, operation, self.delete_field)
         keys = record_keys(records, self.record_key)
         with self._lock:
             latest = self._view.latest(self.timeline, self._timeline_gen, set(self._written) | self._own_pending,
