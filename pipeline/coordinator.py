@@ -451,14 +451,20 @@ class PipelineCoordinator:
                       and self._writemeta_path(t).exists())
 
     def _result(self, instant: str, statuses: list[dict]):
-        """The instant's ``WriteResult``: every task's write stats (task order), or None when nothing was
-        written."""
+        """The instant's ``WriteResult``: every task's write stats (task order). A batch no task wrote (no
+        well-formed record: every line of a user's file malformed, an unreadable file) is an empty commit that
+        still carries the table schema, as ``BaseHoodieWriteClient#commitStats`` always puts the writer schema
+        (``HoodieCommitMetadata.SCHEMA_KEY``) in the metadata: readers (hudi-rs) resolve the latest schema from
+        the latest commit. The driver's writer never writes data, so that schema is the run's
+        (:func:`pipeline.executor.record_schema`), as the first writer task derives it."""
+        from lakeio.hudiformat.schema import avro_schema_json, data_schema
         from lakeio.hudiformat.table import WriteResult
+        from pipeline.executor import record_schema
 
         stats = [s for r in statuses for s in r["stats"]]
-        if not stats:
-            return None
-        schema = next(r["schema"] for r in statuses if r["schema"])
+        schema = next((r["schema"] for r in statuses if r["schema"]), None)
+        if schema is None:
+            schema = avro_schema_json(TABLE_NAME, data_schema(record_schema(self.cfg)), with_meta=False)
         return WriteResult(instant, self.writer.action.value, "UPSERT", schema, stats)
 
     def _check_batch(self, batch_id: int) -> None:

@@ -262,13 +262,15 @@ def test_csv_and_parquet_user_data(tmp_path, spark):
 
 @pytest.mark.spark
 def test_diff_catches_a_writer_that_ignores_the_delete_column(tmp_path, spark, monkeypatch):
-    """The broken variant: the writer's delete mask ignores ``--delete-field``; the deleted key stays in the
-    table, and the diff's row comparison (hudi-rs) reports it."""
-    import lakeio.hudiformat.table as table_mod
+    """The broken variant: the writer tasks are not told ``--delete-field`` (their writers fall back to Hudi's
+    ``_hoodie_is_deleted``, which the data lacks); the deleted key stays in the table, and the diff's row
+    comparison (hudi-rs) reports it. (The tasks run in Spark's Python workers: the variant is made where the
+    driver builds their write spec.)"""
+    import pipeline.executor as executor
     from pipeline.diff import diff_run
 
-    orig = table_mod.delete_mask
-    monkeypatch.setattr(table_mod, "delete_mask", lambda records, op, field=None: orig(records, op))
+    orig = executor.write_fields
+    monkeypatch.setattr(executor, "write_fields", lambda cfg: orig(cfg) | {"delete_field": None})
     _json_dir(tmp_path / "data", JSON_INPUT)
     root, _ = _user_run(tmp_path, spark, "mor", "json", tmp_path / "data", **JSON_COLS)
     monkeypatch.undo()
