@@ -6,11 +6,13 @@ checkpoint) the streaming query on it:
 * source: the file stream source over ``RUN_DIR/input`` reading raw lines (the text source, ``lineSep="\\n"``,
   each line cast to bytes), ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)`` (deterministic: file i
   is batch i of a fresh run; a restart replays the first batch Spark has not committed, with the same file);
-* sink: ``foreachBatch``. The micro-batch is collected to the driver as Arrow (``DataFrame.toArrow``; fine at
-  these sizes -- a limitation: the batch must fit in the driver's memory, and the data files are written by the
-  driver, not by executors), split by :func:`pipeline.source.parse_line` -- the one validation, also behind the
-  coordinator's expected records and the diff -- into well-formed records and malformed ones (quarantined
-  with a reason, see :func:`split_batch`), and handed to :class:`pipeline.coordinator.PipelineCoordinator`;
+* sink: ``foreachBatch``. The driver never holds the batch's records: it gets the batch's instant from the
+  coordinator (:class:`pipeline.coordinator.PipelineCoordinator`), then one Spark job
+  (:mod:`pipeline.executor`) parses each line with :func:`pipeline.source.parse_line` -- the one validation,
+  also behind the diff; :func:`split_batch` -- routes the records by the bucket index to ``parallelism``
+  writer tasks (Spark tasks), and each task writes its file groups' data files and its malformed lines
+  (quarantined with a reason) and returns its write statuses; the driver hands them to the model as each
+  task's write metadata and commits per the mode;
 * acks: Spark's commit of batch n (``checkpoint/commits/n``, written after foreachBatch(n) returned and before
   batch n+1 is planned) is read at the start of every batch and once more when the query has ended;
 * stalls: a batch that raises is logged (``batch-failed``, with the error) and the query fails; ``run_job``
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+from operator import attrgetter
 import time
 from pathlib import Path
 
@@ -32,23 +35,25 @@ import pyarrow.parquet as pq
 
 from lakeio.errors import UserError
 from pipeline import source as src
+from pipeline.executor import QUARANTINE_SCHEMA, RECORD_SCHEMA, record_schema, write_fields  # noqa: F401
 from pipeline.run_dir import (PipelineStalled, RunDir, atomic_write_bytes, stall_message,  # noqa: F401
                               uncommitted_batches)
 
 MODES = ("blocking", "async", "spark-sink")
 TABLE_TYPES = ("cow", "mor")
 TABLE_VERSIONS = (8, 6)
-RECORD_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
-                           ("payload", pa.string())])
-QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 
 
 def default_config(**overrides) -> dict:
     cfg = {"mode": "async", "table_type": "mor", "table_version": 8, "records": 1000, "batches": 5,
            "seed": 0, "malformed": 0, "update_fraction": 0.3, "commit_latency_ms": 0, "master": None,
            "table": None}
+    cfg.update({"parallelism": 2, "buckets": 4})  # the write path: writer tasks, bucket-index buckets
     cfg.update(overrides)
     return cfg
+
+
+MAX_PARALLELISM = 256  # the model's bound on writer tasks (ProtocolConfig.parallelism)
 
 
 def validate_config(cfg: dict) -> None:
@@ -66,6 +71,14 @@ def validate_config(cfg: dict) -> None:
         raise UserError(f"--commit-latency-ms: {cfg['commit_latency_ms']}; expected >= 0")
     if cfg["malformed"] < 0:
         raise UserError(f"--malformed: {cfg['malformed']}; expected >= 0")
+    par, buckets = cfg.get("parallelism", 1), cfg.get("buckets", 1)
+    if not isinstance(par, int) or not 1 <= par <= MAX_PARALLELISM:
+        raise UserError(f"--parallelism: {par}; expected 1..{MAX_PARALLELISM} writer tasks")
+    if not isinstance(buckets, int) or not 1 <= buckets <= 100_000:
+        raise UserError(f"--buckets: {buckets}; expected 1..100000")
+    if buckets < par:
+        raise UserError(f"--buckets: {buckets} < --parallelism {par}; every writer task needs a bucket "
+                        "(a task without one would never write)")
 
 
 def prepare_run(root: Path, **config) -> RunDir:
@@ -95,14 +108,14 @@ def open_run(root: Path) -> tuple[RunDir, dict]:
 
 
 # ------------------------------------------------------------------------------------------ the batch split
-def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
-    """Well-formed records (columns key, ts, partition, payload) and the malformed ones as (reason, raw).
+def split_batch(batch: pa.Table, schema: pa.Schema = RECORD_SCHEMA) -> tuple[pa.Table, list[tuple[str, str]]]:
+    """Well-formed records (columns of ``schema``) and the malformed ones as (reason, raw).
 
     ``batch`` has one binary column ``line``: the raw bytes of each input line Spark's text source read (in file
-    order). Each line goes through :func:`pipeline.source.parse_line`, the same validation the coordinator's
-    expected records and the diff use, so the two can never disagree on what the batch holds. Blank lines are
-    skipped as :func:`pipeline.source.input_lines` skips them. ``raw`` is the line as text (bytes that are not
-    UTF-8 as backslash escapes)."""
+    order). Each line goes through :func:`pipeline.source.parse_line`, the same validation the diff's
+    prediction uses, so the two can never disagree on what the batch holds. Blank lines are skipped as
+    :func:`pipeline.source.input_lines` skips them. ``raw`` is the line as text (bytes that are not UTF-8 as
+    backslash escapes). The writer tasks run it (:mod:`pipeline.executor`), never the driver."""
     good: list[src.Record] = []
     bad = []
     for line in batch.column("line").to_pylist():
@@ -113,26 +126,16 @@ def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
             bad.append((reason, line.decode("utf-8", errors="backslashreplace")))
         else:
             good.append(rec)
-    table = pa.table({"key": [r.key for r in good], "ts": [r.ts for r in good],
-                      "partition": [r.partition for r in good], "payload": [r.payload for r in good]},
-                     schema=RECORD_SCHEMA)
+    names = schema.names
+    cols = list(zip(*map(attrgetter(*names), good))) if good else [()] * len(names)
+    if len(names) == 1 and good:
+        cols = [[getattr(r, names[0]) for r in good]]
+    table = pa.table({name: list(col) for name, col in zip(names, cols)}, schema=schema)
     return table, bad
 
 
-def write_quarantine(rd: RunDir, batch_id: int, bad: list[tuple[str, str]]) -> None:
-    """``quarantine/batch-<n>.parquet`` (replaced if batch n is replayed, so a record is counted once)."""
-    path = rd.quarantine / f"batch-{batch_id:06d}.parquet"
-    if not bad:
-        path.unlink(missing_ok=True)
-        return
-    t = pa.table({"batch": [batch_id] * len(bad), "reason": [r for r, _ in bad], "raw": [x for _, x in bad]},
-                 schema=QUARANTINE_SCHEMA)
-    sink = pa.BufferOutputStream()
-    pq.write_table(t, sink)
-    atomic_write_bytes(path, sink.getvalue().to_pybytes())
-
-
 def read_quarantine(rd: RunDir) -> pa.Table:
+    # batch-<n>-task-<t>.parquet: written by writer task t (replaced on a retry or a replay of batch n)
     files = sorted(rd.quarantine.glob("batch-*.parquet")) if rd.quarantine.is_dir() else []
     if not files:
         return QUARANTINE_SCHEMA.empty_table()
@@ -163,6 +166,8 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
             spark = get_spark(cfg.get("master"))
         t0 = time.monotonic()
         # raw lines (bytes, exactly as in the file): the one validation, source.parse_line, judges them
+        # input splits of at most 4 MB: a batch's lines are parsed by several tasks, not one
+        spark.conf.set("spark.sql.files.maxPartitionBytes", str(4 << 20))
         stream = (spark.readStream.option("maxFilesPerTrigger", 1).option("lineSep", "\n")
                   .text(str(rd.input)).selectExpr("CAST(value AS BINARY) AS line"))
 
@@ -170,9 +175,8 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
             started = time.monotonic()
             try:
                 coord.deliver_spark_acks()  # blocking mode: the previous instant commits here
-                good, bad = split_batch(df.toArrow())
-                write_quarantine(rd, batch_id, bad)
-                coord.on_batch(batch_id, good, len(bad), started=started)
+                # the batch never comes to the driver: the writer tasks split, route and write it
+                coord.on_batch(batch_id, df, started=started, split=split_batch)
             except BaseException as exc:  # the batch will not commit: say which and why, then let Spark fail
                 rd.log("batch-failed", batch=batch_id, pid=os.getpid(), error=_one_line(exc))
                 raise

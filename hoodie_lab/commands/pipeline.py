@@ -34,6 +34,10 @@ def add_parser(subparsers) -> None:
     r.add_argument("--commit-latency-ms", type=int, default=0,
                    help="sleep before each timeline write of the coordinator (object-store latency)")
     r.add_argument("--master", default=None, help="Spark master URL (default local[2])")
+    r.add_argument("--parallelism", type=int, default=2,
+                   help="writer tasks: the Spark tasks that write each batch (the model's tasks too; default 2)")
+    r.add_argument("--buckets", type=int, default=4,
+                   help="bucket-index buckets per partition (hoodie.bucket.index.num.buckets; default 4)")
     r.add_argument("--out", type=Path, default=None, help="run dir (default runs/pipeline/<mode>-<type>-seed<S>)")
     r.add_argument("--table", type=Path, default=None, help="table path (default RUN_DIR/table)")
     r.add_argument("--seed", type=int, default=0, help="seed of the input generator and of --crashes")
@@ -60,8 +64,9 @@ def add_parser(subparsers) -> None:
 
 #: What the coordinator's per-batch line shows (printed once before the batches).
 BATCH_LEGEND = ("per batch: checkpoint = the batch's checkpoint id, instant = the instant it wrote, records = its "
-                "well-formed records, files = data files it wrote, quarantined = its malformed records, (s) = its "
-                "wall time")
+                "well-formed records, files = data files it wrote, quarantined = its malformed records, tasks = writer "
+                "tasks (retried: tasks Spark re-ran; reconciled: files of failed or duplicate attempts deleted), "
+                "(s) = its wall time")
 
 
 def _default_out(args) -> Path:
@@ -98,6 +103,7 @@ def run(args) -> int:
     rd = prepare_run(out, mode=args.mode, table_type=args.table_type, table_version=args.table_version,
                      records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,
                      commit_latency_ms=args.commit_latency_ms, master=args.master,
+                     parallelism=args.parallelism, buckets=args.buckets,
                      table=str(args.table) if args.table else None, archival=archival)
     print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
           f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)

@@ -70,6 +70,9 @@ def check_records(records: pa.Table, operation: str, record_key: str, partition_
     kt = records.schema.field(record_key).type
     if not (pa.types.is_string(kt) or pa.types.is_large_string(kt) or pa.types.is_integer(kt)):
         raise UserError(f"records: record key column {record_key!r} has type {kt}; expected string/integer")
+    if not pa.types.is_integer(kt) and pc.any(pc.equal(records.column(record_key), "")).as_py():
+        # KeyGenUtils.getRecordKey: "recordKey value: \"\" for field: ... cannot be null or empty"
+        raise UserError(f"records: empty record key in column {record_key!r}")
     if ordering_field:
         if records.column(ordering_field).null_count:
             raise UserError(f"records: null ordering value in column {ordering_field!r}")
