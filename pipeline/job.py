@@ -49,6 +49,8 @@ def default_config(**overrides) -> dict:
            "seed": 0, "malformed": 0, "update_fraction": 0.3, "commit_latency_ms": 0, "master": None,
            "table": None}
     cfg.update({"parallelism": 2, "buckets": 4})  # the write path: writer tasks, bucket-index buckets
+    # multi-writer (pipeline.multiwriter): hoodie.write.concurrency.mode; ordering values i*stride+phase
+    cfg.update({"concurrency_mode": "single_writer", "ts_stride": 1, "ts_phase": 0})
     cfg.update(overrides)
     return cfg
 
@@ -79,6 +81,8 @@ def validate_config(cfg: dict) -> None:
     if buckets < par:
         raise UserError(f"--buckets: {buckets} < --parallelism {par}; every writer task needs a bucket "
                         "(a task without one would never write)")
+    from pipeline.multiwriter import validate_concurrency  # multi-writer settings (model.concurrency)
+    validate_concurrency(cfg)
 
 
 def prepare_run(root: Path, **config) -> RunDir:
@@ -95,7 +99,8 @@ def prepare_run(root: Path, **config) -> RunDir:
         rd = RunDir(Path(root), Path(cfg["table"]))
     rd.root.mkdir(parents=True, exist_ok=True)
     src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
-                     update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])
+                     update_fraction=cfg["update_fraction"], malformed=cfg["malformed"],
+                     ts_stride=cfg.get("ts_stride", 1), ts_phase=cfg.get("ts_phase", 0))
     rd.save_config(cfg)
     return rd
 

@@ -38,6 +38,13 @@ def add_parser(subparsers) -> None:
                    help="writer tasks: the Spark tasks that write each batch (the model's tasks too; default 2)")
     r.add_argument("--buckets", type=int, default=4,
                    help="bucket-index buckets per partition (hoodie.bucket.index.num.buckets; default 4)")
+    # multi-writer (pipeline.multiwriter): several runs with --table on one table
+    r.add_argument("--concurrency-mode", default="single_writer", metavar="MODE",
+                   help="hoodie.write.concurrency.mode: single_writer (default; the run holds the table), nbcc "
+                        "(several runs on one --table: MOR, table version 8, async mode), occ (refused: not run yet)")
+    r.add_argument("--ts-stride", type=int, default=1,
+                   help="ordering values are i*stride+phase (writers on one table: one stride, distinct phases)")
+    r.add_argument("--ts-phase", type=int, default=0, help="see --ts-stride (default 0)")
     r.add_argument("--out", type=Path, default=None, help="run dir (default runs/pipeline/<mode>-<type>-seed<S>)")
     r.add_argument("--table", type=Path, default=None, help="table path (default RUN_DIR/table)")
     r.add_argument("--seed", type=int, default=0, help="seed of the input generator and of --crashes")
@@ -104,6 +111,7 @@ def run(args) -> int:
                      records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,
                      commit_latency_ms=args.commit_latency_ms, master=args.master,
                      parallelism=args.parallelism, buckets=args.buckets,
+                     concurrency_mode=args.concurrency_mode, ts_stride=args.ts_stride, ts_phase=args.ts_phase,
                      table=str(args.table) if args.table else None, archival=archival)
     print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
           f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
