@@ -1,0 +1,202 @@
+"""Two streaming pipelines on one MOR table (issue #17 item 6): NBCC with the bucket index, each run its own
+process (own Spark, own run dir, own model), one table; read back by hudi-rs, audited. Plus what the
+multi-writer mode refuses (one line, exit 2) and the two guards that make sharing the table safe: the time
+floor across writers and rolling back only a run's own instants (the single-writer behaviour, which would
+roll back the other writer's inflight write, shown failing the same check)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hoodie_lab.cli import main as cli
+from pipeline import source as src
+
+STRIDE = 3  # ordering values i*3+phase: the seed run phase 0, writer A phase 1, writer B phase 2 (no ties)
+
+
+def _rows(table: Path) -> list[tuple]:
+    from hudi import HudiTable
+
+    t = HudiTable(str(table))
+    return sorted(r for b in t.read() for r in zip(*(b.column(c).to_pylist() for c in ("key", "ts", "partition",
+                                                                                          "payload"))))
+
+
+def _merge_by_ordering(*run_dirs: Path) -> list[tuple]:
+    """Per key the record with the greatest ordering value over every run's input (EVENT_TIME_ORDERING)."""
+    best: dict[str, tuple] = {}
+    for root in run_dirs:
+        for lines in src.read_inputs(root / "input"):
+            for rec, _ in lines:
+                if rec is not None and (rec.key not in best or rec.ts > best[rec.key][1]):
+                    best[rec.key] = (rec.key, rec.ts, rec.partition, rec.payload)
+    return sorted(best.values())
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@pytest.mark.spark
+def test_two_nbcc_pipelines_on_one_mor_table(tmp_path, spark):
+    from hudi import HudiTable
+
+    from lakeio.audit import audit_table
+    from pipeline.job import prepare_run, run_job
+    from pipeline.run_dir import read_lines
+
+    table = tmp_path / "table"
+    common = dict(table_type="mor", table_version=8, parallelism=2, buckets=4, ts_stride=STRIDE, table=str(table))
+    # 1. a single writer creates the table and every bucket's file group (hudi-rs reads no log-only group)
+    seed = tmp_path / "seed"
+    prepare_run(seed, mode="async", records=90, batches=1, seed=1, ts_phase=0, **common)
+    run_job(seed, spark=spark, progress=lambda s: None)
+    slices = HudiTable(str(table)).get_file_slices()
+    assert len({(s.partition_path, s.file_id) for s in slices}) == len(src.PARTITIONS) * 4
+    # 2. two NBCC pipelines at once, two processes, overlapping keys (both generate k000000...)
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for i, root in enumerate(runs):
+        prepare_run(root, mode="async", records=80, batches=4, seed=20 + i, ts_phase=1 + i,
+                    update_fraction=0.5, concurrency_mode="nbcc", master="local[1]", commit_latency_ms=100,
+                    **common)
+    procs = [subprocess.Popen([sys.executable, "-m", "pipeline.job", str(r)], env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in runs]
+    try:
+        outs = [p.communicate(timeout=600)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], outs
+    # both wrote every batch; each commit was checked by the model's rule under the lock (NBCC: no conflict)
+    commits = {}
+    for root in runs:
+        ev = read_lines(root / "events.jsonl")
+        commits[root.name] = [(e["instant"], e["completion"]) for e in ev if e["kind"] == "committed"]
+        checks = [e for e in ev if e["kind"] == "conflict-check"]
+        assert len(commits[root.name]) == 4 and len(checks) == 4 and all(c["conflict"] is None for c in checks)
+    # the writers ran at the same time: an instant of one was inflight while the other committed
+    a, b = commits["a"], commits["b"]
+    assert any(ra < cb < ca for ra, ca in a for _, cb in b) or any(rb < ca < cb for rb, cb in b for _, ca in a), \
+        commits
+    # one timeline: no instant time twice; completion times in the order the completed files were written
+    times = [t for c in commits.values() for t, _ in c]
+    assert len(set(times)) == len(times)
+    # hudi-rs reads exactly the merge by ordering value over all three writers' inputs
+    assert _rows(table) == _merge_by_ordering(seed, *runs)
+    assert audit_table(str(table)).exit_code == 0
+
+
+def _nbcc_table(tmp_path) -> Path:
+    """A (metadata-only) table of the pipeline with a bucket file group, for the refusals below."""
+    from lakeio.hudiformat.table import HudiTableWriter
+    from pipeline.coordinator import TABLE_NAME
+
+    table = tmp_path / "t"
+    HudiTableWriter(table, "mor", 8, record_key="key", ordering_field="ts", partition_field="partition",
+                    table_name=TABLE_NAME)
+    return table
+
+
+@pytest.mark.parametrize("extra,expect", [
+    (["--concurrency-mode", "bogus"], "--concurrency-mode: 'bogus'"),
+    (["--concurrency-mode", "nbcc", "--table-type", "cow"], "requires the MOR table with simple bucket index"),
+    (["--concurrency-mode", "nbcc", "--table-version", "6"], "needs table version 8"),
+    (["--concurrency-mode", "nbcc", "--mode", "blocking"], "needs the LAZY failed-writes policy"),
+    (["--concurrency-mode", "occ"], "occ: not run by the pipeline yet"),
+    (["--concurrency-mode", "nbcc", "--ts-stride", "2", "--ts-phase", "2"], "--ts-phase: 2"),
+    (["--ts-stride", "0"], "--ts-stride: 0"),
+])
+def test_bad_concurrency_settings_one_line(tmp_path, capsys, extra, expect):
+    rc = cli(["pipeline", "run", "--records", "10", "--batches", "1", "--out", str(tmp_path / "run")] + extra)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and expect in err[0], err
+    assert not (tmp_path / "run").exists()
+
+
+def _holder(table: Path, shared: bool):
+    p = subprocess.Popen([sys.executable, "-c", "import time; from pipeline.run_dir import TableLock; "
+                          f"TableLock({str(table)!r}).acquire(shared={shared}); print('ready', flush=True); "
+                          "time.sleep(60)"], stdout=subprocess.PIPE, text=True, env=_env())
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+@pytest.mark.parametrize("holder_shared,mode,refused_at", [
+    (True, "single_writer", "open"),   # an NBCC run is writing: a single writer may not
+    (False, "nbcc", "prepare"),        # a single writer holds the table: an NBCC run may not
+    (True, "nbcc", None),              # NBCC next to NBCC: allowed (the run would then start Spark: not here)
+])
+def test_pipeline_lock_single_writer_vs_nbcc(tmp_path, holder_shared, mode, refused_at):
+    from lakeio.errors import UserError
+    from pipeline.coordinator import PipelineCoordinator
+    from pipeline.job import open_run, prepare_run
+
+    table = _nbcc_table(tmp_path)
+    other = _holder(table, holder_shared)
+    try:
+        kw = dict(mode="async", records=10, batches=1, table=str(table), concurrency_mode=mode)
+        if refused_at == "prepare":  # check_table_path: an exclusive holder refuses every other run
+            with pytest.raises(UserError, match=f"another pipeline \\(pid {other.pid}\\)"):
+                prepare_run(tmp_path / "run", **kw)
+            return
+        prepare_run(tmp_path / "run", **kw)
+        rd, cfg = open_run(tmp_path / "run")
+        coord = PipelineCoordinator(rd, cfg, progress=None)
+        if refused_at == "open":
+            with pytest.raises(UserError, match="another pipeline"):
+                coord.open()
+        else:
+            coord.open()
+            assert coord.lock.held and coord.lock.shared
+            coord.close()
+    finally:
+        other.kill()
+        other.wait()
+
+
+@pytest.mark.parametrize("mode,kept", [("nbcc", True), ("single_writer", False)])
+def test_a_run_rolls_back_only_its_own_instants(tmp_path, mode, kept):
+    """Another writer's inflight deltacommit on disk: an NBCC run leaves it (LAZY: never another writer's
+    inflight write); the single-writer run rolls back every pending instant it does not know -- the behaviour
+    a second writer must not have, caught by the same assertion."""
+    from lakeio.hudiformat.table import HudiTableWriter
+    from pipeline.coordinator import TABLE_NAME, PipelineCoordinator
+    from pipeline.job import open_run, prepare_run
+
+    table = _nbcc_table(tmp_path)
+    w = HudiTableWriter(table, "mor", 8, record_key="key", ordering_field="ts", partition_field="partition",
+                        table_name=TABLE_NAME)
+    foreign = "20260101000000000"
+    w.start(foreign)
+    prepare_run(tmp_path / "run", mode="async", records=10, batches=1, table=str(table), concurrency_mode=mode)
+    rd, cfg = open_run(tmp_path / "run")
+    coord = PipelineCoordinator(rd, cfg, progress=None)
+    coord.open()  # recovery + sync: what the model does not have on disk is rolled back -- own instants only
+    coord.close()
+    w.refresh()
+    assert (foreign in [t for t, _, _ in w.pending_instants()]) == kept
+
+
+def test_time_floor_is_shared_across_processes(tmp_path):
+    """Two processes drawing instant times for one table at once never draw the same time, and each draws
+    increasing times (TrueTime under the table's lock, ``SharedTimeFloor``)."""
+    table = _nbcc_table(tmp_path)
+    code = ("import sys; from pathlib import Path; from pipeline.coordinator import WallTrueTime; "
+            "from pipeline.multiwriter import SharedTimeFloor; "
+            "g = WallTrueTime(None, shared=SharedTimeFloor(Path(sys.argv[1]))); "
+            "print('\\n'.join(g.next_time() for _ in range(200)))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(table)], stdout=subprocess.PIPE, text=True,
+                              env=_env()) for _ in range(2)]
+    outs = [p.communicate(timeout=120)[0].split() for p in procs]
+    assert [len(o) for o in outs] == [200, 200]
+    assert len(set(outs[0]) | set(outs[1])) == 400
+    assert all(x < y for o in outs for x, y in zip(o, o[1:]))
