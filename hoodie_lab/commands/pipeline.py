@@ -64,6 +64,9 @@ def add_parser(subparsers) -> None:
     s.add_argument("--master", default=None)
     add_progress_arg(s)
     s.set_defaults(func=resume)
+    c = sub.add_parser("compact", help="schedule and run one compaction of a MOR v8 table beside NBCC pipelines")
+    c.add_argument("--table", type=Path, required=True, help="the table (merge-on-read, version 8)")
+    c.set_defaults(func=compact)
     k = sub.add_parser("kill-points", help="list the kill points of the crash harness")
     k.set_defaults(func=kill_points)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
@@ -155,6 +158,14 @@ def resume(args) -> int:
     summary = run_job(args.run_dir, progress=lambda s: print(s, flush=True))
     print(f"resumed, totals: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
     return _after(args.run_dir, False)
+
+
+def compact(args) -> int:
+    from pipeline.multiwriter import compact as run_compaction
+
+    out = run_compaction(args.table, progress=lambda s: print(s, flush=True))
+    print(f"done: {out}")
+    return 0
 
 
 def kill_points(args) -> int:
