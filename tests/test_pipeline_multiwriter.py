@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,7 @@ def test_two_nbcc_pipelines_on_one_mor_table(tmp_path, spark):
 
     from lakeio.audit import audit_table
     from pipeline.job import prepare_run, run_job
+    from pipeline.multiwriter import compact
     from pipeline.run_dir import read_lines
 
     table = tmp_path / "table"
@@ -68,7 +70,15 @@ def test_two_nbcc_pipelines_on_one_mor_table(tmp_path, spark):
                     **common)
     procs = [subprocess.Popen([sys.executable, "-m", "pipeline.job", str(r)], env=_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for r in runs]
+    # 3. the compaction job beside them (this process, no Spark): one compaction every few seconds while they run
+    compactions = []
     try:
+        deadline = time.monotonic() + 600
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            time.sleep(4)
+            done = compact(table, progress=lambda s: None)
+            if done["instant"]:
+                compactions.append(done)
         outs = [p.communicate(timeout=600)[0] for p in procs]
     finally:
         for p in procs:
@@ -87,6 +97,10 @@ def test_two_nbcc_pipelines_on_one_mor_table(tmp_path, spark):
     a, b = commits["a"], commits["b"]
     assert any(ra < cb < ca for ra, ca in a for _, cb in b) or any(rb < ca < cb for rb, cb in b for _, ca in a), \
         commits
+    # a compaction ran while a writer's instant was inflight (1.x: scheduled beside pending writes)
+    assert compactions, outs
+    assert any(r < c["instant"] < cw for c in compactions for x in commits.values() for r, cw in x), (compactions,
+                                                                                                      commits)
     # one timeline: no instant time twice; completion times in the order the completed files were written
     times = [t for c in commits.values() for t, _ in c]
     assert len(set(times)) == len(times)
@@ -200,3 +214,65 @@ def test_time_floor_is_shared_across_processes(tmp_path):
     assert [len(o) for o in outs] == [200, 200]
     assert len(set(outs[0]) | set(outs[1])) == 400
     assert all(x < y for o in outs for x, y in zip(o, o[1:]))
+
+
+def _mor_table_with_logs(tmp_path):
+    """Two deltacommits on a bucket-index MOR v8 table (driver-side writer): k000003's update carries a lower
+    ordering value than the record it updates."""
+    import pyarrow as pa
+
+    from lakeio.hudiformat.table import HudiTableWriter
+    from pipeline.coordinator import TABLE_NAME
+
+    table = tmp_path / "t"
+    w = HudiTableWriter(table, "mor", 8, record_key="key", ordering_field="ts", partition_field="partition",
+                        table_name=TABLE_NAME)
+    for t, c, recs in (("20260101000000001", "20260101000000002", [("k000000", 1, "a"), ("k000003", 3, "b"),
+                                                                    ("k000004", 4, "c")]),
+                       ("20260101000000003", "20260101000000004", [("k000000", 10, "a2"), ("k000003", 2, "old"),
+                                                                    ("k000005", 5, "d")])):
+        w.start(t)
+        r = w.write_batch(t, pa.table({"key": [x[0] for x in recs], "ts": [x[1] for x in recs],
+                                       "partition": ["p0"] * len(recs), "payload": [x[2] for x in recs]}),
+                          num_buckets=2)
+        w.commit(t, c, r)
+    return table
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_compaction_merges_by_ordering_value(tmp_path, monkeypatch, broken):
+    """The compaction's new base files hold, per key, the greatest ordering value (hudi-rs reads them; audit
+    passes). Broken variant: a merge by arrival order (the ordering field ignored) -- the same check fails."""
+    from hudi import HudiTable
+
+    from lakeio.audit import audit_table
+    from lakeio.hudiformat import compaction
+    from pipeline.multiwriter import compact
+
+    table = _mor_table_with_logs(tmp_path)
+    if broken:
+        real = compaction._merge
+        monkeypatch.setattr(compaction, "_merge", lambda rows, block_rows, ordering: real(rows, block_rows, None))
+    out = compact(table, progress=lambda s: None)
+    assert out["file_groups"] >= 1 and out["logs"] >= 2
+    t = HudiTable(str(table))
+    slices = t.get_file_slices()
+    assert all(s.creation_instant_time == out["instant"] and not s.log_file_names for s in slices)
+    got = sorted(r for b in t.read() for r in zip(*(b.column(c).to_pylist() for c in ("key", "ts", "payload"))))
+    want = [("k000000", 10, "a2"), ("k000003", 3, "b"), ("k000004", 4, "c"), ("k000005", 5, "d")]
+    assert (got == want) != broken
+    assert audit_table(str(table)).exit_code == 0
+
+
+def test_compact_refuses_bad_tables(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    rc = cli(["pipeline", "compact", "--table", str(tmp_path / "empty")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "not a Hudi table" in err[0]
+    from lakeio.hudiformat.table import HudiTableWriter
+    from pipeline.coordinator import TABLE_NAME
+    HudiTableWriter(tmp_path / "cow", "cow", 8, record_key="key", ordering_field="ts", partition_field="partition",
+                    table_name=TABLE_NAME)
+    rc = cli(["pipeline", "compact", "--table", str(tmp_path / "cow")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "merge-on-read tables of version 8" in err[0]
