@@ -51,7 +51,8 @@ def test_two_nbcc_pipelines_on_one_mor_table(tmp_path, spark):
 
     from lakeio.audit import audit_table
     from pipeline.job import prepare_run, run_job
-    from pipeline.multiwriter import compact
+    from pipeline.compactor import compact
+    from pipeline.diff import diff_runs
     from pipeline.run_dir import read_lines
 
     table = tmp_path / "table"
@@ -107,6 +108,11 @@ def test_two_nbcc_pipelines_on_one_mor_table(tmp_path, spark):
     # hudi-rs reads exactly the merge by ordering value over all three writers' inputs
     assert _rows(table) == _merge_by_ordering(seed, *runs)
     assert audit_table(str(table)).exit_code == 0
+    # the diff: every run against its own model, the rows against the merge of the three predictions
+    report = diff_runs([seed, *runs])
+    assert report.ok, report.render()
+    assert sum("row(s) read through hudi-rs" in c for c in report.checked) == 1
+    assert sum("exactly once" in c for c in report.checked) >= 3, report.checked
 
 
 def _nbcc_table(tmp_path) -> Path:
@@ -247,7 +253,7 @@ def test_compaction_merges_by_ordering_value(tmp_path, monkeypatch, broken):
 
     from lakeio.audit import audit_table
     from lakeio.hudiformat import compaction
-    from pipeline.multiwriter import compact
+    from pipeline.compactor import compact
 
     table = _mor_table_with_logs(tmp_path)
     if broken:

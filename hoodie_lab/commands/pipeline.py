@@ -161,7 +161,7 @@ def resume(args) -> int:
 
 
 def compact(args) -> int:
-    from pipeline.multiwriter import compact as run_compaction
+    from pipeline.compactor import compact as run_compaction
 
     out = run_compaction(args.table, progress=lambda s: print(s, flush=True))
     print(f"done: {out}")
