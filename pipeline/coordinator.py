@@ -260,6 +260,7 @@ class PipelineCoordinator:
         self.checkpoint_batch: dict[int, int] = {}
         self.skipped: list[int] = []
         self.task_faults = read_task_faults(rd)
+        self.occ_aborts = 0
 
     # ------------------------------------------------------------------------------------------ set-up
     def open(self) -> None:
@@ -418,9 +419,19 @@ class PipelineCoordinator:
                 "files": [x["path"] for x in r["stats"]]} for r in statuses],
             "reconciled": reconciled, "result": result.to_dict() if result is not None else None})
         self.kill("writemeta.persisted")
-        script.after_write(self.system, self._apply, self.mode)
-        self._flush_trace()
-        if self.mode == "spark-sink":  # Hudi's streaming sink commits inside the batch
+        if self.multi and self.mode == "spark-sink":  # multi-writer: check + commit in one lock section
+            with multiwriter.txn_lock(self.rd.table):
+                self.writer.refresh()
+                self._occ_check(batch_id, instant, result)  # OCC: raises OccAbort (the batch fails, is retried)
+                script.after_write(self.system, self._apply, self.mode)
+                self._flush_trace()
+                self.sync()
+            self.kill("sink.after-commit")
+            self._clean()
+        else:
+            script.after_write(self.system, self._apply, self.mode)
+            self._flush_trace()
+        if self.mode == "spark-sink" and not self.multi:  # Hudi's streaming sink commits inside the batch
             self.sync()
             self.kill("sink.after-commit")
             self._clean()
@@ -434,6 +445,20 @@ class PipelineCoordinator:
                       f"files {files} quarantined {quarantined} tasks {self.parallelism}"
                       + (f" retried {retried}" if retried else "")
                       + (f" reconciled {len(reconciled)}" if reconciled else "") + f" ({stat['seconds']:.2f} s)")
+
+    def _occ_check(self, batch_id: int, instant: str, result) -> None:
+        """OCC (under the transaction lock, before the model commits): the model's conflict rule over the timeline
+        on disk; a conflict aborts the batch (:class:`pipeline.multiwriter.OccAbort`): Spark does not commit it,
+        the restarted query replays it and the recovered model rolls the instant back and grants a new one."""
+        if self.cfg.get("concurrency_mode") != "occ":
+            return
+        why = multiwriter.check_conflicts(self.cfg, self.writer, instant, result)
+        fgs = sorted({f"{s['partitionPath']}/{s['fileId']}" for s in (result.write_stats if result else ())})
+        self.rd.log("occ-check", batch=batch_id, instant=instant, file_groups=fgs, at=self.times.fresh(),
+                    conflict=why)
+        if why is not None:
+            self.occ_aborts += 1
+            raise multiwriter.OccAbort(f"batch {batch_id}: instant {instant} aborted: {why}")
 
     def _write_job(self, batch_id: int, instant: str, df, split) -> list[dict]:
         """The batch's Spark write job (:func:`pipeline.executor.write_batch`): the tasks' write statuses."""
@@ -497,8 +522,12 @@ class PipelineCoordinator:
                                          self.writer.layout)
             md = decode_commit_metadata((self.writer.timeline_dir / name).read_bytes(), name) or {}
             value = (md.get("extraMetadata") or {}).get(SINK_CHECKPOINT_KEY)
-            if value:
-                return max(int(k) for k in json.loads(value)) >= batch_id
+            ident = f"hoodie-lab-{self.rd.root.name}"
+            # this writer's checkpoint identifier only (hoodie.datasource.write.streaming.checkpoint.identifier):
+            # another writer's sink commits on the same table say nothing about this query's batches
+            mine = [int(k) for k, v in json.loads(value).items() if v == ident] if value else []
+            if mine:
+                return max(mine) >= batch_id
         return False
 
     # -------------------------------------------------------------------------------------- disk = model

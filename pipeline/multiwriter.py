@@ -73,10 +73,18 @@ def validate_concurrency(cfg: dict) -> cs.Settings:
         s = cs.validate(settings_of(cfg))
     except cs.SettingsError as exc:
         raise UserError(f"--concurrency-mode {mode}: {exc.rule}: {exc.detail}") from None
-    if mode == cs.OCC:
-        raise UserError("--concurrency-mode occ: not run by the pipeline yet (an OCC abort needs the protocol "
-                        "model to give up an acked instant and retry with a new one; model.protocol has no abort)")
+    if mode == cs.OCC and cfg["mode"] != "spark-sink":
+        raise UserError(f"--concurrency-mode occ: needs --mode spark-sink (an OCC abort must fail the batch before "
+                        f"Spark commits it; in {cfg['mode']} mode the instant commits after the batch returned)")
     return s
+
+
+class OccAbort(RuntimeError):
+    """OCC: the model's conflict rule refused the batch's instant (``HoodieWriteConflictException``)."""
+
+
+#: How many times a run replays a batch OCC aborted before it gives up (stalled).
+OCC_MAX_RETRIES = 20
 
 
 # ------------------------------------------------------------------------------------------------- locks
@@ -166,5 +174,5 @@ def check_conflicts(cfg: dict, writer, instant: str, result) -> str | None:
     return rules.resolve_write_conflicts(settings_of(cfg), timeline_view(writer), mine)
 
 
-__all__ = ["settings_of", "is_multi_writer", "validate_concurrency", "txn_lock", "SharedTimeFloor",
+__all__ = ["OccAbort", "OCC_MAX_RETRIES", "settings_of", "is_multi_writer", "validate_concurrency", "txn_lock", "SharedTimeFloor",
            "timeline_view", "check_conflicts", "LOCK_PROVIDER"]
