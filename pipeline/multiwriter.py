@@ -22,9 +22,12 @@ In a multi-writer mode each pipeline:
   section (RFC-66 "Assumption On Locks"); no async committer thread (the commit must be in the lock section);
 * rolls back only its own pending instants (LAZY: never another writer's inflight write).
 
-OCC is validated but not run: aborting an instant the protocol model has already acked, and retrying it with
-a new instant, is not in the pipeline's model (:mod:`model.protocol` has no abort); a run asking for it is
-refused with that reason.
+OCC runs in ``spark-sink`` mode only (the instant commits inside the batch): under the transaction lock, before
+the model commits, the model's rule (:func:`check_conflicts`) decides over the timeline on disk; a conflict
+raises :class:`OccAbort`, the batch fails before Spark commits it, and the run restarts the query on a recovered
+coordinator (Flink's failover: the model rolls the instant back, the disk follows; Spark replays the batch and it
+gets a new instant) -- at most :data:`OCC_MAX_RETRIES` times. In ``async``/``blocking`` mode the instant
+commits after the batch returned, when it can no longer be replayed: refused.
 """
 
 from __future__ import annotations
@@ -154,7 +157,8 @@ def timeline_view(writer) -> list[rules.WriteSummary]:
     for t, action, completion in writer.completed_instants():
         name = fn.timeline_file_name(t, Action(action), State.COMPLETED, completion, writer.layout)
         md = decode_commit_metadata((writer.timeline_dir / name).read_bytes(), name) or {}
-        fgs = {(p, s.get("fileId")) for p, ss in (md.get("partitionToWriteStats") or {}).items() for s in ss or ()}
+        fgs = {(s.get("partitionPath") or p, s.get("fileId")) for p, ss in (md.get("partitionToWriteStats") or {}).items()
+               for s in ss or ()}
         op = str(md.get("operationType") or "upsert").lower()
         out.append(rules.WriteSummary(t, action, op, frozenset(fgs), state=rules.COMPLETED, completion=completion))
     for t, action, state in writer.pending_instants():

@@ -134,7 +134,9 @@ def _nbcc_table(tmp_path) -> Path:
     (["--concurrency-mode", "nbcc", "--table-type", "cow"], "requires the MOR table with simple bucket index"),
     (["--concurrency-mode", "nbcc", "--table-version", "6"], "needs table version 8"),
     (["--concurrency-mode", "nbcc", "--mode", "blocking"], "needs the LAZY failed-writes policy"),
-    (["--concurrency-mode", "occ"], "occ: not run by the pipeline yet"),
+    (["--concurrency-mode", "occ"], "occ: needs --mode spark-sink"),
+    (["--concurrency-mode", "occ", "--mode", "spark-sink", "--table-type", "cow", "--ts-phase", "1"],
+     "--ts-phase: 1"),
     (["--concurrency-mode", "nbcc", "--ts-stride", "2", "--ts-phase", "2"], "--ts-phase: 2"),
     (["--ts-stride", "0"], "--ts-stride: 0"),
 ])
@@ -351,3 +353,38 @@ def test_two_occ_pipelines_abort_and_retry_as_the_rule_says(tmp_path, spark):
 def json_load(p: Path) -> dict:
     import json
     return json.loads(p.read_text())
+
+
+@pytest.mark.parametrize("mode,started,touch,conflict", [
+    ("occ", "20260101000000005", "same", True),     # the other write completed (6) after mine started (5)
+    ("occ", "20260101000000007", "same", False),    # ... before mine started: not a candidate
+    ("occ", "20260101000000005", "other", False),   # disjoint file groups
+    ("nbcc", "20260101000000005", "same", False),   # NBCC: an upsert is never checked
+])
+def test_check_conflicts_over_the_timeline_on_disk(tmp_path, mode, started, touch, conflict):
+    """The check the coordinator runs under the lock: the model's rule over the table's timeline on disk."""
+    import pyarrow as pa
+
+    from lakeio.hudiformat.table import HudiTableWriter, WriteResult
+    from lakeio.ondisk import metadata as md
+    from pipeline.coordinator import TABLE_NAME
+    from pipeline.multiwriter import check_conflicts
+
+    table = tmp_path / "t"
+    w = HudiTableWriter(table, "mor", 8, record_key="key", ordering_field="ts", partition_field="partition",
+                        table_name=TABLE_NAME)
+    for t, c in (("20260101000000001", "20260101000000002"), ("20260101000000003", "20260101000000006")):
+        w.start(t)
+        r = w.write_batch(t, pa.table({"key": ["k000000"], "ts": [int(t[-1])], "partition": ["p0"],
+                                       "payload": ["x"]}), num_buckets=2)
+        w.commit(t, c, r)
+    fid = r.write_stats[0]["fileId"] if touch == "same" else "00000099-0000-0000-0000-000000000000-0"
+    part = r.write_stats[0]["partitionPath"]
+    mine = WriteResult(started, "deltacommit", "UPSERT", None,
+                       [md.make_write_stat(part, f"{part}/.{fid}_{started}.log.1_0-1-0", fid)])
+    w.refresh()
+    cfg = {"concurrency_mode": mode, "mode": "spark-sink", "table_type": "mor", "table_version": 8}
+    why = check_conflicts(cfg, w, started, mine)
+    assert (why is not None) == conflict, why
+    if conflict:
+        assert "20260101000000003" in why and fid in why

@@ -41,7 +41,8 @@ def add_parser(subparsers) -> None:
     # multi-writer (pipeline.multiwriter): several runs with --table on one table
     r.add_argument("--concurrency-mode", default="single_writer", metavar="MODE",
                    help="hoodie.write.concurrency.mode: single_writer (default; the run holds the table), nbcc "
-                        "(several runs on one --table: MOR, table version 8, async mode), occ (refused: not run yet)")
+                        "(several runs on one --table: MOR, table version 8, async or spark-sink mode), occ (spark-sink "
+                        "mode: a conflicting batch aborts and is replayed with a new instant)")
     r.add_argument("--ts-stride", type=int, default=1,
                    help="ordering values are i*stride+phase (writers on one table: one stride, distinct phases)")
     r.add_argument("--ts-phase", type=int, default=0, help="see --ts-stride (default 0)")
