@@ -147,23 +147,26 @@ class SharedTimeFloor:
 # ------------------------------------------------------------------------------------- the conflict check
 def timeline_view(writer) -> list[rules.WriteSummary]:
     """The table's timeline on disk as conflict resolution sees it (``ConcurrentOperation``): every completed
-    write with the file groups of its commit metadata, every pending write (its file groups unknown before it
-    commits: none)."""
-    from lakeio.ondisk.metadata import decode_commit_metadata
-    from model import filenames as fn
-    from model.instant import Action, State
+    write or compaction with the file groups of its commit metadata, every pending compaction with its plan's
+    file groups, every other pending write with none (unknown before it commits)."""
+    from lakeio.ondisk.reader import read_table
 
+    t = read_table(writer.base_path)
     out = []
-    for t, action, completion in writer.completed_instants():
-        name = fn.timeline_file_name(t, Action(action), State.COMPLETED, completion, writer.layout)
-        md = decode_commit_metadata((writer.timeline_dir / name).read_bytes(), name) or {}
-        fgs = {(s.get("partitionPath") or p, s.get("fileId")) for p, ss in (md.get("partitionToWriteStats") or {}).items()
-               for s in ss or ()}
-        op = str(md.get("operationType") or "upsert").lower()
-        out.append(rules.WriteSummary(t, action, op, frozenset(fgs), state=rules.COMPLETED, completion=completion))
-    for t, action, state in writer.pending_instants():
-        out.append(rules.WriteSummary(t, action, rules.UPSERT, frozenset(),
-                                      state=rules.REQUESTED if state == "requested" else rules.INFLIGHT))
+    for i in t.timeline.instants():
+        rt, action = i.requested_time, i.action.value
+        if i.is_completed:
+            md = t.commit_metadata.get(rt) or {}
+            fgs = {(s.get("partitionPath") or p, s.get("fileId"))
+                   for p, ss in (md.get("partitionToWriteStats") or {}).items() for s in ss or ()}
+            op = rules.COMPACT if action == rules.COMPACTION else str(md.get("operationType") or "upsert").lower()
+            out.append(rules.WriteSummary(rt, action, op, frozenset(fgs), state=rules.COMPLETED,
+                                          completion=i.completion_time))
+        elif action == rules.COMPACTION:
+            fgs = {(op.get("partitionPath") or "", op["fileId"]) for op in t.compaction_plans.get(rt, ())}
+            out.append(rules.WriteSummary(rt, action, rules.COMPACT, frozenset(fgs), state=i.state.label))
+        else:
+            out.append(rules.WriteSummary(rt, action, rules.UPSERT, frozenset(), state=i.state.label))
     return out
 
 

@@ -355,13 +355,15 @@ def json_load(p: Path) -> dict:
     return json.loads(p.read_text())
 
 
-@pytest.mark.parametrize("mode,started,touch,conflict", [
-    ("occ", "20260101000000005", "same", True),     # the other write completed (6) after mine started (5)
-    ("occ", "20260101000000007", "same", False),    # ... before mine started: not a candidate
-    ("occ", "20260101000000005", "other", False),   # disjoint file groups
-    ("nbcc", "20260101000000005", "same", False),   # NBCC: an upsert is never checked
+@pytest.mark.parametrize("mode,started,touch,plan,conflict", [
+    ("occ", "20260101000000005", "same", None, True),     # the other write completed (6) after mine started (5)
+    ("occ", "20260101000000007", "same", None, False),    # ... before mine started: not a candidate
+    ("occ", "20260101000000005", "other", None, False),   # disjoint file groups
+    ("nbcc", "20260101000000005", "same", None, False),   # NBCC: an upsert is never checked
+    ("occ", "20260101000000007", "same", "20260101000000008", True),   # a compaction planned after mine started
+    ("occ", "20260101000000009", "same", "20260101000000008", False),  # planned before: mine writes the next slice
 ])
-def test_check_conflicts_over_the_timeline_on_disk(tmp_path, mode, started, touch, conflict):
+def test_check_conflicts_over_the_timeline_on_disk(tmp_path, mode, started, touch, plan, conflict):
     """The check the coordinator runs under the lock: the model's rule over the table's timeline on disk."""
     import pyarrow as pa
 
@@ -382,9 +384,12 @@ def test_check_conflicts_over_the_timeline_on_disk(tmp_path, mode, started, touc
     part = r.write_stats[0]["partitionPath"]
     mine = WriteResult(started, "deltacommit", "UPSERT", None,
                        [md.make_write_stat(part, f"{part}/.{fid}_{started}.log.1_0-1-0", fid)])
+    if plan is not None:  # a pending compaction of the file group (its plan on the timeline)
+        from lakeio.hudiformat import compaction
+        assert compaction.schedule(w, plan)
     w.refresh()
     cfg = {"concurrency_mode": mode, "mode": "spark-sink", "table_type": "mor", "table_version": 8}
     why = check_conflicts(cfg, w, started, mine)
     assert (why is not None) == conflict, why
     if conflict:
-        assert "20260101000000003" in why and fid in why
+        assert (plan or "20260101000000003") in why and fid in why
