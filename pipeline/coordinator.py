@@ -594,6 +594,10 @@ class PipelineCoordinator:
             if why is not None:
                 raise RuntimeError(f"commit {t}: conflict ({why}); the pipeline does not abort instants")
             self.rd.log("conflict-check", instant=t, mode=self.cfg["concurrency_mode"], conflict=None)
+            both = multiwriter.new_group_collisions(self.rd.table, t, result)
+            if both:
+                raise RuntimeError(f"commit {t}: bucket file group(s) created by two writers at once: {', '.join(both)}; "
+                                   "create every bucket first (a single-writer run), see README 'Two writers'")
         self.kill("commit.before-complete")
         self._sleep_latency()
         self.writer.commit(t, inst.completion_time, result, extra_metadata=extra)

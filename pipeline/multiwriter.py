@@ -181,5 +181,26 @@ def check_conflicts(cfg: dict, writer, instant: str, result) -> str | None:
     return rules.resolve_write_conflicts(settings_of(cfg), timeline_view(writer), mine)
 
 
-__all__ = ["OccAbort", "OCC_MAX_RETRIES", "settings_of", "is_multi_writer", "validate_concurrency", "txn_lock", "SharedTimeFloor",
+def new_group_collisions(base_path: Path, instant: str, result) -> list[str]:
+    """File groups this write created (a new base file: a bucket's first write) that already hold a base file
+    of another instant on disk: another writer created the same bucket's group at the same time. Two base files
+    would make two slices and the older one's records would vanish from reads; Hudi's NBCC writes a new bucket's
+    records as a log-only group instead, which this writer (and hudi-rs) does not do -- so the commit refuses."""
+    from model import filenames as fn
+
+    new = {(s["partitionPath"], s["fileId"]) for s in (result.write_stats if result is not None else ())
+           if s.get("prevCommit") in (None, "null") and str(s.get("path", "")).endswith(".parquet")}
+    out = []
+    for part in sorted({p for p, _ in new}):
+        d = Path(base_path) / part if part else Path(base_path)
+        for name in sorted(os.listdir(d)) if d.is_dir() else ():
+            if name.startswith(".") or not name.endswith(".parquet"):
+                continue
+            f = fn.parse_data_file(name, part)
+            if isinstance(f, fn.BaseFile) and (part, f.file_id) in new and f.instant_time != instant:
+                out.append(f"{part}/{f.file_id} (base files of {instant} and {f.instant_time})")
+    return out
+
+
+__all__ = ["new_group_collisions", "OccAbort", "OCC_MAX_RETRIES", "settings_of", "is_multi_writer", "validate_concurrency", "txn_lock", "SharedTimeFloor",
            "timeline_view", "check_conflicts", "LOCK_PROVIDER"]

@@ -393,3 +393,30 @@ def test_check_conflicts_over_the_timeline_on_disk(tmp_path, mode, started, touc
     assert (why is not None) == conflict, why
     if conflict:
         assert (plan or "20260101000000003") in why and fid in why
+
+
+def test_new_group_collisions(tmp_path):
+    """A bucket's first write under two instants at once: the second commit is refused (two base files in one
+    file group would hide the first one's records); a bucket created once is fine."""
+    import pyarrow as pa
+
+    from lakeio.hudiformat.table import HudiTableWriter
+    from pipeline.coordinator import TABLE_NAME
+    from pipeline.multiwriter import new_group_collisions
+
+    table = tmp_path / "t"
+    ws = [HudiTableWriter(table, "mor", 8, record_key="key", ordering_field="ts", partition_field="partition",
+                          table_name=TABLE_NAME) for _ in range(2)]
+    results = []
+    times = ("20260101000000001", "20260101000000002")
+    for w, t in zip(ws, times):  # both start before either writes or commits
+        w.refresh()
+        w.start(t)
+    for w, t in zip(ws, times):
+        w.refresh()  # each sees the other's instant pending (a task reads the timeline when it starts)
+        results.append((t, w.write_batch(t, pa.table({"key": ["k000000"], "ts": [1], "partition": ["p0"],
+                                                      "payload": ["x"]}), num_buckets=1)))
+    (t1, r1), (t2, r2) = results
+    assert new_group_collisions(table, t1, r1) and new_group_collisions(table, t2, r2)
+    ws[1].rollback(t2, "20260101000000003", "20260101000000004")
+    assert new_group_collisions(table, t1, r1) == []
