@@ -139,6 +139,7 @@ def _nbcc_table(tmp_path) -> Path:
      "--ts-phase: 1"),
     (["--concurrency-mode", "nbcc", "--ts-stride", "2", "--ts-phase", "2"], "--ts-phase: 2"),
     (["--ts-stride", "0"], "--ts-stride: 0"),
+    (["--concurrency-mode", "nbcc", "--diff"], "--diff: a nbcc run shares its table"),
 ])
 def test_bad_concurrency_settings_one_line(tmp_path, capsys, extra, expect):
     rc = cli(["pipeline", "run", "--records", "10", "--batches", "1", "--out", str(tmp_path / "run")] + extra)

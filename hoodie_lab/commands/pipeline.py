@@ -95,6 +95,9 @@ def run(args) -> int:
 
     if args.crashes < 0:
         raise UserError(f"--crashes: {args.crashes}; expected >= 0")
+    if args.diff and args.concurrency_mode != "single_writer":
+        raise UserError(f"--diff: a {args.concurrency_mode} run shares its table; diff every run dir that wrote it "
+                        "at once after they finished: hoodie-lab diff RUN_DIR RUN_DIR...")
     check_seed(args.seed)
     if args.out is not None:  # checked before anything is written; prepare_run makes the directory
         check_out_dir(args.out, create=False)
@@ -136,7 +139,10 @@ def run(args) -> int:
 
 def _after(root: Path, diff: bool) -> int:
     if not diff:
-        print(f"compare with the model: hoodie-lab diff {root}\nreplay the model trace: hoodie-lab replay "
+        from pipeline.job import open_run
+        from pipeline.multiwriter import is_multi_writer
+        more = " RUN_DIR... (every run dir that wrote the table)" if is_multi_writer(open_run(root)[1]) else ""
+        print(f"compare with the model: hoodie-lab diff {root}{more}\nreplay the model trace: hoodie-lab replay "
               f"{Path(root) / 'trace.jsonl'}")
         return 0
     from pipeline.diff import diff_run, open_run_dir
