@@ -15,6 +15,8 @@ Builders in report order (:data:`BUILDERS`):
   suites' own searches print for the deliberately broken variants;
 * :func:`simulation_section` -- blocking vs async instant generation (:func:`sim.experiments.run_named`);
 * :func:`history_section` -- archival and the LSM timeline over a simulated week (experiment ``history``);
+* :func:`concurrency_section` -- many writers (OCC vs NBCC) and compaction scheduling 0.x vs 1.x (experiment
+  ``concurrency``);
 * :func:`exploration_section` -- bounded exhaustive exploration of the protocol (:mod:`hoodie_lab.explore`);
 * :func:`pipeline_section` -- a small PySpark pipeline run and its diff against the model (:mod:`pipeline`);
 * :func:`real_tables_section` -- every real fixture table: Gantt chart and invariant verdicts
@@ -258,6 +260,52 @@ def history_section(ctx: Context) -> Section:
     if outcome.failures:
         s.ok = False
         s.paragraphs.append("<p class='bad'>Invariant violations:</p>" + pre("\n".join(outcome.failures[:20])))
+    return s
+
+
+# --------------------------------------------------------------------------------- concurrency
+def concurrency_section(ctx: Context) -> Section:
+    """Many writers on one timeline: OCC vs NBCC, and compaction scheduling 0.x vs 1.x"""
+    cmd = f"hoodie-lab simulate concurrency --seed {ctx.seed}" + (" --quick" if ctx.quick else "")
+    title = "Many writers: OCC vs NBCC, compaction scheduling 0.x vs 1.x"
+    try:
+        from sim.experiments import run_named
+    except ImportError as exc:
+        return _missing(title, cmd, exc)
+    s = Section(title, cmd)
+    out = ctx.out_dir / "sim" / "concurrency"
+    outcome = run_named("concurrency", out, seed=ctx.seed, quick=ctx.quick)
+    s.paragraphs.append(
+        "<p>N writers on one MOR table with the simple bucket index, each repeating one write (30 s median), for "
+        "every number of writers, overlap (the share of a write's keys in the partition all writers share) and "
+        "concurrency mode. Under OCC a writer is checked at commit, under the lock, against the instants the spec "
+        "picks (<code>model.concurrency.rules.candidate_instants</code>) and aborts on a shared file group "
+        "(<code>conflict</code>: Hudi's <code>SimpleConcurrentFileWritesConflictResolutionStrategy</code>); it retries "
+        "with a new instant and its write time is wasted. Under NBCC writers never abort each other "
+        "(<code>HoodieWriteConfig#needResolveWriteConflict</code>). Settings are checked by "
+        "<code>model.concurrency.settings.validate</code>; times and the lock are the TrueTime model's. The p99 "
+        "latency counts committed writes only (first attempt to commit): given-up writes are not in it.</p>")
+    cols = ["mode", "writers", "overlap", "commits_per_hour", "abort_rate", "wasted_fraction", "latency_p99_s",
+            "gave_up", "invariants"]
+    writers = [r for r in outcome.rows if r["part"] == "writers"]
+    s.paragraphs.append(table(cols, [[_num(r.get(c, "")) for c in cols] for r in writers]))
+    s.paragraphs.append(
+        "<h3>Compaction scheduling with a streaming writer</h3><p>One deltacommit per checkpoint, a compaction "
+        "scheduled every few deltacommits. The spec's <code>may_schedule_compaction</code> refuses under the 0.x rule "
+        "while an older write is inflight, so the scheduler holds the writer's next instant until the plan is "
+        "written; under the 1.x rule (completion-time slicing) the plan is written beside the running write.</p>")
+    scols = ["mode", "commits_per_hour", "compactions_scheduled", "refusals", "stall_total_s",
+             "stall_per_compaction_s", "stall_max_s", "invariants"]
+    stall = [r for r in outcome.rows if r["part"] == "stall"]
+    s.paragraphs.append(table(["rule", *scols[1:]], [[_num(r.get(c, "")) for c in scols] for r in stall]))
+    reasons = sorted({r["refusal_reason"] for r in stall if r.get("refusal_reason")})
+    if reasons:
+        s.paragraphs.append("<p>The spec's reason for the first 0.x refusal:</p>" + pre(reasons[0]))
+    s.figures.extend(_copy_plots(outcome.plots, ctx, "concurrency"))
+    if outcome.failures:
+        s.ok = False
+        s.paragraphs.append("<p class='bad'>Runs that broke an invariant (replay them):</p>"
+                            + pre("\n".join(outcome.failures[:20])))
     return s
 
 
@@ -542,6 +590,7 @@ BUILDERS: list[Callable[[Context], Section]] = [
     properties_section,
     simulation_section,
     history_section,
+    concurrency_section,
     exploration_section,
     pipeline_section,
     real_tables_section,

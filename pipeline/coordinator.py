@@ -66,6 +66,7 @@ from engine import pipeline_script as script
 from engine.machine import ENGINE
 from model import trace as mtrace
 from model.truetime import SkewAdjustingTimeGenerator, TimeGeneratorConfig
+from pipeline import multiwriter
 from pipeline import source as src
 from pipeline.crash import KillSwitch
 from lakeio.hudiformat import markers
@@ -128,9 +129,10 @@ class WallTrueTime:
     recorded time.
     """
 
-    def __init__(self, path: Path | None, live: bool = True):
+    def __init__(self, path: Path | None, live: bool = True, shared=None):
         self.path = path
         self.live = live
+        self.shared = shared  # multi-writer: pipeline.multiwriter.SharedTimeFloor (TrueTime across writers)
         self.gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig.in_process(), epoch_ms=0)
         rows = read_lines(path) if path is not None else []
         void = {t for r in rows for t in r.get("void", ())}
@@ -163,7 +165,15 @@ class WallTrueTime:
             return self._generate(model=False)
 
     def _generate(self, model: bool) -> str:
-        now = max(int(time.time() * 1000), self.last_ms + 1)
+        if self.shared is not None:  # multi-writer: above every time any writer of the table generated
+            with self.shared.hold() as (floor, publish):
+                t = self._generate_above(model, floor)
+                publish(t)
+                return t
+        return self._generate_above(model, 0)
+
+    def _generate_above(self, model: bool, floor_ms: int) -> str:
+        now = max(int(time.time() * 1000), self.last_ms + 1, floor_ms + 1)
         rec = self.gen.generate("driver", now)
         wait = rec.released_at - now
         if wait > 0:
@@ -240,6 +250,7 @@ class PipelineCoordinator:
         self.kill = KillSwitch(rd.root)
         self.kill.on_fire = lambda point: rd.log("crash", point=point, pid=_pid())
         self.lock = TableLock(rd.table)
+        self.multi = multiwriter.is_multi_writer(cfg)  # several pipelines on the table (pipeline.multiwriter)
         self._trace_buf: list[str] = []
         self._committer: threading.Thread | None = None
         self._queue: queue.Queue = queue.Queue()
@@ -249,11 +260,12 @@ class PipelineCoordinator:
         self.checkpoint_batch: dict[int, int] = {}
         self.skipped: list[int] = []
         self.task_faults = read_task_faults(rd)
+        self.occ_aborts = 0
 
     # ------------------------------------------------------------------------------------------ set-up
     def open(self) -> None:
         self._check_table()
-        self.lock.acquire()
+        self.lock.acquire(shared=self.multi)
         try:
             self._open()
         except BaseException:
@@ -279,7 +291,8 @@ class PipelineCoordinator:
         for log in (self.rd.trace, self.rd.events, self.rd.root / "times.jsonl"):
             repair_tail(log)  # a kill mid-append leaves a torn last line: cut it before appending again
         tr = read_trace(self.rd.trace)
-        self.times = WallTrueTime(self.rd.root / "times.jsonl")
+        self.times = WallTrueTime(self.rd.root / "times.jsonl",
+                                  shared=multiwriter.SharedTimeFloor(self.rd.table) if self.multi else None)
         if tr is None:
             append_line(self.rd.trace, trace_header(self.pcfg, self.cfg["seed"]))
         elif tr.config != self.pcfg:
@@ -292,7 +305,7 @@ class PipelineCoordinator:
         self.times.void_unused()
         self.step = len(events)
         self._load_events()
-        if self.mode == "async":
+        if self.mode == "async" and not self.multi:  # multi-writer: commits inside the transaction lock
             self._committer = threading.Thread(target=self._commit_loop, name="hoodie-lab-committer", daemon=True)
             self._committer.start()
         crashed = bool(events) and not self._finished_cleanly
@@ -356,6 +369,11 @@ class PipelineCoordinator:
         """Spark committed batch n => its checkpoint completes and the ack reaches the coordinator; then a
         clean (:func:`engine.pipeline_script.batch_start`)."""
         self._raise_committer_error()
+        if self.multi:  # the model's commit (completion time) and the completed file: one lock section
+            with multiwriter.txn_lock(self.rd.table):
+                self.writer.refresh()
+                script.batch_start(self.system, self._apply, committed=self._spark_committed, settle=self._settle)
+            return
         script.batch_start(self.system, self._apply, committed=self._spark_committed, settle=self._settle)
 
     # ------------------------------------------------------------------------------------------ a batch
@@ -405,9 +423,19 @@ class PipelineCoordinator:
                 "files": [x["path"] for x in r["stats"]]} for r in statuses],
             "reconciled": reconciled, "result": result.to_dict() if result is not None else None})
         self.kill("writemeta.persisted")
-        script.after_write(self.system, self._apply, self.mode)
-        self._flush_trace()
-        if self.mode == "spark-sink":  # Hudi's streaming sink commits inside the batch
+        if self.multi and self.mode == "spark-sink":  # multi-writer: check + commit in one lock section
+            with multiwriter.txn_lock(self.rd.table):
+                self.writer.refresh()
+                self._occ_check(batch_id, instant, result)  # OCC: raises OccAbort (the batch fails, is retried)
+                script.after_write(self.system, self._apply, self.mode)
+                self._flush_trace()
+                self.sync()
+            self.kill("sink.after-commit")
+            self._clean()
+        else:
+            script.after_write(self.system, self._apply, self.mode)
+            self._flush_trace()
+        if self.mode == "spark-sink" and not self.multi:  # Hudi's streaming sink commits inside the batch
             self.sync()
             self.kill("sink.after-commit")
             self._clean()
@@ -421,6 +449,20 @@ class PipelineCoordinator:
                       f"files {files} quarantined {quarantined} tasks {self.parallelism}"
                       + (f" retried {retried}" if retried else "")
                       + (f" reconciled {len(reconciled)}" if reconciled else "") + f" ({stat['seconds']:.2f} s)")
+
+    def _occ_check(self, batch_id: int, instant: str, result) -> None:
+        """OCC (under the transaction lock, before the model commits): the model's conflict rule over the timeline
+        on disk; a conflict aborts the batch (:class:`pipeline.multiwriter.OccAbort`): Spark does not commit it,
+        the restarted query replays it and the recovered model rolls the instant back and grants a new one."""
+        if self.cfg.get("concurrency_mode") != "occ":
+            return
+        why = multiwriter.check_conflicts(self.cfg, self.writer, instant, result)
+        fgs = sorted({f"{s['partitionPath']}/{s['fileId']}" for s in (result.write_stats if result else ())})
+        self.rd.log("occ-check", batch=batch_id, instant=instant, file_groups=fgs, at=self.times.fresh(),
+                    conflict=why)
+        if why is not None:
+            self.occ_aborts += 1
+            raise multiwriter.OccAbort(f"batch {batch_id}: instant {instant} aborted: {why}")
 
     def _write_job(self, batch_id: int, instant: str, df, split) -> list[dict]:
         """The batch's Spark write job (:func:`pipeline.executor.write_batch`): the tasks' write statuses."""
@@ -490,8 +532,12 @@ class PipelineCoordinator:
                                          self.writer.layout)
             md = decode_commit_metadata((self.writer.timeline_dir / name).read_bytes(), name) or {}
             value = (md.get("extraMetadata") or {}).get(SINK_CHECKPOINT_KEY)
-            if value:
-                return max(int(k) for k in json.loads(value)) >= batch_id
+            ident = f"hoodie-lab-{self.rd.root.name}"
+            # this writer's checkpoint identifier only (hoodie.datasource.write.streaming.checkpoint.identifier):
+            # another writer's sink commits on the same table say nothing about this query's batches
+            mine = [int(k) for k, v in json.loads(value).items() if v == ident] if value else []
+            if mine:
+                return max(mine) >= batch_id
         return False
 
     # -------------------------------------------------------------------------------------- disk = model
@@ -514,6 +560,9 @@ class PipelineCoordinator:
             disk_done |= history.archived_times(self.rd.table)
         # 1. roll back (newest first: a later write may have touched the same file groups)
         gone = [t for t in disk_pending if model_tl.get(t, action) is None]
+        if self.multi:  # LAZY across writers: only this run's own instants (never another writer's inflight)
+            own = {e["instant"] for e in self.rd.read_events() if e["kind"] == "started"}
+            gone = [t for t in gone if t in own]
         for t in sorted(gone, reverse=True):
             self._disk_rollback(t)
         # 2. start
@@ -550,6 +599,15 @@ class PipelineCoordinator:
         extra = {CHECKPOINT_KEY: str(key if key is not None else wm["key"])}
         if self.mode == "spark-sink":
             extra[SINK_CHECKPOINT_KEY] = json.dumps({str(wm["batch"]): f"hoodie-lab-{self.rd.root.name}"})
+        if self.multi:  # under the transaction lock (deliver_spark_acks): the model's conflict rule decides
+            why = multiwriter.check_conflicts(self.cfg, self.writer, t, result)
+            if why is not None:
+                raise RuntimeError(f"commit {t}: conflict ({why}); the pipeline does not abort instants")
+            self.rd.log("conflict-check", instant=t, mode=self.cfg["concurrency_mode"], conflict=None)
+            both = multiwriter.new_group_collisions(self.rd.table, t, result)
+            if both:
+                raise RuntimeError(f"commit {t}: bucket file group(s) created by two writers at once: {', '.join(both)}; "
+                                   "create every bucket first (a single-writer run), see README 'Two writers'")
         self.kill("commit.before-complete")
         self._sleep_latency()
         self.writer.commit(t, inst.completion_time, result, extra_metadata=extra)

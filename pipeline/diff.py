@@ -133,8 +133,10 @@ def run_unfinished(rd: RunDir) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ instants
-def _instants(report: DiffReport, system, table) -> None:
+def _instants(report: DiffReport, system, table, only: set | None = None) -> None:
+    """``only`` (several writers on one table, :func:`diff_runs`): compare just these instants of the disk."""
     action = system.table.action
+    mine = (lambda t: True) if only is None else (lambda t: t in only)
     keys = {}
     for t, key, _how in system.table.commit_log:
         keys[t] = key
@@ -142,7 +144,7 @@ def _instants(report: DiffReport, system, table) -> None:
              for i in system.table.timeline.instants() if i.action is action]
     disk = []
     for i in table.timeline.instants():
-        if i.action is not action:
+        if i.action is not action or not mine(i.requested_time):
             continue
         key = None
         md = table.commit_metadata.get(i.requested_time) if i.is_completed else None
@@ -172,7 +174,8 @@ def _instants(report: DiffReport, system, table) -> None:
     # completion order = commit order of the model
     order_m = [t for t, _k, _h in system.table.commit_log]
     order_d = [i.requested_time for i in sorted(table.timeline.completed((action,)),
-                                                key=lambda i: (i.completion_time, i.requested_time))]
+                                                key=lambda i: (i.completion_time, i.requested_time))
+               if mine(i.requested_time)]
     if order_m != order_d:
         report.add("commit order (by completion time)", order_m, order_d)
     # rollbacks
@@ -181,7 +184,8 @@ def _instants(report: DiffReport, system, table) -> None:
     for name, content in table.timeline_content.items():
         if ".rollback" in name and content and not name.endswith((".requested", ".inflight")):
             for t in content.get("commitsRollback") or []:
-                disk_rolled.add(t)
+                if mine(t):
+                    disk_rolled.add(t)
     report.checked.append(f"{len(rolled)} rollback(s) of failed instants")
     if rolled != disk_rolled:
         report.add("rolled-back instants", sorted(rolled), sorted(disk_rolled))
@@ -199,7 +203,9 @@ def _fmt_instant(x) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- files
-def _files(report: DiffReport, system, table, rd: RunDir) -> None:
+def _files(report: DiffReport, system, table, rd: RunDir, others: frozenset = frozenset()) -> None:
+    """``others``: instants of other writers and table services on the same table (:func:`diff_runs`): their
+    files are theirs, not orphans of this run."""
     import json
 
     action = system.table.action
@@ -230,7 +236,7 @@ def _files(report: DiffReport, system, table, rd: RunDir) -> None:
     missing = sorted(p for p in expected if p not in on_disk)
     if missing:
         report.add("committed data files present on storage", "all", f"missing {missing[:5]}")
-    alive = set(committed) | set(pending)
+    alive = set(committed) | set(pending) | set(others)
     orphans = sorted(p for p, t in on_disk.items() if t not in alive and p not in expected)
     if orphans:
         report.add("data files of no committed or pending instant (not rolled back)", "none", orphans[:5])
@@ -246,6 +252,57 @@ def _files(report: DiffReport, system, table, rd: RunDir) -> None:
     if extra:
         report.add("data files of committed instants not in their commit (failed or duplicate attempts)",
                    "none", f"{len(extra)}: {extra[:5]}")
+
+
+# ------------------------------------------------------------------------------------ several writers, one table
+def diff_runs(roots: list[Path], spark=None) -> DiffReport:
+    """Several runs that wrote one table (multi-writer, :mod:`pipeline.multiwriter`) against their models: per
+    run its own instants (action, state, completion time, order, checkpoint key, rollbacks), its committed
+    files, exactly once and the quarantine, the model's invariants; once for the table: the rows hudi-rs reads
+    against the merge by ordering value of every run's predicted rows (each run's committed units), and no data
+    file of an instant no run and no table service (a completed or pending compaction) accounts for."""
+    from lakeio.ondisk.reader import read_table
+
+    opened = [open_run_dir(Path(r)) for r in roots]
+    tables = {str(rd.table.resolve()) for rd, _ in opened}
+    if len(tables) != 1:
+        raise UserError(f"diff: the run dirs wrote {len(tables)} different tables; several run dirs must share "
+                        f"one --table")
+    report = DiffReport(Path(roots[0]))
+    table = include_history(read_table(opened[0][0].table))
+    systems = []
+    for rd, cfg in opened:
+        try:
+            system, _events, _times = replay_system(rd)
+        except UserError:
+            raise
+        except Exception as exc:
+            report.differences.append(f"{rd.root}: the trace does not replay through the model: {exc}")
+            return report
+        systems.append((rd, cfg, system))
+    owned = {rd.root: {e["instant"] for e in rd.read_events() if e["kind"] == "started"} for rd, _ in opened}
+    every = {i.requested_time for i in table.timeline.instants()}
+    predicted: dict[str, tuple] = {}
+    for rd, cfg, system in systems:
+        sub = DiffReport(rd.root)
+        inputs = src.read_inputs(rd.input)
+        units = task_units(inputs, system.config.parallelism, cfg.get("buckets", 1), cfg)
+        _instants(sub, system, table, only=owned[rd.root])
+        _files(sub, system, table, rd, others=frozenset(every - owned[rd.root]))
+        unfinished = run_unfinished(rd)
+        if unfinished is None:
+            _exactly_once(sub, system, units)
+            _quarantine(sub, rd, inputs)
+        else:
+            sub.differences.insert(0, unfinished)
+        _model_invariants(sub, system)
+        report.checked.extend(f"{rd.root.name}: {c}" for c in sub.checked)
+        report.differences.extend(f"{rd.root.name}: {d}" for d in sub.differences)
+        for k, row in _predicted_rows(system, units).items():  # the greatest ordering value over every writer
+            if k not in predicted or row[1] > predicted[k][1]:
+                predicted[k] = row
+    _rows_hudi_rs(report, predicted, opened[0][0].table)
+    return report
 
 
 # ---------------------------------------------------------------------------------------------------- rows

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from lakeio.errors import UserError
 from pipeline import source as src
+from pipeline.multiwriter import OCC_MAX_RETRIES
 from pipeline.executor import QUARANTINE_SCHEMA, RECORD_SCHEMA, record_schema, write_fields  # noqa: F401
 from pipeline.run_dir import (PipelineStalled, RunDir, atomic_write_bytes, stall_message,  # noqa: F401
                               uncommitted_batches)
@@ -55,6 +56,8 @@ def default_config(**overrides) -> dict:
            "format": None, "input_dir": None, "record_key": None, "partition_field": None, "ordering_field": None,
            "delete_field": None, "input_spec": None}
     cfg.update({"parallelism": 2, "buckets": 4})  # the write path: writer tasks, bucket-index buckets
+    # multi-writer (pipeline.multiwriter): hoodie.write.concurrency.mode; ordering values i*stride+phase
+    cfg.update({"concurrency_mode": "single_writer", "ts_stride": 1, "ts_phase": 0})
     cfg.update(overrides)
     return cfg
 
@@ -97,6 +100,8 @@ def validate_config(cfg: dict) -> None:
                         ("--ordering-field", "ordering_field"), ("--delete-field", "delete_field")):
             if cfg.get(k):
                 raise UserError(f"{flag}: only with --input DIR (the generated source's columns are fixed)")
+    from pipeline.multiwriter import validate_concurrency  # multi-writer settings (model.concurrency)
+    validate_concurrency(cfg)
 
 
 def prepare_run(root: Path, **config) -> RunDir:
@@ -123,7 +128,8 @@ def prepare_run(root: Path, **config) -> RunDir:
     rd.root.mkdir(parents=True, exist_ok=True)
     if spec is None:
         src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
-                         update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])
+                         update_fraction=cfg["update_fraction"], malformed=cfg["malformed"],
+                         ts_stride=cfg.get("ts_stride", 1), ts_phase=cfg.get("ts_phase", 0))
     else:
         src.copy_inputs(spec, rd.input)
         cfg["records"] = sum(1 for lines in src.read_inputs(rd.input, spec) for r, _ in lines if r is not None)
@@ -236,21 +242,32 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
                 rd.log("batch-failed", batch=batch_id, pid=os.getpid(), error=_one_line(exc))
                 raise
 
-        query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(rd.checkpoint))
-                 .trigger(availableNow=True).start())
-        try:
-            if not query.awaitTermination(timeout_s):
-                query.stop()
-                raise PipelineStalled(stall_message(rd, f"the streaming query did not finish within {timeout_s:.0f} s"))
-        except PipelineStalled:
-            rd.log("stalled", pid=os.getpid(), reason="timeout")
-            raise
-        except Exception as exc:  # the query failed: a batch raised (logged above) or Spark itself failed
-            rd.log("stalled", pid=os.getpid(), reason=_one_line(exc))
-            raise PipelineStalled(stall_message(rd, _one_line(exc))) from None
-        finally:
-            if query.isActive:
-                query.stop()
+        aborts = 0  # OCC (pipeline.multiwriter): batches aborted by the conflict rule, replayed
+        while True:
+            query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(rd.checkpoint))
+                     .trigger(availableNow=True).start())
+            try:
+                if not query.awaitTermination(timeout_s):
+                    query.stop()
+                    raise PipelineStalled(stall_message(rd, f"the streaming query did not finish within {timeout_s:.0f} s"))
+                break
+            except PipelineStalled:
+                rd.log("stalled", pid=os.getpid(), reason="timeout")
+                raise
+            except Exception as exc:  # the query failed: a batch raised (logged above) or Spark itself failed
+                if coord.occ_aborts and aborts < OCC_MAX_RETRIES:  # OCC abort: restart = failover, replay the batch
+                    aborts += coord.occ_aborts
+                    rd.log("occ-retry", pid=os.getpid(), aborts=aborts)
+                    progress(f"OCC abort ({aborts} so far): the coordinator recovers, the batch is replayed")
+                    coord.close()
+                    coord = PipelineCoordinator(rd, cfg, progress=progress)
+                    coord.open()  # recovery: the aborted instant is rolled back, the replay gets a new one
+                    continue
+                rd.log("stalled", pid=os.getpid(), reason=_one_line(exc))
+                raise PipelineStalled(stall_message(rd, _one_line(exc))) from None
+            finally:
+                if query.isActive:
+                    query.stop()
         coord.deliver_spark_acks()  # the last batch's commit is written after its foreachBatch returned
         missing = uncommitted_batches(rd)
         if missing:  # the query ended without committing every input file: the run did not reach its end
@@ -260,6 +277,7 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
         summary = coord.summary()
         summary["seconds"] = time.monotonic() - t0
         summary["quarantined"] = read_quarantine(rd).num_rows
+        summary["occ_aborts"] = aborts
         return summary
     finally:
         coord.close()

@@ -73,8 +73,11 @@ class Record:
 
 
 def generate_batches(records: int, batches: int, seed: int, *, update_fraction: float = 0.3,
-                     malformed: int = 0) -> list[list[str]]:
-    """The lines of every input file: ``batches`` lists whose well-formed records total ``records``."""
+                     malformed: int = 0, ts_stride: int = 1, ts_phase: int = 0) -> list[list[str]]:
+    """The lines of every input file: ``batches`` lists whose well-formed records total ``records``.
+
+    Record i's ordering value is ``i * ts_stride + ts_phase`` (i from 1): writers on one table given one
+    stride and distinct phases never tie on the ordering field (two writers: multi-writer runs)."""
     if batches < 1:
         raise ValueError("batches must be >= 1")
     if records < 0 or malformed < 0:
@@ -92,7 +95,8 @@ def generate_batches(records: int, batches: int, seed: int, *, update_fraction: 
                 k, next_key = next_key, next_key + 1
             key = f"k{k:06d}"
             ts += 1
-            rec = Record(key, ts, partition_of(key), f"v{ts}-{rng.randrange(10**6):06d}")
+            o = ts * ts_stride + ts_phase
+            rec = Record(key, o, partition_of(key), f"v{o}-{rng.randrange(10**6):06d}")
             lines.append(json.dumps(rec.as_json(), sort_keys=True))
         out.append(lines)
     for i in range(malformed):
@@ -114,7 +118,7 @@ def _malformed_line(kind: str, i: int) -> str:
 
 
 def write_inputs(input_dir: Path, records: int, batches: int, seed: int, *, update_fraction: float = 0.3,
-                 malformed: int = 0) -> list[Path]:
+                 malformed: int = 0, ts_stride: int = 1, ts_phase: int = 0) -> list[Path]:
     """Write one file per batch (atomically each: temp name the stream ignores, then rename).
 
     Spark's file source takes new files oldest first (by modification time), so file i gets a modification
@@ -124,7 +128,7 @@ def write_inputs(input_dir: Path, records: int, batches: int, seed: int, *, upda
     paths = []
     base = int(time.time()) - batches - 1
     for b, lines in enumerate(generate_batches(records, batches, seed, update_fraction=update_fraction,
-                                               malformed=malformed)):
+                                               malformed=malformed, ts_stride=ts_stride, ts_phase=ts_phase)):
         path = input_file(input_dir, b)
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text("".join(line + "\n" for line in lines))

@@ -13,7 +13,9 @@ never restates a protocol rule.
 * :mod:`sim.loop` -- SimPy's ``env.run`` with the number of events it processed;
 * :mod:`sim.metrics` -- throughput over time, stalls, end-to-end latency, backlog, commits, pending
   instants, recovery time;
-* :mod:`sim.collisions`, :mod:`sim.truetime_study`, :mod:`sim.recovery` -- the other experiment kinds;
+* :mod:`sim.collisions`, :mod:`sim.truetime_study`, :mod:`sim.recovery`, :mod:`sim.history` -- the other
+  experiment kinds; :mod:`sim.concurrency` -- many writers (OCC vs NBCC) and compaction scheduling 0.x vs 1.x,
+  every decision from ``model.concurrency``;
 * :mod:`sim.experiments` -- :func:`sim.experiments.run_named` (results table + plots; ``make demo`` uses
   ``run_named("blocking-vs-async", out_dir, seed, quick=True, grid=False)``) and the sweep grid as
   independent tasks (:func:`sim.experiments.grid_tasks`, :func:`sim.experiments.run_task`);

@@ -6,7 +6,8 @@ what is allowed (``lakeio.errors.UserError``, so the CLI exits 2). Shipped exper
 ``lakeio/experiments/*.toml`` (package data) and are addressed by name (``blocking-vs-async``); any other
 argument is a path.
 
-Top level: ``name``, ``description``, ``kind`` (``stream`` | ``truetime`` | ``collisions`` | ``recovery`` | ``history``),
+Top level: ``name``, ``description``, ``kind`` (``stream`` | ``truetime`` | ``collisions`` | ``recovery`` | ``history``
+| ``concurrency``),
 ``seed``, ``modes`` (subset of ``["blocking", "async"]``).
 
 Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
@@ -26,7 +27,11 @@ Tables (all optional; defaults below; see :data:`SCHEMA` for units and ranges):
 * ``[storage]`` — log-normal latency of one storage call (median, sigma) with spikes (probability, factor);
 * ``[faults]`` — lost-ack probability, crash schedule (every N s or at fixed times), what crashes, restart delay;
 * ``[sweep]`` — a grid: dotted key -> list of values (each value validated like the key itself);
-* ``[collisions]``, ``[truetime_study]``, ``[recovery]``, ``[history]`` — the parameters of those experiment kinds.
+* ``[collisions]``, ``[truetime_study]``, ``[recovery]``, ``[history]`` — the parameters of those experiment kinds;
+* ``[concurrency]``, ``[compaction_stall]`` — the many-writers experiment (:mod:`sim.concurrency`): the sweep
+  (writers x overlaps x modes), the table's concurrency settings (checked by the spec,
+  ``model.concurrency.settings.validate``: an impossible combination is refused naming the setting), the
+  workload, the lock, retries; and the streaming writer's compaction-scheduling experiment (0.x vs 1.x).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from typing import Any
 
 from lakeio.errors import UserError
 
-KINDS = ("stream", "truetime", "collisions", "recovery", "history")
+KINDS = ("stream", "truetime", "collisions", "recovery", "history", "concurrency")
 #: An experiment name becomes a directory name (``runs/sim/<name>``): a plain file stem, nothing else.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -57,6 +62,8 @@ MAX_RUN_REQUESTS = 50_000_000
 MAX_TOTAL_REQUESTS = 10_000_000_000
 #: TrueTime generator calls of all collision runs (about 10 us each through the model: about 8 minutes).
 MAX_TRUETIME_CALLS = 50_000_000
+#: Write attempts of all concurrency runs (writers x duration / write_s, summed over the sweep; ~20 us each).
+MAX_CONCURRENCY_ATTEMPTS = 20_000_000
 #: Writers of one truetime_study point (tables x writers: one SimPy process and one clock each).
 MAX_STUDY_WRITERS = 100_000
 #: Requests of all truetime_study points (tables x writers x duration / request_every_s, summed).
@@ -218,6 +225,52 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                    "this many commits old"),
         "lsm_file_read_ms": _num(30.0, 0, 3.6e6, "ms", "reading one LSM data file"),
         "storage_call_ms": _num(20.0, 0, 3.6e6, "ms", "one storage call of an archival run"),
+    },
+    "concurrency": {  # sim/concurrency.py
+        "writers": Key(list, [1, 2, 4, 8], 1, 256, doc="numbers of concurrent writers swept"),
+        "overlaps": Key(list, [0.0, 0.1, 0.5, 1.0], 0, 1, doc="overlap fractions swept: the share of a write's "
+                        "keys drawn from the partition all writers share"),
+        "modes": Key(list, ["occ", "nbcc"], choices=("single_writer", "occ", "nbcc"),
+                     doc="hoodie.write.concurrency.mode values swept"),
+        "duration_s": _num(3600.0, 0, 7 * DAY, "s", "simulated time per run", lo_open=True),
+        "quick_duration_s": _num(600.0, 0, 7 * DAY, "s", "simulated time per run with --quick", lo_open=True),
+        "table_type": Key(str, "mor", choices=("cow", "mor"), doc="hoodie.table.type"),
+        "table_version": _int(8, 6, 9, doc="hoodie.table.version (the spec takes 6 and 8)"),
+        "index": Key(str, "bucket", choices=("bucket", "simple"), doc="hoodie.index.type (simple bucket or simple)"),
+        "failed_writes": Key(str, "lazy", choices=("eager", "lazy"), doc="hoodie.cleaner.policy.failed.writes"),
+        "lock_provider": Key(str, "ZookeeperBasedLockProvider",
+                             doc="hoodie.write.lock.provider class name ('' or 'none': no lock provider)"),
+        "conflict_strategy": Key(str, "simple", choices=("simple", "prefer-writer"),
+                                 doc="hoodie.write.lock.conflict.resolution.strategy"),
+        "compaction_scheduling": Key(str, "1.x", choices=("0.x", "1.x"),
+                                     doc="compaction scheduling rule of the writers' table"),
+        "keys": _int(1_000_000, 1, 10**12, doc="keys per partition"),
+        "shared_buckets": _int(256, 1, 10**6, doc="buckets (file groups) of the shared partition"),
+        "private_buckets": _int(64, 1, 10**6, doc="buckets (file groups) of each writer's own partition"),
+        "records_per_write": _int(20, 1, 10**6, doc="keys upserted by one write"),
+        "write_s": _num(30.0, 0, DAY, "s", "median duration of a write phase (log-normal)", lo_open=True),
+        "write_sigma": _num(0.3, 0, 3, doc="log-normal shape of the write phase"),
+        "think_s": _num(0.0, 0, DAY, "s", "mean pause between a writer's writes (exponential; 0: none)"),
+        "lock_acquire_ms": _int(5, 0, 60_000, "ms", "lock acquisition latency, least"),
+        "lock_acquire_max_ms": _int(50, 0, 60_000, "ms", "lock acquisition latency, most (uniform)"),
+        "max_skew_ms": _int(200, 0, 60_000, "ms", "TrueTime wait (hoodie.time.generator.max_expected_clock_skew_ms)"),
+        "commit_hold_ms": _int(50, 0, 3_600_000, "ms", "lock held to commit (conflict check, completed file)"),
+        "max_retries": _int(3, 0, 1000, doc="retries of an aborted write before it is given up"),
+        "retry_backoff_s": _num(1.0, 0, DAY, "s", "pause before a retry"),
+        "rollback_s": _num(2.0, 0, DAY, "s", "rolling back a failed attempt (eager: the writer waits for it)"),
+        "heartbeat_expiry_s": _num(120.0, 0, DAY, "s", "lazy: a failed attempt is rolled back this long after it"),
+    },
+    "compaction_stall": {  # sim/concurrency.py, run_stall
+        "rules": Key(list, ["0.x", "1.x"], choices=("0.x", "1.x"), doc="compaction-scheduling rules compared"),
+        "duration_s": _num(3600.0, 0, 7 * DAY, "s", "simulated time per rule", lo_open=True),
+        "quick_duration_s": _num(1200.0, 0, 7 * DAY, "s", "simulated time with --quick", lo_open=True),
+        "commit_interval_s": _num(60.0, 0, DAY, "s", "the streaming writer's checkpoint (deltacommit) interval",
+                                  lo_open=True),
+        "compaction_every_commits": _int(5, 1, 10**6, doc="compaction.delta_commits: deltacommits between "
+                                         "compaction schedules"),
+        "plan_s": _num(10.0, 0, DAY, "s", "writing a compaction plan"),
+        "execute_s": _num(120.0, 0, DAY, "s", "running a compaction"),
+        "file_groups": _int(64, 1, 10**6, doc="file groups the streaming writer writes"),
     },
     "recovery": {
         "steps": Key(list, ["all"], doc="protocol steps to crash at ('all': every event type)"),
@@ -428,9 +481,12 @@ def _cross_checks(exp: Experiment) -> None:
         except ArchivalConfigError as e:
             raise UserError(f"{src}: history: {e}") from None
     for dotted in exp.sweep:
-        if dotted.startswith(("collisions.", "truetime_study.", "recovery.", "protocol.", "history.")):
+        if dotted.startswith(("collisions.", "truetime_study.", "recovery.", "protocol.", "history.", "concurrency.",
+                              "compaction_stall.")):
             raise UserError(f"{src}: sweep.{dotted}: only run, source, writers, checkpoint, coordinator, truetime, "
                             f"storage and faults keys can be swept")
+    if exp.kind == "concurrency":
+        _check_concurrency(exp)
     _check_samples(exp)
     if exp.kind == "collisions":
         _check_collision_work(exp)
@@ -504,3 +560,76 @@ def _check_study_work(exp: Experiment) -> None:
         raise UserError(f"{src}: truetime_study.writers, truetime_study.tables, truetime_study.request_every_s, "
                         f"run.duration_s: all points make about {total:,.0f} requests; allowed: at most "
                         f"{MAX_STUDY_REQUESTS:,}")
+
+
+# ------------------------------------------------------------------------------------ concurrency
+#: Keys ``hoodie-lab simulate --set`` may change (the concurrency experiment's own tables).
+SETTABLE_TABLES = ("concurrency", "compaction_stall")
+
+
+def _check_concurrency(exp: Experiment) -> None:
+    """The many-writers experiment: settings the spec refuses (NBCC on COW, NBCC without the bucket index, OCC
+    without a lock provider, ...) are refused naming the setting and the spec's reason; empty sweeps; work bound."""
+    from sim import concurrency
+
+    c, st, src = exp.params["concurrency"], exp.params["compaction_stall"], exp.source
+    if not (c["writers"] and c["overlaps"] and c["modes"]) and not st["rules"]:
+        raise UserError(f"{src}: concurrency.writers, concurrency.overlaps, concurrency.modes, compaction_stall.rules: "
+                        f"nothing to run; allowed: non-empty writers, overlaps and modes, or non-empty rules")
+    if any(not isinstance(w, int) for w in c["writers"]):
+        raise UserError(f"{src}: concurrency.writers: {c['writers']!r} not allowed; allowed: a list of integers >= 1")
+    if c["lock_acquire_max_ms"] < c["lock_acquire_ms"]:
+        raise UserError(f"{src}: concurrency.lock_acquire_max_ms: {c['lock_acquire_max_ms']!r} is below "
+                        f"concurrency.lock_acquire_ms ({c['lock_acquire_ms']}); allowed: >= it")
+    if "single_writer" in c["modes"] and max(c["writers"], default=1) > 1:
+        raise UserError(f"{src}: concurrency.modes: single_writer runs one writer, but concurrency.writers has "
+                        f"{max(c['writers'])}; use occ or nbcc for more")
+    bad = concurrency.refusal(c)
+    if bad:
+        what, why = bad
+        raise UserError(f"{src}: concurrency ({what}): {why}")
+    for rule in st["rules"]:
+        why = concurrency.settings_refusal(concurrency.stall_settings_for(c, rule))
+        if why:
+            raise UserError(f"{src}: compaction_stall.rules ({rule}): {why}")
+    duration = max(c["duration_s"], c["quick_duration_s"])
+    attempts = sum(w * duration / c["write_s"] for w in c["writers"]) * len(c["overlaps"]) * len(c["modes"])
+    if attempts > MAX_CONCURRENCY_ATTEMPTS:
+        raise UserError(f"{src}: concurrency.writers, concurrency.duration_s, concurrency.write_s: the sweep makes "
+                        f"about {attempts:,.0f} write attempts; allowed: at most {MAX_CONCURRENCY_ATTEMPTS:,}")
+
+
+def parse_set(items: list[str] | None) -> dict[str, Any]:
+    """``--set TABLE.KEY=VALUE`` arguments (VALUE in TOML syntax; a bare word is a string) -> dotted key -> value.
+    Only the keys of :data:`SETTABLE_TABLES`; each is validated when applied (:func:`override`)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        dotted, eq, text = item.partition("=")
+        dotted = dotted.strip()
+        if not eq or not dotted:
+            raise UserError(f"--set: {item!r} is not TABLE.KEY=VALUE")
+        table, _, key = dotted.rpartition(".")
+        if table not in SETTABLE_TABLES or key not in SCHEMA[table]:
+            raise UserError(f"--set: unknown key {dotted}; allowed: the keys of "
+                            f"[{'], ['.join(SETTABLE_TABLES)}], e.g. concurrency.table_type=mor")
+        try:
+            value = tomllib.loads(f"v = {text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text.strip()
+        out[dotted] = value
+    return out
+
+
+def override(exp: Experiment, values: dict[str, Any]) -> Experiment:
+    """``exp`` with dotted keys replaced, every value and the whole experiment validated again (one-line
+    ``UserError`` naming ``--set KEY``); the sweep is kept."""
+    if not values:
+        return exp
+    params = copy.deepcopy(exp.params)
+    for dotted, v in values.items():
+        table, key = _split(dotted, "--set")
+        params[table][key] = _check(SCHEMA[table][key], v, f"--set {dotted}")
+    new = Experiment(exp.name, exp.kind, exp.seed, exp.modes, exp.description, params, dict(exp.sweep),
+                     f"{exp.source} with --set {', '.join(f'{k}={v!r}' for k, v in values.items())}")
+    _cross_checks(new)
+    return new

@@ -99,21 +99,28 @@ def run_task(task: dict) -> dict:
 # ----------------------------------------------------------------------------------- experiments
 def run_named(name_or_path: str, out_dir: Path | str, seed: int | None = None, quick: bool = False,
               modes: tuple[str, ...] | None = None, progress: Callable[[str, int], Callable[[], None]] | None = None,
-              grid: bool = True) -> Outcome:
+              grid: bool = True, overrides: dict | None = None) -> Outcome:
     """Run a shipped experiment (by name) or an experiment file; write its table and plots to ``out_dir``.
 
     ``progress(label, total)`` may return a callable advanced once per finished run (the CLI's rich bar).
+    ``overrides``: dotted key -> value of the concurrency experiment's tables (``hoodie-lab simulate --set``),
+    validated with the whole experiment (:func:`sim.config.override`).
     """
-    exp = cfg.load(name_or_path)
+    exp = cfg.override(cfg.load(name_or_path), overrides or {})
     seed = exp.seed if seed is None else seed
     modes = tuple(modes or exp.modes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    runner = {"stream": _stream, "truetime": _truetime, "collisions": _collisions, "recovery": _recovery,
-              "history": _history}[exp.kind]
-    outcome = runner(exp, out, seed, quick, modes, progress or (lambda label, total: None), grid)
+    if exp.kind == "concurrency":
+        outcome = _concurrency(exp, out, seed, quick, progress or (lambda label, total: None),
+                               name_or_path, overrides or {})
+    else:
+        runner = {"stream": _stream, "truetime": _truetime, "collisions": _collisions, "recovery": _recovery,
+                  "history": _history}[exp.kind]
+        outcome = runner(exp, out, seed, quick, modes, progress or (lambda label, total: None), grid)
     (out / "summary.json").write_text(json.dumps({
-        "experiment": exp.name, "kind": exp.kind, "seed": seed, "quick": quick, "modes": list(modes),
+        "experiment": exp.name, "kind": exp.kind, "seed": seed, "quick": quick,
+        "modes": list(exp.params["concurrency"]["modes"] if exp.kind == "concurrency" else modes),
         "plots": [str(p) for p in outcome.plots], "table": str(outcome.table), "failures": outcome.failures,
     }, indent=2))
     return outcome
@@ -225,3 +232,70 @@ def _history(exp, out, seed, quick, modes, progress, grid) -> Outcome:
                                        f"for {days:g} days, with and without archival")
     (out / "decisions.txt").write_text("\n".join(results["archival"].series.decisions) + "\n")
     return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
+
+
+def _concurrency(exp, out, seed, quick, progress, name, overrides) -> Outcome:
+    """The many-writers sweep (writers x overlaps x modes) and the compaction-scheduling stall runs
+    (:mod:`sim.concurrency`). Each run's seed comes from (seed, its point), so the replay line printed for a
+    failing run (the same seed, ``--set`` narrowing the sweep to its point) reruns it exactly."""
+    from . import concurrency
+
+    c, st = exp.params["concurrency"], exp.params["compaction_stall"]
+    points = [(m, w, o) for m in c["modes"] for w in c["writers"] for o in c["overlaps"]]
+    import shlex
+
+    def sets(values: dict) -> str:
+        return " ".join(f"--set {shlex.quote(f'{k}={_toml(v)}')}" for k, v in values.items())
+
+    kept = {k: v for k, v in overrides.items() if k not in ("concurrency.modes", "concurrency.writers",
+                                                             "concurrency.overlaps", "compaction_stall.rules")}
+    base = f"hoodie-lab simulate {shlex.quote(name)} --seed {seed}" + (" --quick" if quick else "") + \
+        (f" {sets(kept)}" if kept else "")
+    tick = _tick(progress, "runs", len(points) + len(st["rules"]))
+    rows, failures, runs, stalls = [], [], [], {}
+    for mode, writers, overlap in points:
+        s = derive_seed(seed, "concurrency", mode, writers, overlap)
+        replay = f"{base} " + sets({"concurrency.modes": [mode], "concurrency.writers": [writers],
+                                   "concurrency.overlaps": [overlap], "compaction_stall.rules": []})
+        r = concurrency.run_writers(exp.params, mode, writers, overlap, s, quick=quick, replay=replay)
+        runs.append(r)
+        rows.append({"part": "writers", "mode": mode, "writers": writers, "overlap": overlap, "seed": s, **r.summary,
+                     "replay": replay if r.failures else ""})
+        failures += r.failures
+        tick()
+    for rule in st["rules"]:
+        s = derive_seed(seed, "compaction-stall", rule)
+        replay = f"{base} " + sets({"compaction_stall.rules": [rule], "concurrency.writers": []})
+        r = concurrency.run_stall(exp.params, rule, s, quick=quick, replay=replay)
+        stalls[rule] = r
+        rows.append({"part": "stall", "mode": rule, "rule": rule, "writers": 1, "seed": s,
+                     **r.summary, "replay": replay if r.failures else ""})
+        failures += r.failures
+        tick()
+    from lakeio import plots as lplots
+
+    dur = c["quick_duration_s" if quick else "duration_s"]
+    paths = []
+    wrows = [r for r in rows if r["part"] == "writers"]
+    if wrows:
+        paths += lplots.concurrency_sweep(wrows, out, f"{exp.name}: {len(c['modes'])} modes x "
+                                          f"{len(c['writers'])} writer counts x {len(c['overlaps'])} overlaps, "
+                                          f"{dur:g} s simulated each")
+    if stalls:
+        sdur = st["quick_duration_s" if quick else "duration_s"]
+        paths += lplots.compaction_stall(
+            {rule: {"start_t_s": r.start_t_s, "stall_s": r.stall_s, **r.summary} for rule, r in stalls.items()},
+            out, f"{exp.name}: a streaming writer (one deltacommit per {st['commit_interval_s']:g} s) and compaction "
+                 f"every {st['compaction_every_commits']} deltacommits, {sdur:g} s simulated")
+    return Outcome(exp.name, out, write_table(rows, out), paths, rows, failures)
+
+
+def _toml(v) -> str:
+    """A value as ``--set`` reads it back (TOML)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ",".join(_toml(x) for x in v) + "]"
+    return repr(v)

@@ -42,13 +42,17 @@ def add_parser(subparsers) -> None:
         description=__doc__.splitlines()[0] + " Unspecified design options come from --variant "
         "(default hudi-1.1; --mode blocking without --variant means hudi-1.1-blocking).")
     p.add_argument("--variant", metavar="NAME", help="named protocol variant (default hudi-1.1)")
-    p.add_argument("--machine", choices=("protocol", "table"), default="protocol",
-                   help="the writer-coordinator protocol (default) or the table-level state machine "
-                        "(hoodie_lab/commands/explore_table.py; its options are listed below)")
+    p.add_argument("--machine", choices=("protocol", "table", "concurrency"), default="protocol",
+                   help="the writer-coordinator protocol (default), the table-level state machine "
+                        "(hoodie_lab/commands/explore_table.py) or many processes on one timeline "
+                        "(explore_concurrency.py); their options are listed below")
+    from .explore_concurrency import add_concurrency_arguments
     from .explore_table import add_table_arguments
 
     add_table_arguments(p)  # the table machine's options (an argument group)
-    p.add_argument("--writers", type=int, default=2, metavar="W", help="writer tasks (1-8, default 2)")
+    add_concurrency_arguments(p)  # the concurrency machine's options (an argument group)
+    p.add_argument("--writers", type=int, default=None, metavar="W",
+                   help="writer tasks (1-8, default 2; other machines: default the variant's)")
     p.add_argument("--checkpoints", type=int, default=2, metavar="C",
                    help="checkpoints that may be triggered (0-20, default 2)")
     p.add_argument("--faults", metavar="LIST",
@@ -118,7 +122,7 @@ def build_config(args):
         raise UserError(f"--variant: unknown variant {name!r}; known: {', '.join(VARIANTS)}")
     v = VARIANTS[name]
     overrides = {
-        "parallelism": args.writers,
+        "parallelism": 2 if args.writers is None else args.writers,
         "max_checkpoints": args.checkpoints,
         "max_crashes": args.crashes,
         "faults": parse_faults(args.faults, v.faults_needed),
@@ -233,6 +237,10 @@ def run(args) -> int:
         from .explore_table import run_table
 
         return run_table(args)
+    if args.machine == "concurrency":
+        from .explore_concurrency import run_concurrency
+
+        return run_concurrency(args)
     from checker import SystemModel, draw_graph, explore
 
     name, cfg = build_config(args)

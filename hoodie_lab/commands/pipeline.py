@@ -50,6 +50,14 @@ def add_parser(subparsers) -> None:
                    help="the ordering (precombine) column: the greatest value of a key wins")
     g.add_argument("--delete-field", default=None, metavar="COL",
                    help="a boolean column: true marks the record as a delete of its key")
+    # multi-writer (pipeline.multiwriter): several runs with --table on one table
+    r.add_argument("--concurrency-mode", default="single_writer", metavar="MODE",
+                   help="hoodie.write.concurrency.mode: single_writer (default; the run holds the table), nbcc "
+                        "(several runs on one --table: MOR, table version 8, async or spark-sink mode), occ (spark-sink "
+                        "mode: a conflicting batch aborts and is replayed with a new instant)")
+    r.add_argument("--ts-stride", type=int, default=1,
+                   help="ordering values are i*stride+phase (writers on one table: one stride, distinct phases)")
+    r.add_argument("--ts-phase", type=int, default=0, help="see --ts-stride (default 0)")
     r.add_argument("--out", type=Path, default=None, help="run dir (default runs/pipeline/<mode>-<type>-seed<S>)")
     r.add_argument("--table", type=Path, default=None, help="table path (default RUN_DIR/table)")
     r.add_argument("--seed", type=int, default=0, help="seed of the input generator and of --crashes")
@@ -69,6 +77,9 @@ def add_parser(subparsers) -> None:
     s.add_argument("--master", default=None)
     add_progress_arg(s)
     s.set_defaults(func=resume)
+    c = sub.add_parser("compact", help="schedule and run one compaction of a MOR v8 table beside NBCC pipelines")
+    c.add_argument("--table", type=Path, required=True, help="the table (merge-on-read, version 8)")
+    c.set_defaults(func=compact)
     k = sub.add_parser("kill-points", help="list the kill points of the crash harness")
     k.set_defaults(func=kill_points)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
@@ -96,6 +107,9 @@ def run(args) -> int:
 
     if args.crashes < 0:
         raise UserError(f"--crashes: {args.crashes}; expected >= 0")
+    if args.diff and args.concurrency_mode != "single_writer":
+        raise UserError(f"--diff: a {args.concurrency_mode} run shares its table; diff every run dir that wrote it "
+                        "at once after they finished: hoodie-lab diff RUN_DIR RUN_DIR...")
     check_seed(args.seed)
     if args.out is not None:  # checked before anything is written; prepare_run makes the directory
         check_out_dir(args.out, create=False)
@@ -122,6 +136,7 @@ def run(args) -> int:
                      records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,
                      commit_latency_ms=args.commit_latency_ms, master=args.master,
                      parallelism=args.parallelism, buckets=args.buckets,
+                     concurrency_mode=args.concurrency_mode, ts_stride=args.ts_stride, ts_phase=args.ts_phase,
                      table=str(args.table) if args.table else None, archival=archival,
                      input_dir=str(args.input) if args.input else None, format=args.format,
                      record_key=args.record_key, partition_field=args.partition_field,
@@ -150,7 +165,10 @@ def run(args) -> int:
 
 def _after(root: Path, diff: bool) -> int:
     if not diff:
-        print(f"compare with the model: hoodie-lab diff {root}\nreplay the model trace: hoodie-lab replay "
+        from pipeline.job import open_run
+        from pipeline.multiwriter import is_multi_writer
+        more = " RUN_DIR... (every run dir that wrote the table)" if is_multi_writer(open_run(root)[1]) else ""
+        print(f"compare with the model: hoodie-lab diff {root}{more}\nreplay the model trace: hoodie-lab replay "
               f"{Path(root) / 'trace.jsonl'}")
         return 0
     from pipeline.diff import diff_run, open_run_dir
@@ -173,6 +191,14 @@ def resume(args) -> int:
     summary = run_job(args.run_dir, progress=lambda s: print(s, flush=True))
     print(f"resumed, totals: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
     return _after(args.run_dir, False)
+
+
+def compact(args) -> int:
+    from pipeline.compactor import compact as run_compaction
+
+    out = run_compaction(args.table, progress=lambda s: print(s, flush=True))
+    print(f"done: {out}")
+    return 0
 
 
 def kill_points(args) -> int:

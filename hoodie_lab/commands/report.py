@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seed", type=int, default=7, help="seed of every random part (default 7)")
     p.add_argument("--section", action="append", metavar="NAME",
                    help="build only the sections whose builder name starts with NAME (repeatable): "
-                        "slicing, properties, simulation, exploration, pipeline, real_tables")
+                        "slicing, properties, simulation, history, concurrency, exploration, pipeline, real_tables")
     p.set_defaults(func=run)
 
 

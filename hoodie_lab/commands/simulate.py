@@ -21,13 +21,18 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("simulate", help="run a SimPy experiment (blocking-vs-async, truetime, ...)",
                               description=__doc__.splitlines()[0])
     p.add_argument("experiment", nargs="?", help="shipped experiment name or path to a .toml file")
-    p.add_argument("--mode", choices=["blocking", "async", "both"], default=None,
-                   help="instant-generation mode(s) to run (default: the experiment's modes)")
+    p.add_argument("--mode", choices=["blocking", "async", "both", "single_writer", "occ", "nbcc"], default=None,
+                   help="instant-generation mode(s) to run (default: the experiment's modes); for the concurrency "
+                        "experiment the concurrency mode (single_writer, occ, nbcc)")
     p.add_argument("--seed", type=int, default=None, help="seed (default: the experiment's)")
     p.add_argument("--out", type=Path, default=None, help="output directory (default runs/sim/<name>)")
     p.add_argument("--quick", action="store_true", help="shorter runs and a reduced grid (demo size)")
     p.add_argument("--no-sweep", action="store_true", help="skip the experiment's [sweep] grid")
     p.add_argument("--list", action="store_true", help="list the shipped experiments and exit")
+    p.add_argument("--set", action="append", metavar="TABLE.KEY=VALUE", default=None,
+                   help="concurrency experiment: replace a key of [concurrency] or [compaction_stall] (VALUE in TOML "
+                        "syntax, e.g. concurrency.table_type=cow or concurrency.writers=[8]); repeatable; validated "
+                        "with the whole experiment before anything runs")
     add_progress_arg(p)
     p.set_defaults(func=run)
 
@@ -52,6 +57,10 @@ COLUMNS = {
                 ("latency_mean_s", "mean s"), ("latency_p99_s", "p99 s"), ("listing_ms_last", "listing ms"),
                 ("lookup_ms_max", "lookup ms"), ("active_instants_max", "active max"), ("lsm_files", "LSM files"),
                 ("lsm_levels", "levels"), ("invariants", "invariants")],
+    "concurrency": [("part", "part"), ("mode", "mode"), ("writers", "N"), ("overlap", "overlap"),
+                    ("commits_per_hour", "commits/h"), ("abort_rate", "abort rate"), ("wasted_fraction", "wasted"),
+                    ("latency_p99_s", "p99 s"), ("gave_up", "gave up"), ("stall_per_compaction_s", "stall s"),
+                    ("refusals", "refused"), ("invariants", "invariants")],
     "recovery": [("mode", "mode"), ("target", "crash"), ("when", "when"), ("step", "step"), ("crashed", "hit"),
                  ("recovery_s", "recover s"), ("lost_records", "lost"), ("duplicated_records", "dup"),
                  ("invariants", "invariants")],
@@ -96,6 +105,16 @@ LEGEND_OF_KIND = {
     "truetime": {"p50 s": "median time to obtain an instant time (lock service, lock, skew wait), seconds",
                  "p99 s": "99th percentile of the time to obtain an instant time, seconds"},
     "history": {"p99 s": "99th-percentile commit latency, seconds"},
+    "concurrency": {"part": "writers: the sweep of many writers; stall: the streaming writer and compaction scheduling",
+                    "mode": "hoodie.write.concurrency.mode (occ, nbcc, single_writer), or the compaction-scheduling rule",
+                    "N": "concurrent writers", "overlap": "share of a write's keys in the partition all writers share",
+                    "abort rate": "aborted commit attempts / attempts (write-write conflicts decided by the spec)",
+                    "wasted": "write time of aborted attempts / all write time",
+                    "p99 s": "99th-percentile commit latency from a write's first attempt to its commit, seconds",
+                    "gave up": "writes aborted more than concurrency.max_retries times",
+                    "stall s": "streaming writer's wait to start an instant, per scheduled compaction, seconds",
+                    "refused": "compaction schedules the spec refused (0.x: an older write is inflight)",
+                    "commits/h": "commits per simulated hour"},
 }
 
 
@@ -145,10 +164,24 @@ def run(args) -> int:
         raise UserError("EXPERIMENT: missing; give a shipped name (see --list) or a .toml path")
     check_seed(args.seed)
     exp = cfg.load(args.experiment)  # validates before anything is written
+    overrides = cfg.parse_set(args.set)
+    mode = args.mode
+    if exp.kind == "concurrency":
+        if mode in ("blocking", "async", "both"):
+            raise UserError(f"--mode: {mode} is an instant-generation mode; the concurrency experiment takes "
+                            f"single_writer, occ or nbcc")
+        if mode:
+            overrides = {"concurrency.modes": [mode], **overrides}
+        mode = None
+    elif overrides:
+        raise UserError(f"--set: only the concurrency experiment takes --set; {exp.name} is a {exp.kind} experiment")
+    elif mode in ("single_writer", "occ", "nbcc"):
+        raise UserError(f"--mode: {mode} is a concurrency mode; {exp.name} takes blocking, async or both")
+    exp = cfg.override(exp, overrides)  # the overridden experiment validated before anything is written
     out = check_out_dir(args.out or Path("runs") / "sim" / exp.name)
     with progress_bar(progress_enabled(args)) as progress:
-        outcome = run_named(args.experiment, out, seed=args.seed, quick=args.quick, modes=modes_arg(args.mode),
-                            progress=progress, grid=not args.no_sweep)
+        outcome = run_named(args.experiment, out, seed=args.seed, quick=args.quick, modes=modes_arg(mode),
+                            progress=progress, grid=not args.no_sweep, overrides=overrides)
     print_outcome(outcome, exp.kind)
     for f in outcome.failures:
         print(f"invariant violated: {f}", file=sys.stderr)
