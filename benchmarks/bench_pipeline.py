@@ -11,6 +11,18 @@ Target (qualitative, the point of async instant generation): at the highest comm
 coordinator's p50 batch latency is below the blocking one's. Exit 1 when it is not.
 
     python benchmarks/bench_pipeline.py [--quick] [--records N] [--batches B] [--latencies 0,250,1000]
+
+``--scale`` (issue #19, executor-side writes) measures instead, on one input shared by every run (default
+2,000,000 records in 10 batches): Spark's own parquet sink (which also writes on executors) and hoodie-lab
+``async`` COW upserts and MOR, each on ``local[1]`` and ``local[2]`` (``--parallelism`` = cores; a fresh Spark
+session per master, in its own process), records/s over the query's wall time; the ratio hoodie-lab / parquet
+(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core. ``--memory`` measures the driver's peak
+RSS (the Python driver process, ``ru_maxrss``; the JVM is another process) for batches of 20,000 and
+200,000 records (async MOR, 2 batches each, a process each): it must not grow with the batch size (target: the
+larger batches' peak within 10 % + 32 MiB of the smaller's).
+
+    python benchmarks/bench_pipeline.py --scale [--records 2000000] [--batches 10] [--masters local[1],local[2]]
+    python benchmarks/bench_pipeline.py --memory
 """
 
 from __future__ import annotations
@@ -59,14 +71,194 @@ def run_plain_parquet(spark, base: Path, records: int, batches: int, name: str =
             "p50": _pct(lat, 0.5), "p95": _pct(lat, 0.95), "batches": len(lat)}
 
 
+# ------------------------------------------------------------------------------------------ --scale / --memory
+def _shared_run(base: Path, shared_input: Path, name: str, batches: int, **cfg) -> Path:
+    """A run dir whose input files are hard links to ``shared_input``'s (same bytes, same mtimes)."""
+    import json
+    import os
+
+    from pipeline.job import prepare_run
+
+    root = base / name
+    prepare_run(root, records=batches, batches=batches, seed=1, **cfg)
+    for f in sorted((root / "input").iterdir()):
+        f.unlink()
+    n = 0
+    for f in sorted(shared_input.iterdir()):
+        os.link(f, root / "input" / f.name)
+        n += 1
+    assert n == batches
+    run = json.loads((root / "run.json").read_text())
+    run["records"] = sum(1 for f in shared_input.iterdir() for _ in open(f, "rb"))
+    (root / "run.json").write_text(json.dumps(run))
+    return root
+
+
+def scale_child(master: str, records: int, batches: int, base: Path, shared: Path, kinds: list[str]) -> dict:
+    """One Spark session on ``master``: plain parquet, then hoodie-lab async COW and MOR; one JSON line."""
+    import json
+    import resource
+
+    from pipeline.job import run_job
+    from pipeline.spark import get_spark
+
+    cores = int(master[len("local["):].split(",")[0].rstrip("]"))
+    spark = get_spark(master, app_name="bench-scale")
+    out = {"master": master, "records": records, "batches": batches}
+    try:
+        warm = base / f"warm-{cores}"
+        run_plain_parquet(spark, warm, 1000, 2, name="warm-parquet")
+        src_warm = warm / "warm-parquet" / "input"
+        run_job(_shared_run(warm, src_warm, "warm-run", 2, mode="async", table_type="mor",
+                            parallelism=cores, buckets=max(4, cores)), spark=spark, progress=None)
+        for kind in kinds:
+            if kind == "parquet":
+                t0 = time.monotonic()
+                q = (spark.readStream.schema(_schema()).option("maxFilesPerTrigger", 1).json(str(shared))
+                     .drop("_corrupt_record").writeStream.format("parquet").option("path", str(base / f"pq-{cores}"))
+                     .option("checkpointLocation", str(base / f"pq-chk-{cores}")).trigger(availableNow=True).start())
+                q.awaitTermination()
+                out["parquet"] = records / (time.monotonic() - t0)
+            else:
+                root = _shared_run(base, shared, f"{kind}-{cores}", batches, mode="async", table_type=kind,
+                                   parallelism=cores, buckets=4)
+                s = run_job(root, spark=spark, progress=None)
+                out[kind] = records / s["seconds"]
+            print(f"    {master} {kind}: {out[kind]:,.0f} records/s", file=sys.stderr, flush=True)
+    finally:
+        spark.stop()
+    out["driver_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def _schema():
+    from pipeline import source as src
+    return src.spark_schema()
+
+
+def _child(args: list[str]) -> dict:
+    import json
+    import subprocess
+
+    p = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+    sys.stderr.write(p.stderr[-2000:] if p.returncode else "".join(
+        ln + "\n" for ln in p.stderr.splitlines() if ln.startswith("    ")))
+    if p.returncode:
+        raise RuntimeError(f"bench child {args} failed (exit {p.returncode})")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def memory_child(records: int, base: Path) -> dict:
+    """One process: async MOR, 2 batches of ``records // 2``; the driver's peak RSS."""
+    import json
+    import resource
+
+    from pipeline.job import run_job
+    from pipeline.spark import get_spark
+
+    spark = get_spark("local[2]", app_name="bench-memory")
+    try:
+        shared = base / "input"  # written by the parent: generating it here would set the peak
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        s = run_job(_shared_run(base, shared, "run", 2, mode="async", table_type="mor"), spark=spark, progress=None)
+    finally:
+        spark.stop()
+    out = {"batch_records": records // 2, "seconds": s["seconds"], "rss_before_mib": before,
+           "driver_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def scale_main(args) -> int:
+    from pipeline import source as src
+
+    records = args.records or 2_000_000
+    batches = args.batches or 10
+    masters = args.masters.split(",")
+    base = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    try:
+        t0 = time.monotonic()
+        shared = base / "input"
+        src.write_inputs(shared, records, batches, seed=1)
+        print(f"input: {records:,} records in {batches} batches ({sum(f.stat().st_size for f in shared.iterdir()) / 2**20:.0f}"
+              f" MiB JSON lines) in {time.monotonic() - t0:.1f} s", flush=True)
+        rows = []
+        for m in masters:
+            rows.append(_child(["--scale-child", "--masters", m, "--records", str(records), "--batches", str(batches),
+                                "--base", str(base)]))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"\n{'master':10s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} {'MOR/pq':>7s} "
+          f"{'driver RSS':>11s}")
+    for r in rows:
+        print(f"{r['master']:10s} {r['parquet']:14,.0f} {r['cow']:12,.0f} {r['cow'] / r['parquet']:6.0%} "
+              f"{r['mor']:12,.0f} {r['mor'] / r['parquet']:6.0%} {r['driver_peak_rss_mib']:8.0f} MiB")
+    ok = True
+    by = {r["master"]: r for r in rows}
+    if "local[1]" in by and "local[2]" in by:
+        for k in ("parquet", "cow", "mor"):
+            print(f"scaling 2 cores / 1 core, {k}: {by['local[2]'][k] / by['local[1]'][k]:.2f}x")
+    two = by.get("local[2]")
+    if two:
+        for k in ("cow", "mor"):
+            ratio = two[k] / two["parquet"]
+            met = ratio >= 0.8
+            ok &= met
+            print(f"target: async {k.upper()} >= 80 % of Spark's parquet sink on local[2]: {ratio:.0%} "
+                  f"{'met' if met else 'MISSED'}")
+    return 0 if ok else 1
+
+
+def memory_main(args) -> int:
+    rows = []
+    for n in (40_000, 400_000):
+        base = Path(tempfile.mkdtemp(prefix="bench-memory-"))
+        try:
+            from pipeline import source as src
+            src.write_inputs(base / "input", n, 2, seed=1)
+            rows.append(_child(["--memory-child", "--records", str(n), "--base", str(base)]))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    for r in rows:
+        print(f"batches of {r['batch_records']:7,d} records: driver peak RSS {r['driver_peak_rss_mib']:.0f} MiB "
+              f"(before the run {r['rss_before_mib']:.0f} MiB), {r['seconds']:.1f} s")
+    small, large = rows[0]["driver_peak_rss_mib"], rows[1]["driver_peak_rss_mib"]
+    met = large <= small * 1.10 + 32
+    print(f"target: the driver's peak RSS does not grow with the batch size (x10 records a batch: "
+          f"{small:.0f} -> {large:.0f} MiB): {'met' if met else 'MISSED'}")
+    return 0 if met else 1
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["--scale-child"], ["--memory-child"]):
+        cp = argparse.ArgumentParser()
+        cp.add_argument(argv[0], action="store_true")
+        cp.add_argument("--masters", default="local[2]")
+        cp.add_argument("--records", type=int)
+        cp.add_argument("--batches", type=int, default=2)
+        cp.add_argument("--base", type=Path)
+        a = cp.parse_args(argv)
+        if argv[0] == "--memory-child":
+            memory_child(a.records, a.base)
+        else:
+            scale_child(a.masters, a.records, a.batches, a.base, a.base / "input", ["parquet", "cow", "mor"])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small run (10,000 records, 5 batches, 0 and 500 ms)")
     ap.add_argument("--records", type=int, default=None)
     ap.add_argument("--batches", type=int, default=None)
     ap.add_argument("--latencies", default=None, help="commit latencies in ms, comma-separated")
     ap.add_argument("--table-type", choices=["cow", "mor"], default="mor")
+    ap.add_argument("--scale", action="store_true", help="executor-side writes: 2M records, parquet sink vs async")
+    ap.add_argument("--masters", default="local[1],local[2]", help="--scale: Spark masters, comma-separated")
+    ap.add_argument("--memory", action="store_true", help="driver peak RSS at two batch sizes")
     args = ap.parse_args(argv)
+    if args.scale:
+        return scale_main(args)
+    if args.memory:
+        return memory_main(args)
     records = args.records or (10_000 if args.quick else 50_000)
     batches = args.batches or (5 if args.quick else 10)
     latencies = [int(x) for x in (args.latencies or ("0,500" if args.quick else "0,250,1000")).split(",")]

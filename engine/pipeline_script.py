@@ -1,8 +1,8 @@
 """The pipeline script: what the PySpark pipeline (:mod:`pipeline.coordinator`) and its SimPy twin
 (:mod:`sim.pipeline_twin`) do to the protocol, written once.
 
-The pipeline drives one engine :class:`~engine.System` (one writer task, ``parallelism=1``: the driver writes
-each micro-batch) with the events that happen in the Spark job; the twin drives one with the same events and
+The pipeline drives one engine :class:`~engine.System` (``parallelism`` writer tasks: the Spark tasks that write
+each micro-batch; the twin: one) with the events that happen in the Spark job; the twin drives one with the same events and
 only decides *when* they happen. Both take from here the protocol configuration of a run
 (:func:`protocol_config`) and the mapping Spark step -> model events:
 
@@ -27,7 +27,7 @@ event was applied, as the pipeline does. Pure: no I/O, no clock, no pyspark.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from model.protocol import (Clean, CompleteCheckpoint, DeliverAck, Event, Ingest, ProtocolConfig,
                             RequestInstant, SnapshotTask, TriggerCheckpoint)
@@ -43,11 +43,14 @@ Apply = Callable[[Event], None]
 
 
 def protocol_config(mode: str, records: int, *, table_version: int = 8, table_type: str = "mor",
-                    crashes: bool = True, max_checkpoints: int = MAX_CHECKPOINTS) -> ProtocolConfig:
-    """The model configuration of a pipeline run of ``records`` records in ``mode`` (one of :data:`MODES`).
+                    crashes: bool = True, max_checkpoints: int = MAX_CHECKPOINTS,
+                    parallelism: int = 1) -> ProtocolConfig:
+    """The model configuration of a pipeline run of ``records`` records per split in ``mode`` (one of
+    :data:`MODES`).
 
     ``blocking`` and ``spark-sink`` are the model's blocking mode with the EAGER failed-writes policy,
-    ``async`` its async mode with LAZY; one writer task; the buffer holds every record. ``crashes``: the
+    ``async`` its async mode with LAZY; ``parallelism`` writer tasks (one split each); the buffer holds every
+    record of a split. ``crashes``: the
     driver crash (``coordinator-crash``) is the one fault, without a bound a real run could hit (the
     pipeline); without it, no fault (the twin)."""
     if mode not in MODES:
@@ -55,7 +58,7 @@ def protocol_config(mode: str, records: int, *, table_version: int = 8, table_ty
     blocking = mode in ("blocking", "spark-sink")
     return ProtocolConfig(mode="blocking" if blocking else "async", table_version=table_version,
                           table_type=table_type, failed_writes="eager" if blocking else "lazy",
-                          parallelism=1, max_checkpoints=max_checkpoints, records=records,
+                          parallelism=parallelism, max_checkpoints=max_checkpoints, records=records,
                           buffer_size=max(1, records),
                           faults=frozenset({"coordinator-crash"}) if crashes else frozenset(),
                           max_crashes=MAX_CRASHES if crashes else 0)
@@ -107,24 +110,31 @@ def batch_start(system: System, apply: Apply, *, committed: Callable[[int], bool
     return out + cleaned
 
 
-def batch_records(system: System, apply: Apply, records: int,
+def batch_records(system: System, apply: Apply, records: int | Sequence[int],
                   on_checkpoint: Callable[[int], None] | None = None) -> list[Event]:
-    """A batch of ``records`` records: ingest(0) x ``records``, trigger-checkpoint, request-instant(0).
-    ``on_checkpoint(checkpoint_id)`` is called after trigger-checkpoint, before the instant is requested."""
+    """A batch: ingest(t) x ``records[t]`` for every task t (an int: task 0's count, one task), then
+    trigger-checkpoint, then request-instant(t) for every task in task order (they ask with the same last
+    known checkpoint id, so they share one instant: ``handleInstantRequest``). ``on_checkpoint(checkpoint_id)``
+    is called after trigger-checkpoint, before the instants are requested."""
+    counts = [records] if isinstance(records, int) else list(records)
     out: list[Event] = []
-    for _ in range(records):
-        out += _do(apply, Ingest(TASK))
+    for t, k in enumerate(counts):
+        for _ in range(k):
+            out += _do(apply, Ingest(t))
     out += _do(apply, TriggerCheckpoint())
     if on_checkpoint is not None:
         on_checkpoint(system.pending_checkpoint.id)
-    out += _do(apply, RequestInstant(TASK))
+    for t in range(len(counts)):
+        out += _do(apply, RequestInstant(t))
     return out
 
 
 def after_write(system: System, apply: Apply, mode: str) -> list[Event]:
-    """The batch's data is written: snapshot-task(0); in ``spark-sink`` mode the checkpoint completes and
-    its ack is delivered inside the batch."""
-    out = _do(apply, SnapshotTask(TASK))
+    """The batch's data is written by every task: snapshot-task(t) for each task in order; in ``spark-sink``
+    mode the checkpoint completes and its ack is delivered inside the batch."""
+    out: list[Event] = []
+    for t in range(system.config.parallelism):
+        out += _do(apply, SnapshotTask(t))
     if mode == "spark-sink":
         ckp = system.pending_checkpoint.id
         out += _do(apply, CompleteCheckpoint())

@@ -1,20 +1,24 @@
 """Driver-side coordinators: the writer-coordinator protocol of :mod:`model.protocol` mapped onto Spark.
 
-The pipeline does not restate the protocol's rules: it drives one :class:`engine.System` (one writer
-task, ``parallelism=1``: the driver writes each micro-batch) with the events that happen in the Spark job, and
+The pipeline does not restate the protocol's rules: it drives one :class:`engine.System` (``parallelism``
+writer tasks: the Spark tasks of each batch's write job, :mod:`pipeline.executor`) with the events that happen
+in the Spark job, and
 makes the real table follow the model's decisions. The configuration and the mapping Spark step -> model events
 are :mod:`engine.pipeline_script`'s (shared with the SimPy twin, :mod:`sim.pipeline_twin`); the coordinator applies
 each event it hands back, logging it first. Mapping (Spark batch n, model checkpoint c)::
 
     foreachBatch(n) starts       complete-checkpoint (if Spark wrote commits/n-1 since) + deliver-ack(c-1)
                                  -> the model commits every key < c-1; the disk commit follows
-    the batch's k records        ingest(0) x k
+    the batch                    ingest(t) once per task t: one model record = task t's share of the batch
     end of the batch's input     trigger-checkpoint (checkpoint c; the coordinator snapshots first)
-    the barrier needs an instant request-instant(0) -> the model's coordinator grants (or, blocking mode,
-                                 refuses while an instant is uncommitted -- never happens here, since the
-                                 ack that commits it was delivered first) -> disk: requested + inflight
-    write the data               HudiTableWriter.write_batch (real data files), write metadata persisted
-    snapshot                     snapshot-task(0): write-metadata event to the coordinator, task state
+    the barrier needs an instant request-instant(t) per task -> the model's coordinator grants the key's one
+                                 instant (or, blocking mode, refuses while an instant is uncommitted --
+                                 never happens here, since the ack that commits it was delivered first)
+                                 -> disk: requested + inflight
+    write the data               the Spark write job: each task t writes its buckets' files (markers
+                                 first) and returns its write statuses; the driver reconciles the markers
+                                 and persists the write metadata (every task's statuses)
+    snapshot                     snapshot-task(t) per task: write-metadata event to the coordinator
     foreachBatch returns         Spark commits batch n (checkpoint/commits/n) = checkpoint c complete
     driver killed, restarted     complete-checkpoint if Spark committed the batch, then crash-coordinator:
                                  restore from the last completed checkpoint, recommit what it covers
@@ -62,9 +66,12 @@ from engine import pipeline_script as script
 from engine.machine import ENGINE
 from model import trace as mtrace
 from model.truetime import SkewAdjustingTimeGenerator, TimeGeneratorConfig
+from pipeline import multiwriter
 from pipeline import source as src
 from pipeline.crash import KillSwitch
-from pipeline.run_dir import RunDir, TableLock, append_line, atomic_write_json, read_lines, repair_tail
+from lakeio.hudiformat import markers
+from pipeline.run_dir import (RunDir, TableLock, append_line, atomic_write_json, input_batches, read_lines,
+                              repair_tail)
 
 CHECKPOINT_KEY = "flink_checkpoint_id"           # StreamerUtil.FLINK_CHECKPOINT_ID
 SINK_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"  # HoodieStreamingSink.SINK_CHECKPOINT_KEY
@@ -73,13 +80,19 @@ TASK = script.TASK
 MAX_RECORDS = 1_000_000  # the model's bound on records per split
 
 
-def protocol_config(cfg: dict, records: int) -> ProtocolConfig:
-    """The model configuration of a run: one writer task, no bound a real run could hit, the driver crash
-    (``coordinator-crash``) as the only fault."""
-    if records > MAX_RECORDS:
-        raise UserError(f"--records: {records}; the pipeline's model bounds a run to {MAX_RECORDS} records")
-    return script.protocol_config(cfg["mode"], records, table_version=cfg["table_version"],
-                                  table_type=cfg["table_type"])
+def protocol_config(cfg: dict, batches: int) -> ProtocolConfig:
+    """The model configuration of a run: ``parallelism`` writer tasks (the Spark tasks that write a batch), no
+    bound a real run could hit, the driver crash (``coordinator-crash``) as the only fault.
+
+    A model record is one writer task's share of one micro-batch (the rows the bucket index routes to it,
+    possibly none): task t ingests one record per batch, so a split holds ``batches`` records and the model's
+    offset of every task is the batch id; :func:`pipeline.diff` expands a committed (task, offset) to those
+    input rows. (The protocol's unit is a task's write between two checkpoints; one model step per row would
+    cost more than the write.)"""
+    if batches > MAX_RECORDS:
+        raise UserError(f"--batches: {batches}; the pipeline's model bounds a run to {MAX_RECORDS} batches")
+    return script.protocol_config(cfg["mode"], batches, table_version=cfg["table_version"],
+                                  table_type=cfg["table_type"], parallelism=cfg.get("parallelism", 1))
 
 
 def check_table_path(table: Path, table_version: int) -> None:
@@ -116,9 +129,10 @@ class WallTrueTime:
     recorded time.
     """
 
-    def __init__(self, path: Path | None, live: bool = True):
+    def __init__(self, path: Path | None, live: bool = True, shared=None):
         self.path = path
         self.live = live
+        self.shared = shared  # multi-writer: pipeline.multiwriter.SharedTimeFloor (TrueTime across writers)
         self.gen = SkewAdjustingTimeGenerator(TimeGeneratorConfig.in_process(), epoch_ms=0)
         rows = read_lines(path) if path is not None else []
         void = {t for r in rows for t in r.get("void", ())}
@@ -151,7 +165,15 @@ class WallTrueTime:
             return self._generate(model=False)
 
     def _generate(self, model: bool) -> str:
-        now = max(int(time.time() * 1000), self.last_ms + 1)
+        if self.shared is not None:  # multi-writer: above every time any writer of the table generated
+            with self.shared.hold() as (floor, publish):
+                t = self._generate_above(model, floor)
+                publish(t)
+                return t
+        return self._generate_above(model, 0)
+
+    def _generate_above(self, model: bool, floor_ms: int) -> str:
+        now = max(int(time.time() * 1000), self.last_ms + 1, floor_ms + 1)
         rec = self.gen.generate("driver", now)
         wait = rec.released_at - now
         if wait > 0:
@@ -196,6 +218,26 @@ def replay_system(rd: RunDir, live_times: bool = False) -> tuple[System, list, W
 
 
 # ------------------------------------------------------------------------------------------- coordinator
+def read_task_faults(rd: RunDir) -> list[dict]:
+    """Injected writer-task faults (tests): ``RUN_DIR/crash/task_faults.json``, a list of ``{"kind", "batch",
+    "task"}`` (:data:`pipeline.executor.FAULT_KINDS`); none when the file is absent."""
+    from pipeline.executor import FAULT_KINDS
+
+    p = rd.crash / "task_faults.json"
+    if not p.exists():
+        return []
+    try:
+        faults = json.loads(p.read_text())
+        ok = isinstance(faults, list) and all(isinstance(f, dict) and f.get("kind") in FAULT_KINDS
+                                              and isinstance(f.get("batch"), int) and isinstance(f.get("task"), int)
+                                              for f in faults)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UserError(f"{p}: expected a JSON list of {{kind: {'|'.join(FAULT_KINDS)}, batch: int, task: int}}")
+    return faults
+
+
 class PipelineCoordinator:
     """One driver's coordinator over a run dir (see the module docstring)."""
 
@@ -207,8 +249,8 @@ class PipelineCoordinator:
         self.latency_s = cfg.get("commit_latency_ms", 0) / 1000
         self.kill = KillSwitch(rd.root)
         self.kill.on_fire = lambda point: rd.log("crash", point=point, pid=_pid())
-        self.kill.arm_mid_write()
         self.lock = TableLock(rd.table)
+        self.multi = multiwriter.is_multi_writer(cfg)  # several pipelines on the table (pipeline.multiwriter)
         self._trace_buf: list[str] = []
         self._committer: threading.Thread | None = None
         self._queue: queue.Queue = queue.Queue()
@@ -217,11 +259,13 @@ class PipelineCoordinator:
         self.batch_stats: list[dict] = []
         self.checkpoint_batch: dict[int, int] = {}
         self.skipped: list[int] = []
+        self.task_faults = read_task_faults(rd)
+        self.occ_aborts = 0
 
     # ------------------------------------------------------------------------------------------ set-up
     def open(self) -> None:
         self._check_table()
-        self.lock.acquire()
+        self.lock.acquire(shared=self.multi)
         try:
             self._open()
         except BaseException:
@@ -234,20 +278,21 @@ class PipelineCoordinator:
     def _open(self) -> None:
         from lakeio.hudiformat.table import HudiTableWriter
 
-        parsed = src.read_inputs(self.rd.input)
-        self.expected = [[r for r, _ in lines if r is not None] for lines in parsed]
-        self.prefix = [0]
-        for recs in self.expected:
-            self.prefix.append(self.prefix[-1] + len(recs))
-        total = self.prefix[-1]
-        self.pcfg = protocol_config(self.cfg, total)
+        self.batches = input_batches(self.rd)  # the driver never reads the records themselves
+        self.parallelism = self.cfg.get("parallelism", 1)
+        self.pcfg = protocol_config(self.cfg, self.batches)
+        # the run's columns (user data: --record-key etc.; the writer tasks get the same, executor.write_fields)
+        from pipeline.executor import write_fields
+        fields = write_fields(self.cfg)
+        extra = {"delete_field": fields["delete_field"]} if fields["delete_field"] else {}
         self.writer = HudiTableWriter(self.rd.table, self.cfg["table_type"], self.cfg["table_version"],
-                                      record_key="key", ordering_field="ts", partition_field="partition",
-                                      table_name=TABLE_NAME)
+                                      record_key=fields["record_key"], ordering_field=fields["ordering_field"],
+                                      partition_field=fields["partition_field"], table_name=TABLE_NAME, **extra)
         for log in (self.rd.trace, self.rd.events, self.rd.root / "times.jsonl"):
             repair_tail(log)  # a kill mid-append leaves a torn last line: cut it before appending again
         tr = read_trace(self.rd.trace)
-        self.times = WallTrueTime(self.rd.root / "times.jsonl")
+        self.times = WallTrueTime(self.rd.root / "times.jsonl",
+                                  shared=multiwriter.SharedTimeFloor(self.rd.table) if self.multi else None)
         if tr is None:
             append_line(self.rd.trace, trace_header(self.pcfg, self.cfg["seed"]))
         elif tr.config != self.pcfg:
@@ -260,7 +305,7 @@ class PipelineCoordinator:
         self.times.void_unused()
         self.step = len(events)
         self._load_events()
-        if self.mode == "async":
+        if self.mode == "async" and not self.multi:  # multi-writer: commits inside the transaction lock
             self._committer = threading.Thread(target=self._commit_loop, name="hoodie-lab-committer", daemon=True)
             self._committer.start()
         crashed = bool(events) and not self._finished_cleanly
@@ -324,11 +369,18 @@ class PipelineCoordinator:
         """Spark committed batch n => its checkpoint completes and the ack reaches the coordinator; then a
         clean (:func:`engine.pipeline_script.batch_start`)."""
         self._raise_committer_error()
+        if self.multi:  # the model's commit (completion time) and the completed file: one lock section
+            with multiwriter.txn_lock(self.rd.table):
+                self.writer.refresh()
+                script.batch_start(self.system, self._apply, committed=self._spark_committed, settle=self._settle)
+            return
         script.batch_start(self.system, self._apply, committed=self._spark_committed, settle=self._settle)
 
     # ------------------------------------------------------------------------------------------ a batch
-    def on_batch(self, batch_id: int, records: pa.Table, quarantined: int, started: float | None = None) -> None:
-        """Write one micro-batch (``started``: when foreachBatch was entered, for the batch latency)."""
+    def on_batch(self, batch_id: int, df, started: float | None = None, split=None) -> None:
+        """Write one micro-batch: ``df`` is Spark's DataFrame of the batch's raw lines (never collected: the
+        writer tasks of :mod:`pipeline.executor` parse, route and write it); ``started``: when foreachBatch was
+        entered, for the batch latency; ``split``: the batch split the tasks run (:func:`pipeline.job.split_batch`)."""
         t0 = started if started is not None else time.monotonic()
         self.kill("batch.start")
         self._raise_committer_error()
@@ -337,7 +389,7 @@ class PipelineCoordinator:
             self.rd.log("skip", batch=batch_id, reason="batch id already in the latest commit's metadata")
             self.progress(f"batch {batch_id}: skipped (already committed by the sink)")
             return
-        self._check_batch(batch_id, records)
+        self._check_batch(batch_id)
         w = self.system.writers[TASK]
         start, key = w.offset, w.checkpoint_id
 
@@ -345,43 +397,127 @@ class PipelineCoordinator:
             self.checkpoint_batch[ckp] = batch_id
             self.rd.log("checkpoint", checkpoint=ckp, batch=batch_id)
 
-        script.batch_records(self.system, self._apply, records.num_rows, on_checkpoint=on_checkpoint)
+        # one model record per writer task: its share of the batch (see protocol_config)
+        script.batch_records(self.system, self._apply, [1] * self.parallelism, on_checkpoint=on_checkpoint)
         ckp = self.system.pending_checkpoint.id
         instant = self.system.writers[TASK].instant
+        if any(x.instant != instant for x in self.system.writers):
+            raise RuntimeError(f"batch {batch_id}: the writer tasks were granted different instants "
+                               f"{[x.instant for x in self.system.writers]}")
         self._flush_trace()
         self.sync()
         self.kill("write.instant-started")
-        result = self.writer.write_batch(instant, records, "upsert") if records.num_rows else None
+        statuses = self._write_job(batch_id, instant, df, split)
         self.kill("write.files-written")
+        result = self._result(instant, statuses)
+        # the successful attempts' statuses are known: files of failed or duplicate attempts go now (the commit
+        # reconciles again: an attempt Spark killed may still have been writing)
+        reconciled = markers.reconcile_against_markers(self.rd.table, self.writer.hoodie_dir, instant,
+                                                       frozenset(result.files) if result else frozenset())
+        records = sum(r["records"] for r in statuses)
+        quarantined = sum(r["quarantined"] for r in statuses)
         atomic_write_json(self._writemeta_path(instant), {
             "batch": batch_id, "checkpoint": ckp, "key": key, "instant": instant, "start": start,
-            "end": start + records.num_rows, "result": result.to_dict() if result is not None else None})
+            "end": start + 1, "records": records, "quarantined": quarantined,
+            "tasks": [{k: r[k] for k in ("task", "attempt", "token", "records", "quarantined")} | {
+                "files": [x["path"] for x in r["stats"]]} for r in statuses],
+            "reconciled": reconciled, "result": result.to_dict() if result is not None else None})
         self.kill("writemeta.persisted")
-        script.after_write(self.system, self._apply, self.mode)
-        self._flush_trace()
-        if self.mode == "spark-sink":  # Hudi's streaming sink commits inside the batch
+        if self.multi and self.mode == "spark-sink":  # multi-writer: check + commit in one lock section
+            with multiwriter.txn_lock(self.rd.table):
+                self.writer.refresh()
+                self._occ_check(batch_id, instant, result)  # OCC: raises OccAbort (the batch fails, is retried)
+                script.after_write(self.system, self._apply, self.mode)
+                self._flush_trace()
+                self.sync()
+            self.kill("sink.after-commit")
+            self._clean()
+        else:
+            script.after_write(self.system, self._apply, self.mode)
+            self._flush_trace()
+        if self.mode == "spark-sink" and not self.multi:  # Hudi's streaming sink commits inside the batch
             self.sync()
             self.kill("sink.after-commit")
             self._clean()
-        stat = {"batch": batch_id, "checkpoint": ckp, "instant": instant, "records": records.num_rows,
-                "quarantined": quarantined, "seconds": time.monotonic() - t0}
+        stat = {"batch": batch_id, "checkpoint": ckp, "instant": instant, "records": records,
+                "quarantined": quarantined, "seconds": time.monotonic() - t0,
+                "attempts": [r["attempt"] for r in statuses], "reconciled": len(reconciled)}
         self.batch_stats.append(stat)
         files = len(result.write_stats) if result is not None else 0
-        self.progress(f"batch {batch_id}: checkpoint {ckp} instant {instant} records {records.num_rows} "
-                      f"files {files} quarantined {quarantined} ({stat['seconds']:.2f} s)")
+        retried = [r["task"] for r in statuses if r["attempt"] > 0]
+        self.progress(f"batch {batch_id}: checkpoint {ckp} instant {instant} records {records} "
+                      f"files {files} quarantined {quarantined} tasks {self.parallelism}"
+                      + (f" retried {retried}" if retried else "")
+                      + (f" reconciled {len(reconciled)}" if reconciled else "") + f" ({stat['seconds']:.2f} s)")
 
-    def _check_batch(self, batch_id: int, records: pa.Table) -> None:
-        """The batch is input file ``batch_id`` and the model's task is at its first offset (else the
-        model and Spark disagree about what was replayed: a bug, not bad input)."""
-        if batch_id >= len(self.expected):
+    def _occ_check(self, batch_id: int, instant: str, result) -> None:
+        """OCC (under the transaction lock, before the model commits): the model's conflict rule over the timeline
+        on disk; a conflict aborts the batch (:class:`pipeline.multiwriter.OccAbort`): Spark does not commit it,
+        the restarted query replays it and the recovered model rolls the instant back and grants a new one."""
+        if self.cfg.get("concurrency_mode") != "occ":
+            return
+        why = multiwriter.check_conflicts(self.cfg, self.writer, instant, result)
+        fgs = sorted({f"{s['partitionPath']}/{s['fileId']}" for s in (result.write_stats if result else ())})
+        self.rd.log("occ-check", batch=batch_id, instant=instant, file_groups=fgs, at=self.times.fresh(),
+                    conflict=why)
+        if why is not None:
+            self.occ_aborts += 1
+            raise multiwriter.OccAbort(f"batch {batch_id}: instant {instant} aborted: {why}")
+
+    def _write_job(self, batch_id: int, instant: str, df, split) -> list[dict]:
+        """The batch's Spark write job (:func:`pipeline.executor.write_batch`): the tasks' write statuses."""
+        from pipeline import executor
+
+        if split is None:
+            raise RuntimeError(f"batch {batch_id}: no batch split given (pipeline.job.split_batch)")
+        fields = executor.write_fields(self.cfg)
+        kill_mid = None
+        if self.kill.spec is not None and self.kill.spec.point == "write.mid":
+            kill_mid = {"hit": self.kill.spec.hit, "driver_pid": _pid(), "crash_dir": str(self.rd.crash),
+                        "events": str(self.rd.events)}
+            self.rd.crash.mkdir(parents=True, exist_ok=True)
+        spec = executor.make_spec(self.cfg, base_path=self.rd.table, table_name=TABLE_NAME, instant=instant,
+                                  batch=batch_id, own_pending=self._own_pending(instant),
+                                  quarantine_dir=self.rd.quarantine, schema=executor.record_schema(self.cfg),
+                                  faults=self.task_faults, kill_mid=kill_mid, **fields)
+        return executor.write_batch(df, spec, split=split)
+
+    def _own_pending(self, instant: str) -> list[str]:
+        """Pending instants on disk whose data this job wrote and the model has not rolled back (written by
+        earlier batches, their commit not yet on disk: the async committer's queue): the tasks' views count
+        their files, as a writer counts its own uncommitted writes (:mod:`lakeio.hudiformat.fsview`)."""
+        model_tl = self.system.table.timeline
+        action = self.writer.action
+        return sorted(t for t, a, _ in self.writer.pending_instants()
+                      if a == action.value and t != instant and model_tl.get(t, action) is not None
+                      and self._writemeta_path(t).exists())
+
+    def _result(self, instant: str, statuses: list[dict]):
+        """The instant's ``WriteResult``: every task's write stats (task order). A batch no task wrote (no
+        well-formed record: every line of a user's file malformed, an unreadable file) is an empty commit that
+        still carries the table schema, as ``BaseHoodieWriteClient#commitStats`` always puts the writer schema
+        (``HoodieCommitMetadata.SCHEMA_KEY``) in the metadata: readers (hudi-rs) resolve the latest schema from
+        the latest commit. The driver's writer never writes data, so that schema is the run's
+        (:func:`pipeline.executor.record_schema`), as the first writer task derives it."""
+        from lakeio.hudiformat.schema import avro_schema_json, data_schema
+        from lakeio.hudiformat.table import WriteResult
+        from pipeline.executor import record_schema
+
+        stats = [s for r in statuses for s in r["stats"]]
+        schema = next((r["schema"] for r in statuses if r["schema"]), None)
+        if schema is None:
+            schema = avro_schema_json(TABLE_NAME, data_schema(record_schema(self.cfg)), with_meta=False)
+        return WriteResult(instant, self.writer.action.value, "UPSERT", schema, stats)
+
+    def _check_batch(self, batch_id: int) -> None:
+        """The batch is an input file and every task's split is at the batch's offset (one model record per
+        task per batch): else the model and Spark disagree about what was replayed (a bug, not bad input)."""
+        if batch_id >= self.batches:
             raise RuntimeError(f"batch {batch_id}: no such input file")
-        keys = records.column("key").to_pylist()
-        if keys != [r.key for r in self.expected[batch_id]]:
-            raise RuntimeError(f"batch {batch_id}: records differ from input file {batch_id}")
-        offset = self.system.writers[TASK].offset
-        if offset != self.prefix[batch_id]:
-            raise RuntimeError(f"batch {batch_id}: the model's source is at offset {offset}, the batch starts at "
-                               f"{self.prefix[batch_id]} (Spark and the model disagree on what to replay)")
+        offsets = [w.offset for w in self.system.writers]
+        if any(o != batch_id for o in offsets):
+            raise RuntimeError(f"batch {batch_id}: the model's splits are at offsets {offsets}, the batch is "
+                               f"{batch_id} (Spark and the model disagree on what to replay)")
 
     def _sink_can_skip(self, batch_id: int) -> bool:
         """``HoodieStreamingSink.canSkipBatch``: the latest commit carrying a sink checkpoint names a batch id
@@ -396,8 +532,12 @@ class PipelineCoordinator:
                                          self.writer.layout)
             md = decode_commit_metadata((self.writer.timeline_dir / name).read_bytes(), name) or {}
             value = (md.get("extraMetadata") or {}).get(SINK_CHECKPOINT_KEY)
-            if value:
-                return max(int(k) for k in json.loads(value)) >= batch_id
+            ident = f"hoodie-lab-{self.rd.root.name}"
+            # this writer's checkpoint identifier only (hoodie.datasource.write.streaming.checkpoint.identifier):
+            # another writer's sink commits on the same table say nothing about this query's batches
+            mine = [int(k) for k, v in json.loads(value).items() if v == ident] if value else []
+            if mine:
+                return max(mine) >= batch_id
         return False
 
     # -------------------------------------------------------------------------------------- disk = model
@@ -420,6 +560,9 @@ class PipelineCoordinator:
             disk_done |= history.archived_times(self.rd.table)
         # 1. roll back (newest first: a later write may have touched the same file groups)
         gone = [t for t in disk_pending if model_tl.get(t, action) is None]
+        if self.multi:  # LAZY across writers: only this run's own instants (never another writer's inflight)
+            own = {e["instant"] for e in self.rd.read_events() if e["kind"] == "started"}
+            gone = [t for t in gone if t in own]
         for t in sorted(gone, reverse=True):
             self._disk_rollback(t)
         # 2. start
@@ -456,6 +599,15 @@ class PipelineCoordinator:
         extra = {CHECKPOINT_KEY: str(key if key is not None else wm["key"])}
         if self.mode == "spark-sink":
             extra[SINK_CHECKPOINT_KEY] = json.dumps({str(wm["batch"]): f"hoodie-lab-{self.rd.root.name}"})
+        if self.multi:  # under the transaction lock (deliver_spark_acks): the model's conflict rule decides
+            why = multiwriter.check_conflicts(self.cfg, self.writer, t, result)
+            if why is not None:
+                raise RuntimeError(f"commit {t}: conflict ({why}); the pipeline does not abort instants")
+            self.rd.log("conflict-check", instant=t, mode=self.cfg["concurrency_mode"], conflict=None)
+            both = multiwriter.new_group_collisions(self.rd.table, t, result)
+            if both:
+                raise RuntimeError(f"commit {t}: bucket file group(s) created by two writers at once: {', '.join(both)}; "
+                                   "create every bucket first (a single-writer run), see README 'Two writers'")
         self.kill("commit.before-complete")
         self._sleep_latency()
         with mdt.committing(self.rd.table, self.cfg["table_version"], t, inst.completion_time,  # MDT first

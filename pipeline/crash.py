@@ -2,7 +2,8 @@
 
 Kill points
 -----------
-The job calls :func:`kill_point` at named places. A point fires when it is armed, either by the environment
+The job calls :func:`kill_point` at named places (``write.mid`` is reached inside a writer task, which kills the
+driver: :mod:`pipeline.executor`). A point fires when it is armed, either by the environment
 variable ``HOODIE_LAB_KILL_AT`` or by the file ``RUN_DIR/crash/kill_at`` (one line, same syntax; the file is
 removed when it fires so a restart does not fire again). Syntax: ``POINT`` or ``POINT#N`` (fire on the N-th
 time the process reaches POINT; default 1). Firing appends a ``crash`` event to ``events.jsonl`` (fsynced) and
@@ -38,7 +39,8 @@ ENV_VAR = "HOODIE_LAB_KILL_AT"
 KILL_POINTS: dict[str, str] = {
     "batch.start": "foreachBatch entered; acks of earlier batches delivered, nothing written for this batch",
     "write.instant-started": "the batch's instant is requested/inflight on the timeline; no data file yet",
-    "write.mid": "the N-th data file of the run is written; the batch's other files are not (if it has more)",
+    "write.mid": "a writer task has written its N-th data file of the batch and SIGKILLs the driver (the one "
+                 "task that gets there first; the other tasks may be mid-write)",
     "write.files-written": "every data file of the batch is written; its write metadata is not persisted",
     "writemeta.persisted": "write metadata persisted in the run dir; the batch has not returned to Spark",
     "commit.before-complete": "a commit is under way: its completion time is taken, the completed file is "
@@ -80,25 +82,6 @@ class KillSwitch:
         self.spec = KillSpec.parse(spec) if spec and spec.strip() else None
         self.hits: dict[str, int] = {}
         self.on_fire = None  # callable(point) run just before the kill (logs the crash event)
-
-    def arm_mid_write(self) -> None:
-        """Make ``write.mid`` reachable: when (and only when) it is the armed point, wrap the two functions
-        the Hudi writer writes data files with (``basefile.write_base_file`` for base files, the table module's
-        ``_atomic_write`` for log files) so the point is reached after each data file is written. A test hook:
-        the wrapped module attributes are looked up at call time, so nothing else changes."""
-        if self.spec is None or self.spec.point != "write.mid":
-            return
-        from lakeio.hudiformat import basefile, table
-
-        def wrap(fn):
-            def wrapped(*a, **kw):
-                out = fn(*a, **kw)
-                self("write.mid")
-                return out
-            return wrapped
-
-        basefile.write_base_file = wrap(basefile.write_base_file)
-        table._atomic_write = wrap(table._atomic_write)
 
     def __call__(self, point: str) -> None:
         assert point in KILL_POINTS, point

@@ -35,7 +35,7 @@ from lakeio.errors import UserError
 from lakeio.ondisk.history import include_history
 from model.instant import to_millis
 from pipeline import source as src
-from pipeline.coordinator import CHECKPOINT_KEY, TASK, replay_system
+from pipeline.coordinator import CHECKPOINT_KEY, replay_system
 from pipeline.run_dir import RunDir, stall_message, uncommitted_batches
 
 DATA_COLUMNS = ("key", "ts", "partition", "payload")
@@ -90,17 +90,19 @@ def diff_run(root: Path, spark=None) -> DiffReport:
         return report
     table = include_history(read_table(rd.table))  # archived instants compared as if never archived
     report = DiffReport(rd.root)
-    inputs = src.read_inputs(rd.input)
-    records = [r for lines in inputs for r, _ in lines if r is not None]
+    spec = src.input_spec(cfg)
+    columns = DATA_COLUMNS if spec is None else spec.columns
+    inputs = src.read_inputs(rd.input, spec)
+    units = task_units(inputs, system.config.parallelism, cfg.get("buckets", 1), cfg)
     _instants(report, system, table)
     _files(report, system, table, rd)
-    predicted = _predicted_rows(system, records)
-    _rows_hudi_rs(report, predicted, rd.table)
+    predicted = _predicted_rows(system, units)
+    _rows_hudi_rs(report, predicted, rd.table, columns)
     if spark is not None and table.table_type == "COPY_ON_WRITE":
-        _rows_spark(report, predicted, rd.table, spark)
+        _rows_spark(report, predicted, rd.table, spark, columns)
     unfinished = run_unfinished(rd)
     if unfinished is None:
-        _exactly_once(report, system, records)
+        _exactly_once(report, system, units)
         _quarantine(report, rd, inputs)
     _model_invariants(report, system)
     if unfinished is not None:  # first: the reason the rest may differ
@@ -131,8 +133,10 @@ def run_unfinished(rd: RunDir) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ instants
-def _instants(report: DiffReport, system, table) -> None:
+def _instants(report: DiffReport, system, table, only: set | None = None) -> None:
+    """``only`` (several writers on one table, :func:`diff_runs`): compare just these instants of the disk."""
     action = system.table.action
+    mine = (lambda t: True) if only is None else (lambda t: t in only)
     keys = {}
     for t, key, _how in system.table.commit_log:
         keys[t] = key
@@ -140,7 +144,7 @@ def _instants(report: DiffReport, system, table) -> None:
              for i in system.table.timeline.instants() if i.action is action]
     disk = []
     for i in table.timeline.instants():
-        if i.action is not action:
+        if i.action is not action or not mine(i.requested_time):
             continue
         key = None
         md = table.commit_metadata.get(i.requested_time) if i.is_completed else None
@@ -170,7 +174,8 @@ def _instants(report: DiffReport, system, table) -> None:
     # completion order = commit order of the model
     order_m = [t for t, _k, _h in system.table.commit_log]
     order_d = [i.requested_time for i in sorted(table.timeline.completed((action,)),
-                                                key=lambda i: (i.completion_time, i.requested_time))]
+                                                key=lambda i: (i.completion_time, i.requested_time))
+               if mine(i.requested_time)]
     if order_m != order_d:
         report.add("commit order (by completion time)", order_m, order_d)
     # rollbacks
@@ -179,7 +184,8 @@ def _instants(report: DiffReport, system, table) -> None:
     for name, content in table.timeline_content.items():
         if ".rollback" in name and content and not name.endswith((".requested", ".inflight")):
             for t in content.get("commitsRollback") or []:
-                disk_rolled.add(t)
+                if mine(t):
+                    disk_rolled.add(t)
     report.checked.append(f"{len(rolled)} rollback(s) of failed instants")
     if rolled != disk_rolled:
         report.add("rolled-back instants", sorted(rolled), sorted(disk_rolled))
@@ -197,7 +203,9 @@ def _fmt_instant(x) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- files
-def _files(report: DiffReport, system, table, rd: RunDir) -> None:
+def _files(report: DiffReport, system, table, rd: RunDir, others: frozenset = frozenset()) -> None:
+    """``others``: instants of other writers and table services on the same table (:func:`diff_runs`): their
+    files are theirs, not orphans of this run."""
     import json
 
     action = system.table.action
@@ -228,29 +236,120 @@ def _files(report: DiffReport, system, table, rd: RunDir) -> None:
     missing = sorted(p for p in expected if p not in on_disk)
     if missing:
         report.add("committed data files present on storage", "all", f"missing {missing[:5]}")
-    alive = set(committed) | set(pending)
+    alive = set(committed) | set(pending) | set(others)
     orphans = sorted(p for p, t in on_disk.items() if t not in alive and p not in expected)
     if orphans:
         report.add("data files of no committed or pending instant (not rolled back)", "none", orphans[:5])
+    # a committed instant's files on storage are exactly those its commit names: a failed, retried or duplicate
+    # attempt's files were reconciled away (markers) before the commit
+    named = {(f"{b.partition}/{b.name}" if b.partition else b.name): b.instant_time for b in table.base_files}
+    if table.version != 6:  # a tv6 log is named with its slice's base instant, not the instant that wrote it
+        named.update({(f"{lg.partition}/{lg.name}" if lg.partition else lg.name): lg.instant_time
+                      for lg in table.log_files})
+    done = set(committed)
+    extra = sorted(p for p, t in named.items() if t in done and p not in listed)
+    report.checked.append("no data file of a failed or duplicate task attempt of a committed instant")
+    if extra:
+        report.add("data files of committed instants not in their commit (failed or duplicate attempts)",
+                   "none", f"{len(extra)}: {extra[:5]}")
+
+
+# ------------------------------------------------------------------------------------ several writers, one table
+def diff_runs(roots: list[Path], spark=None) -> DiffReport:
+    """Several runs that wrote one table (multi-writer, :mod:`pipeline.multiwriter`) against their models: per
+    run its own instants (action, state, completion time, order, checkpoint key, rollbacks), its committed
+    files, exactly once and the quarantine, the model's invariants; once for the table: the rows hudi-rs reads
+    against the merge by ordering value of every run's predicted rows (each run's committed units), and no data
+    file of an instant no run and no table service (a completed or pending compaction) accounts for."""
+    from lakeio.ondisk.reader import read_table
+
+    opened = [open_run_dir(Path(r)) for r in roots]
+    tables = {str(rd.table.resolve()) for rd, _ in opened}
+    if len(tables) != 1:
+        raise UserError(f"diff: the run dirs wrote {len(tables)} different tables; several run dirs must share "
+                        f"one --table")
+    report = DiffReport(Path(roots[0]))
+    table = include_history(read_table(opened[0][0].table))
+    systems = []
+    for rd, cfg in opened:
+        try:
+            system, _events, _times = replay_system(rd)
+        except UserError:
+            raise
+        except Exception as exc:
+            report.differences.append(f"{rd.root}: the trace does not replay through the model: {exc}")
+            return report
+        systems.append((rd, cfg, system))
+    owned = {rd.root: {e["instant"] for e in rd.read_events() if e["kind"] == "started"} for rd, _ in opened}
+    every = {i.requested_time for i in table.timeline.instants()}
+    predicted: dict[str, tuple] = {}
+    for rd, cfg, system in systems:
+        sub = DiffReport(rd.root)
+        inputs = src.read_inputs(rd.input)
+        units = task_units(inputs, system.config.parallelism, cfg.get("buckets", 1), cfg)
+        _instants(sub, system, table, only=owned[rd.root])
+        _files(sub, system, table, rd, others=frozenset(every - owned[rd.root]))
+        unfinished = run_unfinished(rd)
+        if unfinished is None:
+            _exactly_once(sub, system, units)
+            _quarantine(sub, rd, inputs)
+        else:
+            sub.differences.insert(0, unfinished)
+        _model_invariants(sub, system)
+        report.checked.extend(f"{rd.root.name}: {c}" for c in sub.checked)
+        report.differences.extend(f"{rd.root.name}: {d}" for d in sub.differences)
+        for k, row in _predicted_rows(system, units).items():  # the greatest ordering value over every writer
+            if k not in predicted or row[1] > predicted[k][1]:
+                predicted[k] = row
+    _rows_hudi_rs(report, predicted, opened[0][0].table)
+    return report
 
 
 # ---------------------------------------------------------------------------------------------------- rows
-def _predicted_rows(system, records: list) -> dict[str, tuple]:
-    """key -> (key, ts, partition, payload): committed offsets mapped to input records, upserted."""
-    out: dict[str, tuple] = {}
-    for (task, offset), _n in sorted(system.committed_offsets().items()):
-        assert task == TASK
-        r = records[offset]
-        cur = out.get(r.key)
-        if cur is None or r.ts >= cur[1]:
-            out[r.key] = (r.key, r.ts, r.partition, r.payload)
+def task_units(inputs, parallelism: int, buckets: int, cfg: dict) -> dict[tuple[int, int], list]:
+    """(task, batch) -> the input records of batch ``batch`` the writer tasks route to ``task`` (bucket index:
+    :func:`lakeio.hudiformat.bucket.bucket_id` of the record key's string, then ``task_of``), in input order:
+    what one model record of task ``task`` at offset ``batch`` stands for
+    (:func:`pipeline.coordinator.protocol_config`). The same routing the run used: the model and the diff use
+    the run's number of tasks and buckets. (``cfg``: the run config; the records carry their key as ``.key``,
+    generated or the user's ``--record-key``.)"""
+    from lakeio.hudiformat import bucket as bk
+
+    units: dict[tuple[int, int], list] = {(t, b): [] for b in range(len(inputs)) for t in range(parallelism)}
+    for b, lines in enumerate(inputs):
+        for r, _ in lines:
+            if r is not None:
+                units[(bk.task_of(bk.bucket_id(str(r.key), buckets), parallelism), b)].append(r)
+    return units
+
+
+def _predicted_rows(system, units: dict) -> dict[tuple, tuple]:
+    """(partition, key) -> the record's values: committed (task, offset) units mapped to their input records,
+    upserted in (batch, task, input) order with event-time ordering (a record replaces the stored one when its
+    ordering value is >= the stored one's: a tie goes to the later batch); a delete record (user data,
+    ``--delete-field`` true) removes the stored one under the same rule and is not stored itself. A record is
+    identified within its partition (the writer's non-global index)."""
+    out: dict[tuple, tuple] = {}
+    order: dict[tuple, object] = {}
+    for (task, offset), _n in sorted(system.committed_offsets().items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        for r in units.get((task, offset), ()):
+            ident = (r.partition, r.key)
+            cur = order.get(ident)
+            if cur is not None and r.ordering < cur:
+                continue
+            if r.deleted:
+                out.pop(ident, None)
+                order.pop(ident, None)
+            else:
+                out[ident] = r.values
+                order[ident] = r.ordering
     return out
 
 
-def _rows_from_batches(batches) -> list[tuple]:
+def _rows_from_batches(batches, columns=DATA_COLUMNS) -> list[tuple]:
     rows = []
     for b in batches:
-        cols = [b.column(c).to_pylist() for c in DATA_COLUMNS]
+        cols = [b.column(c).to_pylist() for c in columns]
         rows.extend(zip(*cols))
     return rows
 
@@ -260,16 +359,17 @@ def _compare_rows(report: DiffReport, reader: str, predicted: dict[str, tuple], 
     want = Counter(predicted.values())
     report.checked.append(f"{len(want)} row(s) read through {reader}")
     if got != want:
-        extra = sorted((got - want).elements())
-        lost = sorted((want - got).elements())
-        dup = sorted(k for k, n in Counter(r[0] for r in rows).items() if n > 1)
+        extra = sorted((got - want).elements(), key=repr)
+        lost = sorted((want - got).elements(), key=repr)
+        dup = sorted((k for k, n in Counter(r[0] for r in rows).items() if n > 1), key=repr) if len(predicted) == len(
+            {r[0] for r in predicted.values()}) else []  # keys unique across partitions: a repeat is a duplicate
         report.add(f"table contents read through {reader}",
                    f"{len(want)} rows; not read: {lost[:3]}{' ...' if len(lost) > 3 else ''}",
                    f"{len(rows)} rows; not predicted: {extra[:3]}{' ...' if len(extra) > 3 else ''}"
                    + (f"; duplicate keys {dup[:5]}" if dup else ""))
 
 
-def _rows_hudi_rs(report: DiffReport, predicted: dict, table_path: Path) -> None:
+def _rows_hudi_rs(report: DiffReport, predicted: dict, table_path: Path, columns=DATA_COLUMNS) -> None:
     from hudi import HudiTable
 
     try:
@@ -277,7 +377,7 @@ def _rows_hudi_rs(report: DiffReport, predicted: dict, table_path: Path) -> None
     except BaseException as exc:  # hudi-rs panics are BaseException
         report.differences.append(f"hudi-rs cannot read the table: {type(exc).__name__}: {exc}")
         return
-    _compare_rows(report, "hudi-rs", predicted, _rows_from_batches(batches))
+    _compare_rows(report, "hudi-rs", predicted, _rows_from_batches(batches, columns))
 
 
 def latest_base_files(table_path: Path) -> list[str]:
@@ -288,25 +388,33 @@ def latest_base_files(table_path: Path) -> list[str]:
     return [str(Path(table_path) / s.base_file_relative_path()) for s in slices if s.base_file_name]
 
 
-def _rows_spark(report: DiffReport, predicted: dict, table_path: Path, spark) -> None:
-    paths = latest_base_files(table_path)
+def _rows_spark(report: DiffReport, predicted: dict, table_path: Path, spark, columns=DATA_COLUMNS) -> None:
+    try:
+        paths = latest_base_files(table_path)
+    except BaseException as exc:  # hudi-rs refuses the table (reported by _rows_hudi_rs too); panics are BaseException
+        report.differences.append(f"hudi-rs cannot list the latest base files for Spark: {type(exc).__name__}: {exc}")
+        return
     if not paths:
         _compare_rows(report, "Spark (latest base parquet files)", predicted, [])
         return
-    df = spark.read.parquet(*paths).select(*DATA_COLUMNS)
+    df = spark.read.parquet(*paths).select(*columns)
     _compare_rows(report, "Spark (latest base parquet files)", predicted,
                   [tuple(r) for r in df.collect()])
 
 
 # ------------------------------------------------------------------------------------------- exactly once
-def _exactly_once(report: DiffReport, system, records: list) -> None:
+def _exactly_once(report: DiffReport, system, units: dict) -> None:
+    """Every (task, batch) unit -- so every input record -- committed exactly once."""
     got = system.committed_offsets()
-    dup = sorted(o for (_t, o), n in got.items() if n > 1)
-    lost = sorted(o for o in range(len(records)) if (TASK, o) not in got)
-    report.checked.append(f"{len(records)} input record(s) committed exactly once (finished run)")
+    dup = sorted(u for u, n in got.items() if n > 1)
+    lost = sorted(u for u in units if u not in got)
+    n = sum(len(v) for v in units.values())
+    report.checked.append(f"{n} input record(s) committed exactly once (finished run; "
+                          f"{system.config.parallelism} writer task(s))")
     if dup or lost:
         report.add("every input record committed exactly once", "each once",
-                   f"lost offsets {lost[:10]}, duplicated offsets {dup[:10]}")
+                   f"lost (task, batch) {lost[:10]} ({sum(len(units[u]) for u in lost)} records), "
+                   f"duplicated {dup[:10]}")
 
 
 def _quarantine(report: DiffReport, rd: RunDir, inputs) -> None:

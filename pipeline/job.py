@@ -6,11 +6,15 @@ checkpoint) the streaming query on it:
 * source: the file stream source over ``RUN_DIR/input`` reading raw lines (the text source, ``lineSep="\\n"``,
   each line cast to bytes), ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)`` (deterministic: file i
   is batch i of a fresh run; a restart replays the first batch Spark has not committed, with the same file);
-* sink: ``foreachBatch``. The micro-batch is collected to the driver as Arrow (``DataFrame.toArrow``; fine at
-  these sizes -- a limitation: the batch must fit in the driver's memory, and the data files are written by the
-  driver, not by executors), split by :func:`pipeline.source.parse_line` -- the one validation, also behind the
-  coordinator's expected records and the diff -- into well-formed records and malformed ones (quarantined
-  with a reason, see :func:`split_batch`), and handed to :class:`pipeline.coordinator.PipelineCoordinator`;
+  user data (``--input``): the binary-file source, one row (path, bytes) per input file, judged by
+  :func:`pipeline.source.parse_file` in the write job's tasks as the lines are by ``parse_line``;
+* sink: ``foreachBatch``. The driver never holds the batch's records: it gets the batch's instant from the
+  coordinator (:class:`pipeline.coordinator.PipelineCoordinator`), then one Spark job
+  (:mod:`pipeline.executor`) parses each line with :func:`pipeline.source.parse_line` -- the one validation,
+  also behind the diff; :func:`split_batch` -- routes the records by the bucket index to ``parallelism``
+  writer tasks (Spark tasks), and each task writes its file groups' data files and its malformed lines
+  (quarantined with a reason) and returns its write statuses; the driver hands them to the model as each
+  task's write metadata and commits per the mode;
 * acks: Spark's commit of batch n (``checkpoint/commits/n``, written after foreachBatch(n) returned and before
   batch n+1 is planned) is read at the start of every batch and once more when the query has ended;
 * stalls: a batch that raises is logged (``batch-failed``, with the error) and the query fails; ``run_job``
@@ -22,9 +26,11 @@ checkpoint) the streaming query on it:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
+from operator import attrgetter
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,23 +38,32 @@ import pyarrow.parquet as pq
 
 from lakeio.errors import UserError
 from pipeline import source as src
+from pipeline.multiwriter import OCC_MAX_RETRIES
+from pipeline.executor import QUARANTINE_SCHEMA, RECORD_SCHEMA, record_schema, write_fields  # noqa: F401
 from pipeline.run_dir import (PipelineStalled, RunDir, atomic_write_bytes, stall_message,  # noqa: F401
                               uncommitted_batches)
 
 MODES = ("blocking", "async", "spark-sink")
 TABLE_TYPES = ("cow", "mor")
 TABLE_VERSIONS = (8, 6)
-RECORD_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("partition", pa.string()),
-                           ("payload", pa.string())])
-QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 
 
 def default_config(**overrides) -> dict:
     cfg = {"mode": "async", "table_type": "mor", "table_version": 8, "records": 1000, "batches": 5,
            "seed": 0, "malformed": 0, "update_fraction": 0.3, "commit_latency_ms": 0, "master": None,
-           "table": None}
+           "table": None,
+           # input: None = the generated demo source; else the user's files (``--input``), see input_spec()
+           "format": None, "input_dir": None, "record_key": None, "partition_field": None, "ordering_field": None,
+           "delete_field": None, "input_spec": None}
+    cfg.update({"parallelism": 2, "buckets": 4})  # the write path: writer tasks, bucket-index buckets
+    # multi-writer (pipeline.multiwriter): hoodie.write.concurrency.mode; ordering values i*stride+phase
+    cfg.update({"concurrency_mode": "single_writer", "ts_stride": 1, "ts_phase": 0})
     cfg.update(overrides)
     return cfg
+
+
+MAX_PARALLELISM = 256  # the model's bound on writer tasks (ProtocolConfig.parallelism)
+input_spec = src.input_spec  # the run's user-data spec (None: the generated source)
 
 
 def validate_config(cfg: dict) -> None:
@@ -66,12 +81,42 @@ def validate_config(cfg: dict) -> None:
         raise UserError(f"--commit-latency-ms: {cfg['commit_latency_ms']}; expected >= 0")
     if cfg["malformed"] < 0:
         raise UserError(f"--malformed: {cfg['malformed']}; expected >= 0")
+    par, buckets = cfg.get("parallelism", 1), cfg.get("buckets", 1)
+    if not isinstance(par, int) or not 1 <= par <= MAX_PARALLELISM:
+        raise UserError(f"--parallelism: {par}; expected 1..{MAX_PARALLELISM} writer tasks")
+    if not isinstance(buckets, int) or not 1 <= buckets <= 100_000:
+        raise UserError(f"--buckets: {buckets}; expected 1..100000")
+    if buckets < par:
+        raise UserError(f"--buckets: {buckets} < --parallelism {par}; every writer task needs a bucket "
+                        "(a task without one would never write)")
+    if cfg.get("format") is not None and cfg["format"] not in src.FORMATS:
+        raise UserError(f"--format: {cfg['format']!r}; expected one of {', '.join(src.FORMATS)}")
+    if cfg.get("format") is not None and not cfg.get("input_dir"):
+        raise UserError("--format: given without --input DIR")
+    if cfg.get("input_dir") and cfg.get("format") is None:
+        raise UserError("--input: needs --format json|csv|parquet")
+    if not cfg.get("input_dir"):
+        for flag, k in (("--record-key", "record_key"), ("--partition-field", "partition_field"),
+                        ("--ordering-field", "ordering_field"), ("--delete-field", "delete_field")):
+            if cfg.get(k):
+                raise UserError(f"{flag}: only with --input DIR (the generated source's columns are fixed)")
+    from pipeline.multiwriter import validate_concurrency  # multi-writer settings (model.concurrency)
+    validate_concurrency(cfg)
 
 
 def prepare_run(root: Path, **config) -> RunDir:
-    """Create a run dir: ``run.json`` and the generated inputs. Refuses a non-empty dir."""
+    """Create a run dir: ``run.json`` and the inputs (generated, or the user's ``--input`` files copied).
+    Refuses a non-empty dir. User data: the schema is taken from the data first (:func:`pipeline.source.
+    build_spec`), so a schema-level problem is refused before anything is created."""
     cfg = default_config(**config)
     validate_config(cfg)
+    spec = None
+    if cfg.get("input_dir"):
+        spec = src.build_spec(Path(cfg["input_dir"]), cfg["format"], cfg["record_key"], cfg["partition_field"],
+                              cfg["ordering_field"], cfg["delete_field"])
+        cfg["input_dir"] = str(Path(cfg["input_dir"]).resolve())
+        cfg["input_spec"] = spec.to_dict()
+        cfg["batches"] = len(spec.source_files)
     rd = RunDir(Path(root), Path(cfg["table"]) if cfg.get("table") else None)
     if rd.root.exists() and any(rd.root.iterdir()):
         raise UserError(f"--out {rd.root}: exists and is not empty; choose a new run dir")
@@ -81,8 +126,13 @@ def prepare_run(root: Path, **config) -> RunDir:
         check_table_path(Path(cfg["table"]), cfg["table_version"])
         rd = RunDir(Path(root), Path(cfg["table"]))
     rd.root.mkdir(parents=True, exist_ok=True)
-    src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
-                     update_fraction=cfg["update_fraction"], malformed=cfg["malformed"])
+    if spec is None:
+        src.write_inputs(rd.input, cfg["records"], cfg["batches"], cfg["seed"],
+                         update_fraction=cfg["update_fraction"], malformed=cfg["malformed"],
+                         ts_stride=cfg.get("ts_stride", 1), ts_phase=cfg.get("ts_phase", 0))
+    else:
+        src.copy_inputs(spec, rd.input)
+        cfg["records"] = sum(1 for lines in src.read_inputs(rd.input, spec) for r, _ in lines if r is not None)
     rd.save_config(cfg)
     return rd
 
@@ -95,14 +145,28 @@ def open_run(root: Path) -> tuple[RunDir, dict]:
 
 
 # ------------------------------------------------------------------------------------------ the batch split
-def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
-    """Well-formed records (columns key, ts, partition, payload) and the malformed ones as (reason, raw).
+def split_batch(batch: pa.Table, spec: "src.InputSpec | None" = None) -> tuple[pa.Table, list[tuple[str, str]]]:
+    """Well-formed records (the generated source's columns key, ts, partition, payload, or the user's columns in
+    the run schema) and the malformed ones as (reason, raw). The writer tasks run it (:mod:`pipeline.executor`),
+    never the driver.
 
     ``batch`` has one binary column ``line``: the raw bytes of each input line Spark's text source read (in file
-    order). Each line goes through :func:`pipeline.source.parse_line`, the same validation the coordinator's
-    expected records and the diff use, so the two can never disagree on what the batch holds. Blank lines are
-    skipped as :func:`pipeline.source.input_lines` skips them. ``raw`` is the line as text (bytes that are not
-    UTF-8 as backslash escapes)."""
+    order). Each line goes through :func:`pipeline.source.parse_line`, the same validation the diff's
+    prediction uses, so the two can never disagree on what the batch holds. Blank lines are skipped as
+    :func:`pipeline.source.input_lines` skips them. ``raw`` is the line as text (bytes that are not UTF-8 as
+    backslash escapes).
+
+    User data (``spec``): ``batch`` is the binary-file source's rows (``path``, ``content``), one input file;
+    :func:`pipeline.source.parse_file` judges its records."""
+    if spec is not None:
+        rows, bad = [], []
+        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
+            for row, reason, raw in src.parse_file(content, spec, src.batch_index(path)):
+                if row is None:
+                    bad.append((reason, raw))
+                else:
+                    rows.append(row)
+        return src.records_table(rows, spec), bad
     good: list[src.Record] = []
     bad = []
     for line in batch.column("line").to_pylist():
@@ -113,26 +177,14 @@ def split_batch(batch: pa.Table) -> tuple[pa.Table, list[tuple[str, str]]]:
             bad.append((reason, line.decode("utf-8", errors="backslashreplace")))
         else:
             good.append(rec)
-    table = pa.table({"key": [r.key for r in good], "ts": [r.ts for r in good],
-                      "partition": [r.partition for r in good], "payload": [r.payload for r in good]},
-                     schema=RECORD_SCHEMA)
+    names = RECORD_SCHEMA.names
+    cols = list(zip(*map(attrgetter(*names), good))) if good else [()] * len(names)
+    table = pa.table({name: list(col) for name, col in zip(names, cols)}, schema=RECORD_SCHEMA)
     return table, bad
 
 
-def write_quarantine(rd: RunDir, batch_id: int, bad: list[tuple[str, str]]) -> None:
-    """``quarantine/batch-<n>.parquet`` (replaced if batch n is replayed, so a record is counted once)."""
-    path = rd.quarantine / f"batch-{batch_id:06d}.parquet"
-    if not bad:
-        path.unlink(missing_ok=True)
-        return
-    t = pa.table({"batch": [batch_id] * len(bad), "reason": [r for r, _ in bad], "raw": [x for _, x in bad]},
-                 schema=QUARANTINE_SCHEMA)
-    sink = pa.BufferOutputStream()
-    pq.write_table(t, sink)
-    atomic_write_bytes(path, sink.getvalue().to_pybytes())
-
-
 def read_quarantine(rd: RunDir) -> pa.Table:
+    # batch-<n>-task-<t>.parquet: written by writer task t (replaced on a retry or a replay of batch n)
     files = sorted(rd.quarantine.glob("batch-*.parquet")) if rd.quarantine.is_dir() else []
     if not files:
         return QUARANTINE_SCHEMA.empty_table()
@@ -162,36 +214,60 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
             from pipeline.spark import get_spark
             spark = get_spark(cfg.get("master"))
         t0 = time.monotonic()
-        # raw lines (bytes, exactly as in the file): the one validation, source.parse_line, judges them
-        stream = (spark.readStream.option("maxFilesPerTrigger", 1).option("lineSep", "\n")
-                  .text(str(rd.input)).selectExpr("CAST(value AS BINARY) AS line"))
+        spec = input_spec(cfg)
+        # input splits of at most 4 MB: a batch's lines are parsed by several tasks, not one
+        spark.conf.set("spark.sql.files.maxPartitionBytes", str(4 << 20))
+        if spec is None:  # raw lines (bytes, exactly as in the file): the one validation, source.parse_line
+            stream = (spark.readStream.option("maxFilesPerTrigger", 1).option("lineSep", "\n")
+                      .text(str(rd.input)).selectExpr("CAST(value AS BINARY) AS line"))
+        else:  # user data: each input file's bytes (read by an executor), judged by source.parse_file in the
+            # writer job's tasks (one task parses a file; its records are routed to every writer task)
+            from pyspark.sql.types import (BinaryType, LongType, StringType, StructField, StructType,
+                                           TimestampType)
+            binary_file = StructType([StructField("path", StringType()), StructField("modificationTime",
+                                      TimestampType()), StructField("length", LongType()),
+                                      StructField("content", BinaryType())])
+            stream = (spark.readStream.format("binaryFile").schema(binary_file).option("maxFilesPerTrigger", 1)
+                      .option("pathGlobFilter", f"part-*.{spec.format}").load(str(rd.input))
+                      .select("path", "content"))
 
         def sink(df, batch_id: int) -> None:
             started = time.monotonic()
             try:
                 coord.deliver_spark_acks()  # blocking mode: the previous instant commits here
-                good, bad = split_batch(df.toArrow())
-                write_quarantine(rd, batch_id, bad)
-                coord.on_batch(batch_id, good, len(bad), started=started)
+                # the batch never comes to the driver: the writer tasks split, route and write it
+                split = split_batch if spec is None else functools.partial(split_batch, spec=spec)
+                coord.on_batch(batch_id, df, started=started, split=split)
             except BaseException as exc:  # the batch will not commit: say which and why, then let Spark fail
                 rd.log("batch-failed", batch=batch_id, pid=os.getpid(), error=_one_line(exc))
                 raise
 
-        query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(rd.checkpoint))
-                 .trigger(availableNow=True).start())
-        try:
-            if not query.awaitTermination(timeout_s):
-                query.stop()
-                raise PipelineStalled(stall_message(rd, f"the streaming query did not finish within {timeout_s:.0f} s"))
-        except PipelineStalled:
-            rd.log("stalled", pid=os.getpid(), reason="timeout")
-            raise
-        except Exception as exc:  # the query failed: a batch raised (logged above) or Spark itself failed
-            rd.log("stalled", pid=os.getpid(), reason=_one_line(exc))
-            raise PipelineStalled(stall_message(rd, _one_line(exc))) from None
-        finally:
-            if query.isActive:
-                query.stop()
+        aborts = 0  # OCC (pipeline.multiwriter): batches aborted by the conflict rule, replayed
+        while True:
+            query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(rd.checkpoint))
+                     .trigger(availableNow=True).start())
+            try:
+                if not query.awaitTermination(timeout_s):
+                    query.stop()
+                    raise PipelineStalled(stall_message(rd, f"the streaming query did not finish within {timeout_s:.0f} s"))
+                break
+            except PipelineStalled:
+                rd.log("stalled", pid=os.getpid(), reason="timeout")
+                raise
+            except Exception as exc:  # the query failed: a batch raised (logged above) or Spark itself failed
+                if coord.occ_aborts and aborts < OCC_MAX_RETRIES:  # OCC abort: restart = failover, replay the batch
+                    aborts += coord.occ_aborts
+                    rd.log("occ-retry", pid=os.getpid(), aborts=aborts)
+                    progress(f"OCC abort ({aborts} so far): the coordinator recovers, the batch is replayed")
+                    coord.close()
+                    coord = PipelineCoordinator(rd, cfg, progress=progress)
+                    coord.open()  # recovery: the aborted instant is rolled back, the replay gets a new one
+                    continue
+                rd.log("stalled", pid=os.getpid(), reason=_one_line(exc))
+                raise PipelineStalled(stall_message(rd, _one_line(exc))) from None
+            finally:
+                if query.isActive:
+                    query.stop()
         coord.deliver_spark_acks()  # the last batch's commit is written after its foreachBatch returned
         missing = uncommitted_batches(rd)
         if missing:  # the query ended without committing every input file: the run did not reach its end
@@ -201,6 +277,7 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
         summary = coord.summary()
         summary["seconds"] = time.monotonic() - t0
         summary["quarantined"] = read_quarantine(rd).num_rows
+        summary["occ_aborts"] = aborts
         return summary
     finally:
         coord.close()

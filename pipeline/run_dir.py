@@ -221,6 +221,7 @@ class TableLock:
     def __init__(self, table: Path):
         self.path = Path(table) / ".hoodie" / ".aux" / LOCK_NAME
         self.held = False
+        self.shared = False
         self._fd: int | None = None
 
     def _pid_in_file(self) -> int | None:
@@ -256,15 +257,18 @@ class TableLock:
         if pid is not None:
             raise self._refuse(pid)
 
-    def acquire(self) -> None:
+    def acquire(self, shared: bool = False) -> None:
+        """Take the lock exclusively (a single-writer run) or ``shared`` (multi-writer runs: several may hold
+        it, none while a single-writer run does; :mod:`pipeline.multiwriter`)."""
         if self.held:
             return
+        self.shared = shared
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 if time.monotonic() >= deadline:
@@ -278,16 +282,18 @@ class TableLock:
             if not same:  # its holder released (unlinked) it between our open and our flock: try again
                 os.close(fd)
                 continue
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
-            os.fsync(fd)
+            if not shared:  # (shared holders leave the file as it is)
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                os.fsync(fd)
             self._fd = fd
             self.held = True
             return
 
     def release(self) -> None:
         if self.held:
-            self.path.unlink(missing_ok=True)  # while still locked: the next holder creates a fresh file
+            if not self.shared:  # a shared holder must not unlink what others hold
+                self.path.unlink(missing_ok=True)  # while still locked: the next holder creates a fresh file
             os.close(self._fd)
             self._fd = None
             self.held = False

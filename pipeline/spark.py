@@ -9,7 +9,9 @@ pinned so Spark never picks another interpreter, another JDK or the external int
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -42,16 +44,71 @@ def configure_environment() -> None:
         os.environ["SPARK_CONF_DIR"] = str(conf_dir)
 
 
+#: how long :func:`check_master` waits for a TCP connection to a standalone master
+CONNECT_TIMEOUT_S = 3.0
+_LOCAL = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?")
+_HOSTPORT = re.compile(r"\[?([A-Za-z0-9_.:-]+?)\]?:([0-9]{1,5})")
+
+
+def standalone_addresses(master: str, arg: str = "--master") -> list[tuple[str, int]]:
+    """The (host, port) pairs of a ``spark://h1:p1[,h2:p2...]`` URL (several: standby masters); [] for a
+    ``local`` master. Anything else is refused with one line (the pipeline runs local or on a standalone
+    cluster)."""
+    if _LOCAL.fullmatch(master):
+        return []
+    if not master.startswith("spark://"):
+        raise UserError(f"{arg} {master}: expected local, local[N], local[*] or spark://HOST:PORT")
+    out = []
+    for part in master[len("spark://"):].split(","):
+        m = _HOSTPORT.fullmatch(part)
+        if not m or not 0 < int(m.group(2)) < 65536:
+            raise UserError(f"{arg} {master}: {part!r} is not HOST:PORT")
+        out.append((m.group(1), int(m.group(2))))
+    return out
+
+
+def check_master(master: str | None, timeout_s: float = CONNECT_TIMEOUT_S, arg: str = "--master") -> None:
+    """Refuse, with one line, a master that cannot be used: a malformed URL, or a standalone master none of
+    whose addresses accepts a TCP connection within ``timeout_s`` (Spark itself would retry for a minute and
+    more before giving up). Called before a run creates anything."""
+    if not master:
+        return
+    problems = []
+    for host, port in standalone_addresses(master, arg):
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return
+        except TimeoutError:
+            problems.append(f"{host}:{port}: no answer within {timeout_s:g} s")
+        except OSError as exc:
+            problems.append(f"{host}:{port}: {exc.strerror or type(exc).__name__}")
+    if problems:
+        raise UserError(f"{arg} {master}: cannot reach the Spark master ({'; '.join(problems)})")
+
+
 def get_spark(master: str | None = None, app_name: str = "hoodie-lab"):
     """Return the (one per process) SparkSession, configured for small local runs.
 
-    ``master`` defaults to ``local[2]``. Raises :class:`UserError` with one line if Java is missing.
+    ``master`` defaults to ``local[2]``; a ``spark://`` master is checked for reachability first
+    (:func:`check_master`) and gets small executors (512 MiB; the driver binds to ``SPARK_LOCAL_IP``) whose
+    Python workers import this source tree (``spark.executorEnv.PYTHONPATH``: the writer tasks run it).
+    Raises :class:`UserError` with one line if Java is missing or the master cannot be reached.
     """
+    check_master(master)
     configure_environment()
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    if master and master.startswith("spark://"):
+        builder = (builder.config("spark.executor.memory", os.environ.get("HOODIE_LAB_EXECUTOR_MEMORY", "512m"))
+                   .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
+                   .config("spark.executor.extraJavaOptions", DRIVER_JAVA_OPTIONS)
+                   # the writer tasks run this project's Python (pipeline.executor): the executors' Python workers
+                   # import it from the driver's source tree, whatever environment the workers were started with
+                   .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(
+                       [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])))
     session = (
-        SparkSession.builder.master(master or "local[2]")
+        builder.master(master or "local[2]")
         .appName(app_name)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")

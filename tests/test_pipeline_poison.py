@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pyarrow as pa
 import pytest
@@ -164,6 +165,9 @@ def test_a_stalled_run_is_a_failure_in_the_summary_and_in_diff(tmp_path, spark, 
     f.write_bytes(f.read_bytes() + POISON[0][0] + b"\n")  # an empty key in batch 1
     os.utime(f, (st_.st_atime, st_.st_mtime))
 
+    # the writer tasks run the split (Python workers): they get this test's function by value
+    from pyspark import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     monkeypatch.setattr(job, "split_batch", _split_checking_nulls_only)
     with pytest.raises(job.PipelineStalled) as exc:
         job.run_job(root, spark=spark, progress=None)
@@ -188,6 +192,7 @@ def test_a_stalled_run_is_a_failure_in_the_summary_and_in_diff(tmp_path, spark, 
 
     # with the one validation back, the resume quarantines the poison record and the run finishes clean
     monkeypatch.undo()
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     summary = job.run_job(root, spark=spark, progress=None)
     assert summary["quarantined"] == 1 and not job.uncommitted_batches(RunDir(root))
     report = diff_run(root)

@@ -16,6 +16,9 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("diff", help="compare a pipeline run's table with the model's prediction",
                               description=__doc__.splitlines()[0])
     p.add_argument("run_dir", type=Path, help="a run dir written by `hoodie-lab pipeline run`")
+    p.add_argument("more_run_dirs", type=Path, nargs="*", metavar="RUN_DIR",
+                   help="more run dirs that wrote the same --table (several writers: each run's instants against "
+                        "its model, the rows against the merge of every run's prediction)")
     p.add_argument("--no-spark", action="store_true",
                    help="skip the Spark read of copy-on-write base files (saves the Spark start-up)")
     p.add_argument("--master", default=None, help="Spark master URL (default local[2])")
@@ -24,14 +27,19 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from pipeline.diff import diff_run, open_run_dir
+    from pipeline.diff import diff_run, diff_runs, open_run_dir
 
     rd, cfg = open_run_dir(args.run_dir)  # bad run dir: one line, exit 2, before Spark starts
+    for more in args.more_run_dirs:
+        open_run_dir(more)
     spark = None
-    if not args.no_spark and cfg["table_type"] == "cow":
-        from pipeline.spark import get_spark
-        spark = get_spark(args.master)
-    report = diff_run(args.run_dir, spark=spark)
+    if args.more_run_dirs:
+        report = diff_runs([args.run_dir, *args.more_run_dirs])
+    else:
+        if not args.no_spark and cfg["table_type"] == "cow":
+            from pipeline.spark import get_spark
+            spark = get_spark(args.master)
+        report = diff_run(args.run_dir, spark=spark)
     if args.json:
         json.dump({"run_dir": str(report.run_dir), "ok": report.ok, "checked": report.checked,
                    "differences": report.differences}, sys.stdout, indent=2)

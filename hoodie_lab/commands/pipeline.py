@@ -33,7 +33,31 @@ def add_parser(subparsers) -> None:
     r.add_argument("--malformed", type=int, default=0, help="malformed input records to mix in (default 0)")
     r.add_argument("--commit-latency-ms", type=int, default=0,
                    help="sleep before each timeline write of the coordinator (object-store latency)")
-    r.add_argument("--master", default=None, help="Spark master URL (default local[2])")
+    r.add_argument("--master", default=None, help="Spark master URL: local[N] (default local[2]) or "
+                   "spark://HOST:PORT (a standalone cluster; checked for reachability before anything is created)")
+    r.add_argument("--parallelism", type=int, default=2,
+                   help="writer tasks: the Spark tasks that write each batch (the model's tasks too; default 2)")
+    r.add_argument("--buckets", type=int, default=4,
+                   help="bucket-index buckets per partition (hoodie.bucket.index.num.buckets; default 4)")
+    g = r.add_argument_group("your own data (instead of the generated source)")
+    g.add_argument("--input", type=Path, default=None, metavar="DIR",
+                   help="read the files of DIR (in name order, one micro-batch each) instead of generating inputs")
+    g.add_argument("--format", default=None, help="format of the --input files: json (JSON lines), csv (header "
+                   "line first) or parquet")
+    g.add_argument("--record-key", default=None, metavar="COL", help="the record key column")
+    g.add_argument("--partition-field", default=None, metavar="COL", help="the partition column")
+    g.add_argument("--ordering-field", default=None, metavar="COL",
+                   help="the ordering (precombine) column: the greatest value of a key wins")
+    g.add_argument("--delete-field", default=None, metavar="COL",
+                   help="a boolean column: true marks the record as a delete of its key")
+    # multi-writer (pipeline.multiwriter): several runs with --table on one table
+    r.add_argument("--concurrency-mode", default="single_writer", metavar="MODE",
+                   help="hoodie.write.concurrency.mode: single_writer (default; the run holds the table), nbcc "
+                        "(several runs on one --table: MOR, table version 8, async or spark-sink mode), occ (spark-sink "
+                        "mode: a conflicting batch aborts and is replayed with a new instant)")
+    r.add_argument("--ts-stride", type=int, default=1,
+                   help="ordering values are i*stride+phase (writers on one table: one stride, distinct phases)")
+    r.add_argument("--ts-phase", type=int, default=0, help="see --ts-stride (default 0)")
     r.add_argument("--out", type=Path, default=None, help="run dir (default runs/pipeline/<mode>-<type>-seed<S>)")
     r.add_argument("--table", type=Path, default=None, help="table path (default RUN_DIR/table)")
     r.add_argument("--seed", type=int, default=0, help="seed of the input generator and of --crashes")
@@ -53,6 +77,9 @@ def add_parser(subparsers) -> None:
     s.add_argument("--master", default=None)
     add_progress_arg(s)
     s.set_defaults(func=resume)
+    c = sub.add_parser("compact", help="schedule and run one compaction of a MOR v8 table beside NBCC pipelines")
+    c.add_argument("--table", type=Path, required=True, help="the table (merge-on-read, version 8)")
+    c.set_defaults(func=compact)
     k = sub.add_parser("kill-points", help="list the kill points of the crash harness")
     k.set_defaults(func=kill_points)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
@@ -60,8 +87,9 @@ def add_parser(subparsers) -> None:
 
 #: What the coordinator's per-batch line shows (printed once before the batches).
 BATCH_LEGEND = ("per batch: checkpoint = the batch's checkpoint id, instant = the instant it wrote, records = its "
-                "well-formed records, files = data files it wrote, quarantined = its malformed records, (s) = its "
-                "wall time")
+                "well-formed records, files = data files it wrote, quarantined = its malformed records, tasks = writer "
+                "tasks (retried: tasks Spark re-ran; reconciled: files of failed or duplicate attempts deleted), "
+                "(s) = its wall time")
 
 
 def _default_out(args) -> Path:
@@ -79,16 +107,25 @@ def run(args) -> int:
 
     if args.crashes < 0:
         raise UserError(f"--crashes: {args.crashes}; expected >= 0")
+    if args.diff and args.concurrency_mode != "single_writer":
+        raise UserError(f"--diff: a {args.concurrency_mode} run shares its table; diff every run dir that wrote it "
+                        "at once after they finished: hoodie-lab diff RUN_DIR RUN_DIR...")
     check_seed(args.seed)
     if args.out is not None:  # checked before anything is written; prepare_run makes the directory
         check_out_dir(args.out, create=False)
     if args.table is not None:
         check_out_dir(args.table, create=False, arg="--table")
+    from pipeline.spark import check_master
+    check_master(args.master)  # an unreachable master: one line, exit 2, before the run dir or table exists
     try:
         plan = [KillSpec.parse(k) for k in args.kill]
     except ValueError as exc:
         raise UserError(f"--kill: {exc}") from None
-    plan += seeded_plan(args.seed, args.batches, args.crashes)
+    if args.input is not None and args.crashes:
+        from pipeline.source import user_files
+        plan += seeded_plan(args.seed, len(user_files(args.input, args.format or "")), args.crashes)
+    else:
+        plan += seeded_plan(args.seed, args.batches, args.crashes)
     from lakeio.ondisk.history import archival_settings
     archival = archival_settings(args.archive_max_commits, args.archive_min_commits, args.archive_batch)
     if archival and args.table_version != 8:
@@ -98,9 +135,19 @@ def run(args) -> int:
     rd = prepare_run(out, mode=args.mode, table_type=args.table_type, table_version=args.table_version,
                      records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,
                      commit_latency_ms=args.commit_latency_ms, master=args.master,
-                     table=str(args.table) if args.table else None, archival=archival)
-    print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {args.records} records in "
-          f"{args.batches} batches" + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
+                     parallelism=args.parallelism, buckets=args.buckets,
+                     concurrency_mode=args.concurrency_mode, ts_stride=args.ts_stride, ts_phase=args.ts_phase,
+                     table=str(args.table) if args.table else None, archival=archival,
+                     input_dir=str(args.input) if args.input else None, format=args.format,
+                     record_key=args.record_key, partition_field=args.partition_field,
+                     ordering_field=args.ordering_field, delete_field=args.delete_field)
+    cfg = rd.load_config()
+    what = (f"{cfg['records']} well-formed records in {cfg['batches']} {args.format} files of {args.input}"
+            if args.input else f"{args.records} records in {args.batches} batches")
+    print(f"run dir {rd.root}: {args.mode} {args.table_type} v{args.table_version}, {what}"
+          + (f", kills {', '.join(map(str, plan))}" if plan else ""), flush=True)
+    if cfg.get("input_spec"):
+        print("schema (from the data): " + ", ".join(f"{c} {t}" for c, t in cfg["input_spec"]["schema"]), flush=True)
     print(BATCH_LEGEND, flush=True)
     t0 = time.monotonic()
     say(progress_enabled(args), f"starting Spark ({args.master or 'local[2]'})… (the first start takes 10-30 s)")
@@ -118,7 +165,10 @@ def run(args) -> int:
 
 def _after(root: Path, diff: bool) -> int:
     if not diff:
-        print(f"compare with the model: hoodie-lab diff {root}\nreplay the model trace: hoodie-lab replay "
+        from pipeline.job import open_run
+        from pipeline.multiwriter import is_multi_writer
+        more = " RUN_DIR... (every run dir that wrote the table)" if is_multi_writer(open_run(root)[1]) else ""
+        print(f"compare with the model: hoodie-lab diff {root}{more}\nreplay the model trace: hoodie-lab replay "
               f"{Path(root) / 'trace.jsonl'}")
         return 0
     from pipeline.diff import diff_run, open_run_dir
@@ -141,6 +191,14 @@ def resume(args) -> int:
     summary = run_job(args.run_dir, progress=lambda s: print(s, flush=True))
     print(f"resumed, totals: {summary['batches']} batch(es) in {summary['seconds']:.1f} s")
     return _after(args.run_dir, False)
+
+
+def compact(args) -> int:
+    from pipeline.compactor import compact as run_compaction
+
+    out = run_compaction(args.table, progress=lambda s: print(s, flush=True))
+    print(f"done: {out}")
+    return 0
 
 
 def kill_points(args) -> int:

@@ -53,6 +53,13 @@ class CopyOnWriteContext(WriteContext):
             stats.append(self._new_group(remaining[start:start + w.max_file_rows]))
         return stats
 
+    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray) -> dict | None:
+        """The bucket's file group: merged (``HoodieMergeHandle``: updates in place, inserts appended) or, new,
+        created with the inserts (``HoodieCreateHandle``)."""
+        if base is not None:
+            return self._merge(fid, base, updates, inserts)
+        return self._new_group(inserts, fid) if len(inserts) else None
+
     def _merge(self, fid: str, old_base: fn.BaseFile, upd: np.ndarray, ins: np.ndarray) -> dict:
         """``HoodieMergeHandle``: rewrite the file group's latest base file with updates/deletes/inserts.
 

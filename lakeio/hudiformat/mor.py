@@ -58,8 +58,17 @@ class MergeOnReadContext(WriteContext):
             stats.append(self._append(fid, latest[fid], updates[fid]))
         return stats
 
-    def _append(self, fid: str, base: fn.BaseFile, idx: np.ndarray) -> dict:
-        """``HoodieAppendHandle``: one new log file with a data block (upserts) and a delete block."""
+    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray) -> dict | None:
+        """The bucket's file group: a new log file with the updates and the inserts (``HoodieAppendHandle``
+        takes a bucket's inserts too once the group exists) or, new, a base file with the inserts."""
+        if base is not None:
+            idx = np.sort(np.concatenate([updates, inserts]))
+            return self._append(fid, base, idx, n_inserts=len(inserts))
+        return self._new_group(inserts, fid) if len(inserts) else None
+
+    def _append(self, fid: str, base: fn.BaseFile, idx: np.ndarray, n_inserts: int = 0) -> dict:
+        """``HoodieAppendHandle``: one new log file with a data block (upserts) and a delete block
+        (``n_inserts`` of the data rows are new keys: counted as inserts)."""
         w = self.w
         task = self._next_task()
         data_idx = idx[~self.is_del[idx]]
@@ -82,8 +91,8 @@ class MergeOnReadContext(WriteContext):
             blocks.append(self._delete_block(del_idx))
         size = w._write_file(w.base_path / lf.path, b"".join(blocks), w.hoodie_dir / ".temp" / self.instant)
         prev = base.instant_time if w.table_version == 6 else self.instant
-        return md.make_write_stat(self.part, lf.path, fid, prev, num_writes=len(data_idx),
-                                  num_update_writes=len(data_idx), num_deletes=len(del_idx), size=size,
+        return md.make_write_stat(self.part, lf.path, fid, prev, num_writes=len(data_idx), num_inserts=n_inserts,
+                                  num_update_writes=len(data_idx) - n_inserts, num_deletes=len(del_idx), size=size,
                                   logVersion=version, logOffset=0, baseFile=base.name, logFiles=[lf.name],
                                   totalLogBlocks=len(blocks))
 

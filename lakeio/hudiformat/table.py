@@ -81,12 +81,14 @@ from pathlib import Path
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakeio.errors import UserError
 from lakeio.ondisk.reader import read_table
 from model.instant import Action, State
 from model.timeline import Timeline
 
+from . import bucket as _bucket
 from . import rollback as _rollback
 from . import tableconfig, timeline_ops
 from .cow import CopyOnWriteContext
@@ -173,7 +175,8 @@ class HudiTableWriter:
                  record_key: str = "key", ordering_field: str | None = None, partition_field: str | None = None,
                  *, table_name: str | None = None, hive_style_partitioning: bool = True,
                  log_block_format: str = "avro", max_file_rows: int = 1_000_000, small_file_rows: int = 0,
-                 compression: str = "snappy", timezone: str = "UTC"):
+                 compression: str = "snappy", timezone: str = "UTC", for_task: bool = False,
+                 delete_field: str = IS_DELETED):
         self.base_path = Path(base_path)
         ttype = TYPE_ALIASES.get(str(table_type).lower(), str(table_type).upper())
         if ttype not in (COPY_ON_WRITE, MERGE_ON_READ):
@@ -188,6 +191,7 @@ class HudiTableWriter:
         self.record_key = record_key
         self.ordering_field = ordering_field
         self.partition_field = partition_field
+        self.delete_field = delete_field  # a true value marks a delete in an upsert (soft-delete column)
         self.table_name = table_name or (self.base_path.name.replace("-", "_") or "hudi_table")
         self.hive_style = hive_style_partitioning
         self.merge_mode = EVENT_TIME_ORDERING if ordering_field else COMMIT_TIME_ORDERING
@@ -207,9 +211,16 @@ class HudiTableWriter:
         self._timeline_gen = 0  # bumped on every change of self.timeline (keys the cached view)
         self._view = WriterView(self.base_path)
         self._index = SimpleIndex(self.base_path)
+        self.reconciled: dict[str, list[str]] = {}  # instant -> files of failed/duplicate attempts deleted
+        # a writer task inside a Spark job (``for_task``): its write token and task number (set per write)
+        self.write_token: str | None = None
+        self.task_number: int | None = None
+        self._own_pending: frozenset[str] = frozenset()
+        self.for_task = for_task
         tableconfig.init_or_check(self)
         self.refresh()
-        timeline_ops.clean_completed_temp(self)
+        if not for_task:  # a task never cleans up after others: the driver owns .hoodie/.temp
+            timeline_ops.clean_completed_temp(self)
 
     # ---------------------------------------------------------------------------------------- table set-up
 
@@ -297,11 +308,30 @@ class HudiTableWriter:
                     self._set_schema(data)
         return conform_schema(records, data, self._data_schema)
 
-    def write_batch(self, instant_time: str, records: pa.Table, operation: str = "upsert") -> WriteResult:
+    def write_task(self, instant_time: str, records: pa.Table, operation: str = "upsert", *, num_buckets: int,
+                   write_token: str, task_number: int, own_pending=()) -> WriteResult:
+        """One writer task's write (a Spark task; the writer opened with ``for_task=True``): ``records`` are the
+        task's share of the batch, routed to file groups by the bucket index (:mod:`.bucket`: the bucket's file
+        group is updated, or created with the bucket's inserts); every file is named with ``write_token``
+        (``<partition>-<stage>-<attempt>``) and gets a marker first. ``own_pending``: pending instants of the
+        same job whose files count as written (written by earlier batches, not yet committed on disk)."""
+        if not self.for_task:
+            raise UserError("write_task: open the writer with for_task=True")
+        self.write_token, self.task_number = write_token, task_number
+        self._own_pending = frozenset(own_pending)
+        try:
+            return self.write_batch(instant_time, records, operation, num_buckets=num_buckets)
+        finally:
+            self.write_token, self.task_number, self._own_pending = None, None, frozenset()
+
+    def write_batch(self, instant_time: str, records: pa.Table, operation: str = "upsert", *,
+                    num_buckets: int | None = None) -> WriteResult:
         """Write ``records`` under the pending instant ``instant_time``; return the write statistics.
 
-        One call per instant. Raises :class:`UserError` for bad records (missing/null key, partition or
-        ordering value; unsupported types; a schema that differs from the table's)."""
+        One call per instant. ``num_buckets``: route by the bucket index (one file group per bucket and
+        partition) instead of the SIMPLE index's new file groups. Raises :class:`UserError` for bad records
+        (missing/null key, partition or ordering value; unsupported types; a schema that differs from the
+        table's)."""
         operation = operation.lower()
         with self._write_lock:
             with self._lock:
@@ -317,20 +347,26 @@ class HudiTableWriter:
                 codes, paths = partition_paths(records, self.partition_field, self.hive_style)
                 if operation != "insert":
                     records, codes = deduplicate(records, codes, self.record_key, self.ordering_field)
-                result = self._write(instant_time, records, codes, paths, operation)
+                result = self._write(instant_time, records, codes, paths, operation, num_buckets)
             with self._lock:
                 self._written[instant_time] = result
             return result
 
     def _write(self, instant: str, records: pa.Table, codes: np.ndarray, paths: list[str],
-               operation: str) -> WriteResult:
+               operation: str, num_buckets: int | None = None) -> WriteResult:
         """Per partition (in path order): tag the rows with the file groups holding their keys (the SIMPLE index
-        over the latest base files of the writer's view), then write them on the COW or MOR path."""
+        over the latest base files of the writer's view; with ``num_buckets``, the bucket's file group), then
+        write them on the COW or MOR path."""
         hard_del = operation == "delete"
-        is_del = delete_mask(records, operation)
+        is_del = delete_mask(records, operation, self.delete_field)
         keys = record_keys(records, self.record_key)
         with self._lock:
-            latest = self._view.latest(self.timeline, self._timeline_gen, set(self._written), paths)
+            latest = self._view.latest(self.timeline, self._timeline_gen, set(self._written) | self._own_pending,
+                                       paths)
+        if num_buckets is not None:
+            stats = self._write_buckets(instant, records, codes, paths, keys, is_del, hard_del, latest, num_buckets)
+            return WriteResult(instant, self.action.value, operation_type(operation), self._schema_json_nometa,
+                               stats)
         context = CopyOnWriteContext if self.table_type == COPY_ON_WRITE else MergeOnReadContext
         stats: list[dict] = []
         task = [0]
@@ -351,4 +387,41 @@ class HudiTableWriter:
             ctx = context(self, instant, part, records, keys, is_del, hard_del, task)
             stats += ctx.write(updates, inserts, part_latest)
         return WriteResult(instant, self.action.value, operation_type(operation), self._schema_json_nometa, stats)
+
+    def _write_buckets(self, instant, records, codes, paths, keys, is_del, hard_del, latest,
+                       num_buckets: int) -> list[dict]:
+        """The bucket index's write (``HoodieSimpleBucketIndex#tagLocation``, ``SparkBucketIndexPartitioner``):
+        per partition and bucket (ascending), the rows whose key the bucket's file group holds are updates, the
+        others inserts; the group is updated or created (:meth:`.write_handle.WriteContext.write_bucket`)."""
+        context = CopyOnWriteContext if self.table_type == COPY_ON_WRITE else MergeOnReadContext
+        buckets = _bucket.bucket_ids(keys if pa.types.is_string(keys.type) else pc.cast(keys, pa.string()),
+                                     num_buckets)
+        stats: list[dict] = []
+        task = [0]
+        for code in sorted(range(len(paths)), key=lambda c: paths[c]):
+            part = paths[code]
+            rows = np.nonzero(codes == code)[0]
+            if not len(rows):
+                continue
+            part_latest = latest.get(part, {})
+            ctx = None
+            for b in np.unique(buckets[rows]):
+                brows = rows[buckets[rows] == b]
+                fid = _bucket.bucket_file_id(self.table_name, part, int(b))
+                base = part_latest.get(fid)
+                if base is not None:
+                    found, _ = self._index.tag_location(part, {fid: base}, keys, brows)
+                else:
+                    found = np.zeros(len(brows), dtype=bool)
+                updates = brows[found]
+                inserts = brows[~found & ~is_del[brows]]
+                if not len(updates) and not len(inserts):
+                    continue
+                if ctx is None:
+                    write_partition_metadata(self.base_path, self.hoodie_dir, part, instant)
+                    ctx = context(self, instant, part, records, keys, is_del, hard_del, task)
+                stat = ctx.write_bucket(fid, base, updates, inserts)
+                if stat is not None:
+                    stats.append(stat)
+        return stats
 

@@ -25,6 +25,7 @@ from lakeio.ondisk import metadata as md
 from model import filenames as fn
 from model.instant import Action, State
 
+from . import markers
 from .write_helper import operation_type
 
 
@@ -64,9 +65,11 @@ def start(w, instant_time: str, operation: str = "upsert") -> None:
 
 def commit(w, instant_time: str, completion_time: str, result,
            extra_metadata: dict[str, str] | None) -> Path:
-    """``commitStats`` + ``saveAsComplete``: the completed file with the commit metadata of ``result`` (default:
-    what the writer's ``write_batch`` returned for the instant; none: an empty commit); then the instant's
-    markers are deleted (``WriteMarkers.quietDeleteMarkerDir``). A re-commit of another process's write (a
+    """``commitStats`` + ``finalizeWrite`` + ``saveAsComplete``: the data files the instant's markers name but
+    ``result`` does not (failed, retried or duplicate attempts) are deleted (:mod:`.markers`,
+    ``reconcileAgainstMarkers``; recorded in ``w.reconciled``), then the completed file is written with the
+    commit metadata of ``result`` (default: what the writer's ``write_batch`` returned for the instant; none:
+    an empty commit); then the instant's markers are deleted (``WriteMarkers.quietDeleteMarkerDir``). A re-commit of another process's write (a
     persisted result) makes its files visible: they are on disk and the instant is now completed."""
     with w._lock:
         if result is None:
@@ -84,6 +87,10 @@ def commit(w, instant_time: str, completion_time: str, result,
                                        extra_metadata=extra_metadata)
         data = md.encode_commit_metadata(meta, w.table_version)
         path = timeline_path(w, instant_time, w.action, State.COMPLETED, completion_time)
+        # finalizeWrite: files of failed or duplicate attempts (marked, in no write status) go first
+        written = frozenset(s["path"] for ss in stats.values() for s in ss)
+        w.reconciled[instant_time] = markers.reconcile_against_markers(w.base_path, w.hoodie_dir, instant_time,
+                                                                       written)
         write_completed(w, path, data, completion_time)
         w.timeline.complete(instant_time, w.action, completion_time)
         w._timeline_gen += 1

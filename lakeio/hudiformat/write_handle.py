@@ -87,12 +87,16 @@ class WriteContext:
         self.n_new = 0
 
     def _next_task(self) -> int:
+        if self.w.task_number is not None:  # a Spark task: its partition id (HoodieRecord.generateSequenceId)
+            return self.w.task_number
         t = self.task[0]
         self.task[0] += 1
         return t
 
     def _token(self, task: int) -> str:
-        return f"{task}-0-{task}"
+        """``FSUtils.makeWriteToken(taskPartitionId, stageId, taskAttemptId)``: the Spark task's own token when
+        the writer runs in one (two attempts of a task name their files differently), else ``<n>-0-<n>``."""
+        return self.w.write_token or f"{task}-0-{task}"
 
     def _data_rows(self, idx: np.ndarray, file_name: str, task: int, start_seq: int = 0) -> pa.Table:
         """Rows ``idx`` of the batch with fresh meta columns (commit time, seqno, key, partition, file name)."""
@@ -119,11 +123,12 @@ class WriteContext:
                                         compression=w.compression, tmp_path=str(tmp))
         return bf, size
 
-    def _new_group(self, chunk: np.ndarray) -> dict:
-        """``HoodieCreateHandle``: a new file group holding ``chunk``."""
+    def _new_group(self, chunk: np.ndarray, fid: str | None = None) -> dict:
+        """``HoodieCreateHandle``: a new file group holding ``chunk`` (``fid``: a bucket's file id)."""
         w = self.w
-        fid = new_file_id(w.table_name, self.instant, self.part, self.n_new)
-        self.n_new += 1
+        if fid is None:
+            fid = new_file_id(w.table_name, self.instant, self.part, self.n_new)
+            self.n_new += 1
         task = self._next_task()
         name = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part).name
         rows = self._data_rows(chunk, name, task)
@@ -131,6 +136,12 @@ class WriteContext:
         w._index.wrote_base(bf, rows.column(RECORD_KEY).combine_chunks())
         return md.make_write_stat(self.part, bf.path, fid, "null", num_writes=len(chunk),
                                   num_inserts=len(chunk), size=size)
+
+    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray) -> dict | None:
+        """Bucket index: every record of the bucket goes to its file group ``fid`` (``base``: its latest base
+        file, None when the group does not exist yet). ``updates``: rows whose key the group holds (deletes
+        included), ``inserts``: the others. Returns the write stat (None: nothing to write)."""
+        raise NotImplementedError
 
     def write(self, updates: dict[str, np.ndarray], inserts: np.ndarray,
               latest: dict[str, fn.BaseFile]) -> list[dict]:

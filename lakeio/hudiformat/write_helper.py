@@ -70,6 +70,9 @@ def check_records(records: pa.Table, operation: str, record_key: str, partition_
     kt = records.schema.field(record_key).type
     if not (pa.types.is_string(kt) or pa.types.is_large_string(kt) or pa.types.is_integer(kt)):
         raise UserError(f"records: record key column {record_key!r} has type {kt}; expected string/integer")
+    if not pa.types.is_integer(kt) and pc.any(pc.equal(records.column(record_key), "")).as_py():
+        # KeyGenUtils.getRecordKey: "recordKey value: \"\" for field: ... cannot be null or empty"
+        raise UserError(f"records: empty record key in column {record_key!r}")
     if ordering_field:
         if records.column(ordering_field).null_count:
             raise UserError(f"records: null ordering value in column {ordering_field!r}")
@@ -88,13 +91,15 @@ def conform_schema(records: pa.Table, data: pa.Schema, table_schema: pa.Schema) 
     return records.select(table_schema.names).cast(table_schema)
 
 
-def delete_mask(records: pa.Table, operation: str) -> np.ndarray:
-    """Which rows are deletes: every row of a ``delete``; else rows with ``_hoodie_is_deleted`` true."""
+def delete_mask(records: pa.Table, operation: str, delete_field: str = IS_DELETED) -> np.ndarray:
+    """Which rows are deletes: every row of a ``delete``; else rows whose ``delete_field`` (default Hudi's
+    ``_hoodie_is_deleted``; a user's boolean column as ``DefaultHoodieRecordPayload``'s
+    ``hoodie.payload.delete.field`` names one) is true."""
     n = records.num_rows
     if operation == "delete":
         return np.ones(n, dtype=bool)
-    if IS_DELETED in records.column_names:
-        return np.asarray(records.column(IS_DELETED).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    if delete_field in records.column_names:
+        return np.asarray(records.column(delete_field).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
     return np.zeros(n, dtype=bool)
 
 

@@ -1,0 +1,331 @@
+"""Executor-side writes: the Spark job that writes one micro-batch, every Spark task a writer task.
+
+The driver (:class:`pipeline.coordinator.PipelineCoordinator`) gets the batch's instant from the model and
+starts it on the timeline; then :func:`write_batch` runs one Spark job over the batch's DataFrame of raw input
+lines and returns only the tasks' write statuses (a few rows per task, never a record):
+
+1. **parse and route** (``mapInArrow`` over the input splits): each line goes through
+   :func:`pipeline.source.parse_line`, the one validation (user data: each input file, one row of the
+   binary-file source, through :func:`pipeline.source.parse_file`, typed in the run's schema, the user's key
+   and delete columns); a good record gets its bucket
+   (:func:`lakeio.hudiformat.bucket.bucket_id`, Hudi's ``BucketIdentifier``: hash of the record key mod
+   ``buckets``) and its writer task (:func:`lakeio.hudiformat.bucket.task_of`: bucket mod ``parallelism``, as
+   Flink's ``BucketIndexPartitioner``); a malformed line goes to task ``seq mod parallelism`` with its reason.
+   ``seq`` is the line's position (split, row), so the batch's order survives the shuffle.
+2. **shuffle**: ``repartition(parallelism, route)``, where ``route`` is a value Spark's hash partitioner
+   (``pmod(murmur3(route), parallelism)``, the SQL ``hash``) sends to partition ``task`` -- found once per
+   parallelism by asking Spark itself (:func:`route_keys`) -- then ``sortWithinPartitions(seq)``: Spark
+   partition ``t`` holds exactly writer task ``t``'s rows, in input order (each task checks it).
+3. **write** (``mapInArrow`` per partition = one writer task, :func:`write_partition`): the task writes its
+   malformed lines to ``quarantine/batch-<n>-task-<t>.parquet`` (replaced on a retry or a replay) and its
+   records with the Hudi data-file writer (:meth:`lakeio.hudiformat.table.HudiTableWriter.write_task`: the
+   bucket's file group updated or created, a direct marker before each file, every file named with the
+   attempt's write token ``<partition>-<stage>-<attempt>``, ``FSUtils.makeWriteToken``), and returns one row:
+   task, attempt, token, record and quarantine counts, its write stats (``WriteStatus``) as JSON.
+
+Spark returns the row of the one successful attempt of each task; a failed, killed or speculative attempt's
+files stay on storage until the driver reconciles the instant's markers with those rows
+(:func:`lakeio.hudiformat.markers.reconcile_against_markers`, Hudi's ``reconcileAgainstMarkers``).
+
+Fault injection (tests; a real task, a real Spark retry): the spec's ``faults`` list entries ``{"kind", "batch",
+"task"}`` act on attempt 0 of that task in that batch: ``fail-after-file`` raises after its first data file
+(Spark retries the task: ``spark.task.maxFailures``, ``local[N,F]``), ``kill-worker`` SIGKILLs its Python worker
+after its first data file, ``duplicate-attempt`` first writes its file groups as a second attempt would (write
+token attempt ``100``: a speculative copy whose result Spark drops) and then writes as itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakeio.hudiformat import bucket as bk
+from pipeline import source as src
+
+RECORD_SCHEMA = src.GENERATED_SCHEMA  # the generated source's records (user data: the run's input_spec)
+QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
+RESULT_DDL = ("task int, attempt int, stage int, token string, records bigint, quarantined bigint, "
+              "stats string, schema string")
+DUPLICATE_ATTEMPT = 100
+FAULT_KINDS = ("fail-after-file", "kill-worker", "duplicate-attempt")
+_ARROW_DDL = {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.float64(): "double",
+              pa.bool_(): "boolean", pa.large_string(): "string", pa.float32(): "float", pa.binary(): "binary",
+              pa.date32(): "date"}
+
+
+class TaskFault(RuntimeError):
+    """An injected task failure (fault injection): Spark retries the task."""
+
+
+# ------------------------------------------------------------------------------------------------- spec
+def record_schema(cfg: dict) -> pa.Schema:
+    """The records' schema the writer tasks write: the user data's run schema (``input_spec``, typed from the
+    data), else the generated source's."""
+    spec = src.input_spec(cfg)
+    return RECORD_SCHEMA if spec is None else spec.arrow_schema()
+
+
+def write_fields(cfg: dict) -> dict:
+    """Record key, ordering, partition and delete fields of the run (the user's ``--record-key`` etc., else the
+    generated source's key, ts, partition and Hudi's ``_hoodie_is_deleted``), as :func:`make_spec` takes them."""
+    key, ordering, partition = src.record_columns(cfg)
+    spec = src.input_spec(cfg)
+    return {"record_key": key, "ordering_field": ordering, "partition_field": partition,
+            "delete_field": spec.delete_field if spec is not None else None}
+
+
+def make_spec(cfg: dict, *, base_path: Path, table_name: str, instant: str, batch: int, own_pending,
+              quarantine_dir: Path, schema: pa.Schema, record_key: str, ordering_field: str | None,
+              partition_field: str | None, delete_field: str | None = None, faults=(),
+              kill_mid: dict | None = None) -> dict:
+    """What every task of a batch's write needs (JSON: it travels inside the task closure)."""
+    return {"base_path": str(base_path), "table_type": cfg["table_type"], "table_version": cfg["table_version"],
+            "table_name": table_name, "instant": instant, "batch": batch, "own_pending": sorted(own_pending),
+            "parallelism": cfg["parallelism"], "buckets": cfg["buckets"], "quarantine": str(quarantine_dir),
+            "schema": schema.serialize().to_pybytes().hex(), "record_key": record_key,
+            "ordering_field": ordering_field, "partition_field": partition_field, "delete_field": delete_field,
+            "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid}
+
+
+def _schema(spec: dict) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(spec["schema"])))
+
+
+def _wire_names(schema: pa.Schema) -> list[str]:
+    """Stage 1's names of the record columns: by position (a user's column may be called ``task`` or ``seq``,
+    or hold characters a DDL string cannot)."""
+    return [f"_c{i}" for i in range(len(schema))]
+
+
+def _wire_type(t: pa.DataType) -> pa.DataType:
+    """The Arrow type a record column crosses the shuffle as: a timestamp as Spark's (microseconds, UTC); the
+    writer task casts it back to the run schema's."""
+    return pa.timestamp("us", tz="UTC") if pa.types.is_timestamp(t) else t
+
+
+def routed_ddl(schema: pa.Schema) -> str:
+    """The Spark schema of stage 1's rows: route, task, seq, the record columns (by position), reason, raw."""
+    cols = []
+    for f, wire in zip(schema, _wire_names(schema)):
+        if pa.types.is_timestamp(f.type):
+            cols.append(f"`{wire}` timestamp")
+            continue
+        if f.type not in _ARROW_DDL:
+            raise ValueError(f"record column {f.name}: type {f.type} not supported by the executor writer")
+        cols.append(f"`{wire}` {_ARROW_DDL[f.type]}")
+    return "route int, task int, seq bigint, " + ", ".join(cols) + ", `_reason` string, `_raw` string"
+
+
+# ------------------------------------------------------------------------------------------- stage 1
+def parse_and_route(spec: dict, routes: list[int], split):
+    """Stage 1's ``mapInArrow`` function (see the module doc). ``split(table of the source's rows: raw lines, or
+    user data's (path, content) per file) -> (records of the run's schema, [(reason, raw)])`` is the one
+    validation (:func:`pipeline.job.split_batch`)."""
+    schema = _schema(spec)
+    wire = _wire_names(schema)
+    P, B, key = spec["parallelism"], spec["buckets"], spec["record_key"]
+    route_arr = np.asarray(routes, dtype=np.int32)
+
+    def fn(batches):
+        from pyspark import TaskContext
+
+        part = TaskContext.get().partitionId()
+        row0 = 0
+        for b in batches:
+            good, bad = split(pa.Table.from_batches([b]))
+            good = good.select(schema.names).cast(schema)
+            base = (part << 40) + row0
+            row0 += b.num_rows
+            n = good.num_rows
+            keys = good.column(key).combine_chunks()  # Hudi hashes the record key's string (an int key: its digits)
+            keys = keys if pa.types.is_string(keys.type) else keys.cast(pa.string())
+            tasks = bk.task_of(bk.bucket_ids(keys, B), P)
+            cols = {"route": pa.array(route_arr[tasks], pa.int32()), "task": pa.array(tasks, pa.int32()),
+                    "seq": pa.array(range(base, base + n), pa.int64())}
+            for f, w in zip(schema, wire):
+                cols[w] = good.column(f.name).combine_chunks().cast(_wire_type(f.type))
+            cols["_reason"] = pa.nulls(n, pa.string())
+            cols["_raw"] = pa.nulls(n, pa.string())
+            yield pa.RecordBatch.from_pydict(cols)
+            if bad:
+                seqs = range(base + n, base + n + len(bad))
+                bt = [q % P for q in seqs]
+                cols = {"route": pa.array([routes[t] for t in bt], pa.int32()), "task": pa.array(bt, pa.int32()),
+                        "seq": pa.array(seqs, pa.int64())}
+                for f, w in zip(schema, wire):
+                    cols[w] = pa.nulls(len(bad), _wire_type(f.type))
+                cols["_reason"] = pa.array([r for r, _ in bad], pa.string())
+                cols["_raw"] = pa.array([x for _, x in bad], pa.string())
+                yield pa.RecordBatch.from_pydict(cols)
+    return fn
+
+
+# ------------------------------------------------------------------------------------------- stage 2
+def quarantine_path(qdir: Path, batch: int, task: int) -> Path:
+    return Path(qdir) / f"batch-{batch:06d}-task-{task:04d}.parquet"
+
+
+def _write_quarantine(spec: dict, task: int, reasons: list, raws: list) -> None:
+    from pipeline.run_dir import atomic_write_bytes
+
+    path = quarantine_path(Path(spec["quarantine"]), spec["batch"], task)
+    if not reasons:
+        path.unlink(missing_ok=True)
+        return
+    t = pa.table({"batch": [spec["batch"]] * len(reasons), "reason": reasons, "raw": raws}, schema=QUARANTINE_SCHEMA)
+    sink = pa.BufferOutputStream()
+    pq.write_table(t, sink)
+    atomic_write_bytes(path, sink.getvalue().to_pybytes())
+
+
+def _open_writer(spec: dict):
+    from lakeio.hudiformat.table import HudiTableWriter
+
+    extra = {"delete_field": spec["delete_field"]} if spec.get("delete_field") else {}
+    return HudiTableWriter(spec["base_path"], spec["table_type"], spec["table_version"],
+                           record_key=spec["record_key"], ordering_field=spec["ordering_field"],
+                           partition_field=spec["partition_field"], table_name=spec["table_name"], for_task=True,
+                           **extra)
+
+
+class _AfterFiles:
+    """Run ``action(n)`` after each data file the writer writes (wraps the two functions data files are
+    written with, looked up at call time -- the crash harness's ``write.mid`` hook, here inside a task)."""
+
+    def __init__(self, action):
+        self.action, self.n = action, 0
+
+    def __enter__(self):
+        from lakeio.hudiformat import basefile, table
+        self.saved = (basefile.write_base_file, table._atomic_write)
+
+        def wrap(f):
+            def wrapped(*a, **kw):
+                out = f(*a, **kw)
+                self.n += 1
+                self.action(self.n)
+                return out
+            return wrapped
+        basefile.write_base_file = wrap(self.saved[0])
+        table._atomic_write = wrap(self.saved[1])
+        return self
+
+    def __exit__(self, *exc):
+        from lakeio.hudiformat import basefile, table
+        basefile.write_base_file, table._atomic_write = self.saved
+
+
+def _kill_driver(spec: dict, task: int, n: int) -> None:
+    """``write.mid``: the driver is SIGKILLed after a task's n-th data file (once per driver: an exclusive
+    file decides which task fires)."""
+    km = spec["kill_mid"]
+    if km is None or n != km["hit"]:
+        return
+    crash = Path(km["crash_dir"])
+    try:
+        fd = os.open(crash / f"write.mid.{km['driver_pid']}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    (crash / "kill_at").unlink(missing_ok=True)
+    from pipeline.run_dir import append_line
+    append_line(Path(km["events"]), {"kind": "crash", "point": "write.mid", "pid": km["driver_pid"], "task": task})
+    os.kill(km["driver_pid"], signal.SIGKILL)
+
+
+def write_partition(spec: dict):
+    """Stage 2's ``mapInArrow`` function: one writer task (see the module doc)."""
+    schema = _schema(spec)
+
+    def fn(batches):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task, attempt, stage = ctx.partitionId(), ctx.attemptNumber(), ctx.stageId()
+        parts = [pa.Table.from_batches([b]) for b in batches]
+        rows = pa.concat_tables(parts) if parts else None
+        if rows is not None and rows.num_rows:
+            tasks = set(rows.column("task").unique().to_pylist())
+            if tasks - {task}:
+                raise RuntimeError(f"writer task {task} received rows routed to tasks {sorted(tasks)} "
+                                   "(Spark's partitioner and the route keys disagree)")
+            reason = rows.column("_reason")
+            bad = rows.filter(reason.is_valid())
+            good = (rows.filter(reason.is_null()).select(_wire_names(schema)).rename_columns(schema.names)
+                    .cast(schema))
+        else:
+            bad, good = None, schema.empty_table()
+        _write_quarantine(spec, task, bad.column("_reason").to_pylist() if bad is not None else [],
+                          bad.column("_raw").to_pylist() if bad is not None else [])
+        faults = {f["kind"] for f in spec["faults"] if f.get("task") == task} if attempt == 0 else set()
+        token = f"{task}-{stage}-{attempt}"
+        result = None
+        if good.num_rows:
+            if "duplicate-attempt" in faults:  # a speculative copy of this task, whose result Spark drops
+                _open_writer(spec).write_task(spec["instant"], good, num_buckets=spec["buckets"],
+                                              write_token=f"{task}-{stage}-{DUPLICATE_ATTEMPT}", task_number=task,
+                                              own_pending=spec["own_pending"])
+
+            def after_file(n: int) -> None:
+                _kill_driver(spec, task, n)
+                if n == 1 and "fail-after-file" in faults:
+                    raise TaskFault(f"injected: task {task} attempt {attempt} fails after its first data file")
+                if n == 1 and "kill-worker" in faults:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            with _AfterFiles(after_file):
+                result = _open_writer(spec).write_task(spec["instant"], good, num_buckets=spec["buckets"],
+                                                       write_token=token, task_number=task,
+                                                       own_pending=spec["own_pending"])
+        yield pa.RecordBatch.from_pydict({
+            "task": pa.array([task], pa.int32()), "attempt": pa.array([attempt], pa.int32()),
+            "stage": pa.array([stage], pa.int32()), "token": [token], "records": pa.array([good.num_rows], pa.int64()),
+            "quarantined": pa.array([bad.num_rows if bad is not None else 0], pa.int64()),
+            "stats": [json.dumps(result.write_stats if result is not None else [])],
+            "schema": [result.schema if result is not None else ""]})
+    return fn
+
+
+# -------------------------------------------------------------------------------------------- driver
+_ROUTES: dict[int, list[int]] = {}
+
+
+def route_keys(spark, parallelism: int) -> list[int]:
+    """For each task t, an int whose Spark hash partition (``pmod(hash(k), parallelism)``, what
+    ``repartition(parallelism, col)`` computes) is t: asked of Spark once per parallelism (a tiny query)."""
+    if parallelism not in _ROUTES:
+        rows = (spark.range(0, 64 * parallelism).selectExpr("CAST(id AS INT) AS k")
+                .selectExpr("k", f"pmod(hash(k), {parallelism}) AS p").collect())
+        first: dict[int, int] = {}
+        for r in rows:
+            first.setdefault(r["p"], r["k"])
+        if len(first) < parallelism:
+            raise RuntimeError(f"no route key found for every one of {parallelism} tasks")
+        _ROUTES[parallelism] = [first[t] for t in range(parallelism)]
+    return _ROUTES[parallelism]
+
+
+def write_batch(df, spec: dict, split) -> list[dict]:
+    """Run the batch's write job on ``df`` (one binary column of raw lines); the write statuses of each task's
+    successful attempt, in task order. Nothing but those rows comes back to the driver. ``split``: the batch
+    split the tasks run (:func:`pipeline.job.split_batch`)."""
+    P = spec["parallelism"]
+    schema = _schema(spec)
+    routes = route_keys(df.sparkSession, P)
+    routed = df.mapInArrow(parse_and_route(spec, routes, split), routed_ddl(schema))
+    out = (routed.repartition(P, "route").sortWithinPartitions("seq")
+           .mapInArrow(write_partition(spec), RESULT_DDL))
+    statuses = [r.asDict() for r in out.collect()]  # one row per task: the write statuses
+    statuses.sort(key=lambda r: r["task"])
+    if [r["task"] for r in statuses] != list(range(P)):
+        raise RuntimeError(f"write job returned statuses of tasks {[r['task'] for r in statuses]}, "
+                           f"expected 0..{P - 1}")
+    for r in statuses:
+        r["stats"] = json.loads(r["stats"])
+    return statuses
