@@ -143,7 +143,8 @@ class Coordinator:
         self.max_acked = -(10**9)   # highest ack processed since the last (re)start (monitor)
         self.assigned: dict[int, str] = {}  # key -> instant assigned since the last (re)start (monitor)
         self._rule = _commit_rule(cfg.commit_rule)
-        self._guarded = cfg.blocking and cfg.commit_guard  # the config's, read by would_block (frozen)
+        # the config's, read by would_block (frozen); 0.x has no CommitGuard: its writers wait (System)
+        self._guarded = cfg.blocking and cfg.commit_guard and not cfg.coordinator_start
         self._owned: tuple | None = None  # keys whose EventBuffer this coordinator owns (None: all)
 
     def copy(self) -> "Coordinator":
@@ -205,16 +206,41 @@ class Coordinator:
                 return entry.instant
         if self.would_block(key):
             raise RuntimeError("instant request would block; check would_block() first")
-        current = self.instant
-        if (self.cfg.coordinator_start and current and table.is_pending(current)
-                and current in table.heartbeats):
-            instant = current  # 0.x: the instant the coordinator started
-        else:
-            instant = table.start_commit(eager=self.cfg.eager)
+        if self.cfg.coordinator_start:
+            return self._instant_to_write_0x(table, key)
+        instant = table.start_commit(eager=self.cfg.eager)
         self._assign(table, key, instant)
         self._put(key, self._empty(instant))  # initNewEventBuffer
         self.instant = instant
         return instant
+
+    def _instant_to_write_0x(self, table, key: int) -> str:
+        """0.x ``instantToWrite``: the last pending instant (a new one when none, the fresh job's
+        ``initInstant``); its entry made under ``key`` when there is none
+        (:func:`model.protocol.coordinator._instant_to_write_0x`)."""
+        pending = table.pending_instants()
+        instant = pending[-1] if pending else table.start_commit(eager=self.cfg.eager)
+        if not self.buffers:
+            self._assign(table, key, instant)
+            self._put(key, self._empty(instant))
+        self.instant = instant
+        return instant
+
+    def initialize_0x(self, table, events: list) -> None:
+        """0.x ``subtaskFailed`` + ``handleBootstrapEvent`` -> ``initInstant``
+        (:func:`model.protocol.coordinator.initialize_0x`)."""
+        self.buffers = {}
+        self._owned = None
+        self.max_acked = -(10**9)  # a new epoch, as after reset_to_checkpoint
+        self.assigned = {}
+        first = next((e for e in events if e.statuses), None)
+        if first is not None and not table.is_completed(first.instant):
+            key = first.checkpoint_id
+            slots = [e if e.instant == first.instant else None for e in sorted(events, key=lambda e: e.task)]
+            self._assign(table, key, first.instant)
+            self._put(key, EventBuffer(first.instant, slots))
+            self.commit_instant(table, key, recommit=True)
+        self.instant = table.start_commit(eager=self.cfg.eager)
 
     def _assign(self, table, key: int, instant: str) -> None:
         old = self.assigned.get(key)
@@ -225,7 +251,16 @@ class Coordinator:
 
     # ---------------------------------------------------------- write metadata
     def handle_write_metadata(self, table, ev) -> None:
-        """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id``."""
+        """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id`` (0.x: the
+        entry of the event's instant, the single buffer)."""
+        if self.cfg.coordinator_start:  # 0.x: one buffer, events merged whatever their instant
+            if self.buffers:
+                entry = self._entry(next(iter(self.buffers)))
+            else:
+                entry = self._entry_or_new(table, ev.checkpoint_id, self.instant or ev.instant)
+            old = entry.slots[ev.task]
+            entry.set_slot(ev.task, ev if old is None else old.merge_with(ev))
+            return
         self._entry_or_new(table, ev.checkpoint_id, ev.instant).add_event(ev)
 
     # ------------------------------------------------------------ checkpoints
@@ -250,7 +285,8 @@ class Coordinator:
     def commit_instant(self, table, key: int, recommit: bool = False) -> str:
         """``commitInstant(key, instant, buffer)``; the entry is removed in every outcome.
 
-        Outcomes: ``"empty"`` (reset, heartbeat stopped, instant left pending), ``"skipped"``
+        Outcomes: ``"empty"`` (reset, heartbeat stopped, instant left pending; 0.x ``"empty-ack"``: the
+        heartbeat kept and a ``CommitAckEvent`` sent to every task, which the System delivers), ``"skipped"``
         (recommit of an instant already completed), or :meth:`Table.commit`'s outcome.
         """
         entry = self.buffers[key]
@@ -262,6 +298,8 @@ class Coordinator:
             del self.buffers[key]
             if not self.cfg.coordinator_start:  # 0.x keeps the instant (and its heartbeat) for the next interval
                 table.stop_heartbeat(entry.instant)  # writeClient.cleanResources(instant)
+            elif not entry.all_null() and self.cfg.commit_ack_events:
+                return "empty-ack"  # 0.x sendCommitAckEvents
             return "empty"
         if recommit and not self.cfg.eager:
             if table.is_pending(entry.instant):

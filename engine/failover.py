@@ -34,14 +34,27 @@ from __future__ import annotations
 from .coordinator import Coordinator
 
 
+def _last_pending(system) -> str | None:
+    pending = system.table.pending_instants()
+    return pending[-1] if pending else None
+
+
 def _restore_writer(system, t: int, attempt: int) -> None:
     ckp = system.last_completed
+    confirming = (_last_pending(system) or "") if system.config.coordinator_start else None
     w = system.writer_to_change(t)
     if ckp is None:
-        w.restore(0, -1, (), attempt)
+        w.restore(0, -1, (), attempt, confirming)
     else:
         snap = ckp.tasks[t]
-        w.restore(snap.offset, snap.checkpoint_id, snap.state, attempt)
+        w.restore(snap.offset, snap.checkpoint_id, snap.state, attempt, confirming)
+
+
+def _bootstrap_0x(system, tasks) -> None:
+    """0.x: one bootstrap event per restarted task, then ``initInstant`` (:func:`model.protocol.failover._bootstrap_0x`)."""
+    last = _last_pending(system)
+    events = [system.writers[t].bootstrap_event_0x(last) for t in tasks]
+    system.coordinator_to_change().initialize_0x(system.table, events)
 
 
 def _drop_in_flight(system, tasks) -> None:
@@ -68,7 +81,10 @@ def task_failover(system, failed: int) -> None:
     _drop_in_flight(system, tasks)
     for t in tasks:
         _restore_writer(system, t, system.writers[t].attempt + 1)
-    _send_bootstrap(system, tasks, global_failover=False)
+    if system.config.coordinator_start:
+        _bootstrap_0x(system, tasks)
+    else:
+        _send_bootstrap(system, tasks, global_failover=False)
 
 
 def global_failover(system, recreate_coordinator: bool) -> None:
@@ -91,4 +107,7 @@ def global_failover(system, recreate_coordinator: bool) -> None:
     tasks = list(range(cfg.parallelism))
     for t in tasks:
         _restore_writer(system, t, 0 if recreate_coordinator else system.writers[t].attempt + 1)
-    _send_bootstrap(system, tasks, global_failover=not recreate_coordinator)
+    if cfg.coordinator_start:
+        _bootstrap_0x(system, tasks)
+    else:
+        _send_bootstrap(system, tasks, global_failover=not recreate_coordinator)

@@ -25,7 +25,7 @@ def abstract(system: System) -> View:
     if not isinstance(clock, LogicalClock):
         raise TypeError(f"only a System on the logical clock has an abstract state, not {type(clock).__name__}")
     writers = tuple(Writer(w.task, w.offset, w.flushed, w.checkpoint_id, w.instant, w.current_instant, w.interval,
-                           w.state, w.attempt) for w in system.writers)
+                           w.state, w.attempt, w.confirming) for w in system.writers)
     coord = system.coordinator
     coordinator = CoordinatorState(tuple((k, e.frozen()) for k, e in sorted(coord.buffers.items())), coord.instant)
     t = system.table

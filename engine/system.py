@@ -28,7 +28,8 @@ deliver-ack(n)         n in flight and the oldest (any with late-ack)      commi
 deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
                                                                            the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
-instant-timeout(t)     blocking, t blocked, no ack in flight               global failover
+instant-timeout(t)     blocking, t blocked, no ack in flight               global failover (0.x
+                                                                           task failover)
 stop-faults            faults not stopped yet (drivers only; not listed)   no more faults
 lose-ack(n)            [lost-ack] n in flight                              drop it
 abort-checkpoint       [abort] one pending (and no task snapshotted yet,  drop it
@@ -38,6 +39,7 @@ crash-coordinator      [coordinator-crash] crash budget left               coord
 restart-job            [full-restart] crash budget left                    global failover
 lose-event(t)          [lost-event] a message in flight from t, budget     drop it; task failover
 request-timeout(t)     [request-timeout] t's request would be granted      task failover
+                       (not 0.x: no request RPC)
 =====================  ==================================================  =======================
 """
 
@@ -206,12 +208,25 @@ class System:
         w = self.writers[t]
         return w.instant is None and (w.offset - w.flushed >= self.config.buffer_size or self._barrier_waiting(t))
 
+    def _instant_wait(self, t: int) -> bool:
+        """Task ``t`` (which needs an instant) must wait (:func:`model.protocol.state.instant_wait`): 0.x
+        coordinator-started instants -- it is confirming and no other instant is pending (or the same one and
+        it has data, ``instantToWrite``); else the coordinator would block a new instant."""
+        w = self.writers[t]
+        if not self.config.coordinator_start:
+            return self.coordinator.would_block(w.checkpoint_id)
+        c = w.confirming
+        if c is None:
+            return False
+        pending = self.table.pending_instants()
+        return not pending or (pending[-1] == c and w.offset > w.flushed)
+
     def writer_status(self, t: int) -> str:
         """``"blocked"`` (must flush, coordinator refuses a new instant), ``"needs-instant"``,
         ``"idle"`` (split exhausted, nothing buffered) or ``"running"``."""
         w = self.writers[t]
         if self._needs_instant(t):
-            return "blocked" if self.coordinator.would_block(w.checkpoint_id) else "needs-instant"
+            return "blocked" if self._instant_wait(t) else "needs-instant"
         if w.offset >= self.config.records and w.offset == w.flushed and not self._barrier_waiting(t):
             return "idle"
         return "running"
@@ -231,7 +246,7 @@ class System:
         full = w.offset - w.flushed >= self.config.buffer_size
         if w.instant is None:
             if full or waiting:
-                return "blocked" if self.coordinator.would_block(w.checkpoint_id) else "request-instant"
+                return "blocked" if self._instant_wait(t) else "request-instant"
             return None
         if waiting and at_barrier:
             return "snapshot-task"
@@ -263,6 +278,8 @@ class System:
             return f"split {ev.task} is exhausted ({cfg.records} records)"
         if w.offset - w.flushed >= cfg.buffer_size:
             return f"task {ev.task}'s buffer is full; it must flush first"
+        if cfg.coordinator_start and w.instant is not None:
+            return f"0.x: task {ev.task} is flushing under {w.instant}"
         return None
 
     def _may_request_instant(self, ev):
@@ -272,7 +289,9 @@ class System:
             return f"task {t} already holds instant {w.instant}"
         if not self._needs_instant(t):
             return f"task {t} has nothing to flush (buffer not full, no barrier)"
-        if self.coordinator.would_block(w.checkpoint_id):
+        if self._instant_wait(t):
+            if self.config.coordinator_start:
+                return f"0.x: task {t} is confirming: it waits until the coordinator starts a new instant"
             return f"blocking mode: task {t} waits until the buffered instant is committed"
         return None
 
@@ -287,6 +306,9 @@ class System:
     def _may_trigger(self, ev):
         if self.pending_checkpoint is not None:
             return f"checkpoint {self.pending_checkpoint.id} is pending"
+        if self.config.ack_before_next_checkpoint and self.acks_in_flight:
+            return (f"the coordinator's executor handles notifyCheckpointComplete({self.acks_in_flight[0]}) before "
+                    f"checkpointCoordinator({self.next_checkpoint}) (one FIFO thread)")
         if self.next_checkpoint > self.config.max_checkpoints and not self.faults_stopped:
             return f"bound: max_checkpoints={self.config.max_checkpoints}"
         if self._bootstrap_in_flight():
@@ -327,6 +349,8 @@ class System:
         return self._may_crash(ev)
 
     def _may_request_timeout(self, ev):
+        if self.config.coordinator_start:
+            return "0.x: writers poll the last pending instant; no instant request goes to the coordinator"
         why = self._may_request_instant(ev)
         if why is not None:
             return f"no instant request of task {ev.task} in progress ({why})"
@@ -386,15 +410,16 @@ class System:
         coord = self.coordinator
         pend = self.pending_checkpoint
         chans = self.channels
+        cstart = cfg.coordinator_start
         for t in range(P):
             w = self.writers[t]
             buffered = w.offset - w.flushed
             full = buffered >= cfg.buffer_size
-            if w.offset < cfg.records and not full:
+            if w.offset < cfg.records and not full and not (cstart and w.instant is not None):
                 out.append(_event(E.Ingest, t))
             barrier = pend is not None and pend.tasks[t] is None and w.checkpoint_id != pend.id
             if w.instant is None:
-                if (full or barrier) and not coord.would_block(w.checkpoint_id):
+                if (full or barrier) and not (self._instant_wait(t) if cstart else coord.would_block(w.checkpoint_id)):
                     out.append(_event(E.RequestInstant, t))
             else:
                 if full:
@@ -404,7 +429,8 @@ class System:
             if chans[t]:
                 out.append(_event(E.DeliverEvent, t))
         if pend is None:
-            if (self.next_checkpoint <= cfg.max_checkpoints or self.faults_stopped) and not self._bootstrap_in_flight():
+            if ((self.next_checkpoint <= cfg.max_checkpoints or self.faults_stopped) and not self._bootstrap_in_flight()
+                    and not (cfg.ack_before_next_checkpoint and self.acks_in_flight)):
                 out.append(_event(E.TriggerCheckpoint))
         elif pend.all_tasks_done():
             out.append(_event(E.CompleteCheckpoint))
@@ -428,7 +454,7 @@ class System:
             out.extend(_event(E.LoseAck, n) for n in acks)
         if "lost-event" in faults and self.crashes < cfg.max_crashes:
             out.extend(_event(E.LoseEvent, t) for t in range(P) if chans[t])
-        if "request-timeout" in faults and self.crashes < cfg.max_crashes:
+        if "request-timeout" in faults and self.crashes < cfg.max_crashes and not cstart:
             out.extend(_event(E.RequestTimeout, t) for t in range(P)
                        if self._may_request_instant(_event(E.RequestInstant, t)) is None)
         if "abort" in faults and pend is not None and (cfg.partial_aborts or not self._any_snapshotted(pend)):
@@ -519,7 +545,7 @@ class System:
     def _do_snapshot(self, ev):
         p = self.pending_checkpoint
         w = self._w(ev.task)
-        sent, state = w.snapshot_state(p.id, self.config.task_state == "append")
+        sent, state = w.snapshot_state(p.id, self.config.task_state == "append", self.config.coordinator_start)
         self._send(ev.task, sent)
         ack = _new(TaskSnapshot, (w.offset, p.id, state))
         if self.config.event_delivery == "async" and not self.config.ack_behind_events:
@@ -562,7 +588,12 @@ class System:
     def _do_deliver_ack(self, ev):
         self.acks_in_flight = tuple(n for n in self.acks_in_flight if n != ev.checkpoint)
         self.last_ack = max(self.last_ack, ev.checkpoint)
-        self._c().notify_checkpoint_complete(self.table, ev.checkpoint)
+        out = self._c().notify_checkpoint_complete(self.table, ev.checkpoint)
+        if self.config.coordinator_start and any(o == "empty-ack" for _, _, o in out):
+            # 0.x CommitAckEvent to every task: handleOperatorEvent clears confirming
+            for t in range(self.config.parallelism):
+                if self.writers[t].confirming is not None:
+                    self._w(t).confirming = None
 
     def _do_lose_ack(self, ev):
         self.acks_in_flight = tuple(n for n in self.acks_in_flight if n != ev.checkpoint)
@@ -573,7 +604,10 @@ class System:
     def _do_timeout(self, ev):
         if self.faults_stopped:
             self.stalls_after_stop = self.stalls_after_stop + (self.step_count + 1,)
-        failover.global_failover(self, recreate_coordinator=False)
+        if self.config.coordinator_start:  # 0.x: instantToWrite's TimeWait fails the task
+            failover.task_failover(self, ev.task)
+        else:
+            failover.global_failover(self, recreate_coordinator=False)
 
     def _do_stop_faults(self, ev):
         self.faults_stopped = True
@@ -640,7 +674,7 @@ class System:
                 if self.pending_checkpoint is None or self.pending_checkpoint.tasks[t] is not None:
                     continue
                 if self.writers[t].instant is None:
-                    if self.coordinator.would_block(self.writers[t].checkpoint_id):
+                    if self._instant_wait(t):
                         do(E.InstantTimeout(t))
                         aborted = True
                         break

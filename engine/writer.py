@@ -31,7 +31,7 @@ class WriterTask:
     """One writer subtask. Fields are plain values; the rules below are its transitions."""
 
     __slots__ = ("task", "offset", "flushed", "checkpoint_id", "instant", "current_instant",
-                 "interval", "state", "attempt")
+                 "interval", "state", "attempt", "confirming")
 
     def __init__(self, task: int):
         self.task = task
@@ -43,17 +43,18 @@ class WriterTask:
         self.interval: tuple = ()  # WriteStatus of every flush since the last snapshot
         self.state: tuple = ()     # write-metadata-state (restored on failover)
         self.attempt = 0
+        self.confirming = None     # 0.x: waiting for the coordinator's next instant (holds currentInstant)
 
     def copy(self) -> "WriterTask":
         w = WriterTask.__new__(WriterTask)
         w.task, w.offset, w.flushed, w.checkpoint_id = self.task, self.offset, self.flushed, self.checkpoint_id
         w.instant, w.current_instant, w.interval = self.instant, self.current_instant, self.interval
-        w.state, w.attempt = self.state, self.attempt
+        w.state, w.attempt, w.confirming = self.state, self.attempt, self.confirming
         return w
 
     def key(self) -> tuple:
         return (self.offset, self.flushed, self.checkpoint_id, self.instant, self.current_instant,
-                self.interval, self.state, self.attempt > 0)
+                self.interval, self.state, self.attempt > 0, self.confirming)
 
     # -------------------------------------------------------------- queries
     @property
@@ -63,7 +64,8 @@ class WriterTask:
     def __repr__(self) -> str:
         return (f"WriterTask(t{self.task} offset={self.offset} buffer=[{self.flushed},{self.offset}) "
                 f"ckp={self.checkpoint_id} grant={self.instant} interval={list(self.interval)} "
-                f"state={[str(e) for e in self.state]} attempt={self.attempt})")
+                f"state={[str(e) for e in self.state]} attempt={self.attempt}"
+                + ("" if self.confirming is None else f" confirming={self.confirming!r}") + ")")
 
     # ---------------------------------------------------------------- rules
     def ingest(self) -> None:
@@ -71,8 +73,10 @@ class WriterTask:
         self.offset += 1
 
     def grant(self, instant: str) -> None:
-        """The coordinator answered ``requestInstantTime(checkpoint_id)`` with ``instant``."""
+        """The coordinator answered ``requestInstantTime(checkpoint_id)`` with ``instant`` (0.x:
+        ``instantToWrite`` found it pending and stops confirming)."""
         self.instant = instant
+        self.confirming = None
 
     def flush(self, last_batch: bool) -> WriteMetadataEvent:
         """Write the buffer as one data file under the granted instant; report it.
@@ -87,8 +91,10 @@ class WriterTask:
         self.instant = None
         return _new(WriteMetadataEvent, (self.task, self.checkpoint_id, inst, statuses, last_batch, False))
 
-    def snapshot_state(self, checkpoint: int, append: bool = False) -> tuple[WriteMetadataEvent, tuple]:
-        """``snapshotState(n)``: flush the rest (lastBatch), replace the state, remember n.
+    def snapshot_state(self, checkpoint: int, append: bool = False,
+                       confirm: bool = False) -> tuple[WriteMetadataEvent, tuple]:
+        """``snapshotState(n)``: flush the rest (lastBatch), replace the state, remember n (0.x with
+        ``confirm``: then wait for an instant other than the one just written, ``flushRemaining``).
 
         Returns the event sent to the coordinator and the new ``write-metadata-state``."""
         ev = self.flush(True)  # lastBatch
@@ -97,11 +103,14 @@ class WriterTask:
         self.state = (self.state + (kept,)) if append else (kept,)
         self.checkpoint_id = checkpoint
         self.interval = ()
+        if confirm:
+            self.confirming = self.current_instant
         self.current_instant = ""
         return ev, self.state
 
-    def restore(self, offset: int, checkpoint_id: int, state: tuple, attempt: int) -> None:
-        """``initializeState``: rewind the split, drop the buffer, restore id and state."""
+    def restore(self, offset: int, checkpoint_id: int, state: tuple, attempt: int,
+                confirming: str | None = None) -> None:
+        """``initializeState``: rewind the split, drop the buffer, restore id and state (0.x: confirming)."""
         self.offset = self.flushed = offset
         self.checkpoint_id = checkpoint_id
         self.instant = None
@@ -109,6 +118,18 @@ class WriterTask:
         self.interval = ()
         self.state = state
         self.attempt = attempt
+        self.confirming = confirming
+
+    def bootstrap_event_0x(self, last_pending: str | None) -> WriteMetadataEvent:
+        """0.x: the one bootstrap event of a (re)started task (:func:`model.protocol.writer.bootstrap_event_0x`)."""
+        events = [e._replace(task=self.task) for e in self.state
+                  if last_pending is not None and e.instant == last_pending]
+        if not events:
+            return empty_bootstrap(self.task, self.checkpoint_id)
+        out = events[0]
+        for e in events[1:]:
+            out = out.merge_with(e)
+        return out
 
     def bootstrap_events(self, table, restored: bool, global_failover: bool,
                          resend_on_global_failover: bool) -> list[WriteMetadataEvent]:

@@ -162,6 +162,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "listing_ms_per_instant": _num(0.2, 0, 3.6e6, "ms", "timeline listing cost per active instant"),
         "active_instants": _int(30, 1, 10**6, doc="active-timeline size kept after archival"),
         "ack_timeout_s": _num(600.0, 0, DAY, "s", "write.commit.ack.timeout", lo_open=True),
+        "request_timeout_s": _num(0.0, 0, DAY, "s", "an instant request still queued on the coordinator's "
+                                  "executor this long after it was sent times out and fails its task (Hudi 1.1: "
+                                  "the Correspondent's RPC, bounded by Flink's pekko.ask.timeout, 10 s by "
+                                  "default; later the poll budget of Correspondent#requestInstantTime); "
+                                  "0: the same as ack_timeout_s"),
     },
     "truetime": {
         "enabled": Key(bool, True, doc="generate times with the TrueTime generator (lock + skew wait)"),

@@ -96,8 +96,8 @@ EXPIRED = object()
 
 
 def expire_request(executor: Executor, grant, _timer) -> None:
-    """The instant request of ``grant`` is still queued ``ack_timeout_s`` after it was sent: its RPC times
-    out (``write.commit.ack.timeout``; Hudi #19902). Taken out of the queue, its grant fires with
+    """The instant request of ``grant`` is still queued ``coordinator.request_timeout_s`` (0: ``ack_timeout_s``)
+    after it was sent: its RPC times out (Flink's RPC ask timeout; Hudi #19902). Taken out of the queue, its grant fires with
     :data:`EXPIRED`. A grant already taken, or given up by a crash, is left alone."""
     if not grant.triggered and grant in executor.queue:
         executor.give(grant)
@@ -215,7 +215,8 @@ class StreamSim:
         # service) ack_timeout_s after it was sent fails its task (model fault request-timeout); room for
         # one such failure per timeout period in the crash budget.
         faults.add("request-timeout")
-        timeouts = int(self.duration / co["ack_timeout_s"]) + 1
+        self.request_timeout_s = co["request_timeout_s"] or co["ack_timeout_s"]
+        timeouts = int(self.duration / self.request_timeout_s) + 1
         try:
             self.pcfg = variant(name, parallelism=P, buffer_size=1, records=records,
                                 max_checkpoints=min(10_000, n_ckp), faults=frozenset(faults),
@@ -421,7 +422,7 @@ class StreamSim:
         ev_ingest, ev_request, ev_flush, ev_snapshot = w.ev_ingest, w.ev_request, w.ev_flush, w.ev_snapshot
         flush_base, flush_per_record, storage = self.flush_base_s, self.flush_s_per_record, self.storage
         instant_requests, stall = self.metrics.instant_requests, self.metrics.stall
-        request_timeout = self.p["coordinator"]["ack_timeout_s"]
+        request_timeout = self.request_timeout_s
         now = env.now  # (read once after each yield)
         while True:
             try:

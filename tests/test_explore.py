@@ -473,7 +473,7 @@ def test_async_event_variants_shortest_counterexample_and_the_design_passes(name
     assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["states"] > 100
 
 
-@pytest.mark.parametrize("name", ["blocking-lost-ack-stall", "coordinator-start-lost-ack-stall"])
+@pytest.mark.parametrize("name", ["blocking-lost-ack-stall"])  # 0.x: test_coordinator_start_stall_... below
 def test_stall_bound_blocking_counterexample_and_the_async_design_passes(name, tmp_path, capsys):
     """The blocking designs (1.1 CommitGuard, 0.x coordinator-started instants): the shortest settled run whose
     drain needs an instant-timeout failover; the async design explored with the same stall bound 0, bounds and
@@ -494,3 +494,77 @@ def test_stall_bound_blocking_counterexample_and_the_async_design_passes(name, t
         cfg = variant(name, parallelism=1, max_checkpoints=2, records=2, faults=frozenset({"lost-ack"}), stall_bound=0)
         res = explore(SystemModel(cfg), stop_on_violation=False)
         assert res.complete and not res.discoveries and res.states > 50
+
+
+def test_coordinator_start_stall_and_coverage_counterexamples_at_the_same_bound(tmp_path, capsys):
+    """0.x coordinator-started instants after a lost ack (issue #15 item 2): the shortest counterexample is the
+    coverage finding (an interval without data reuses the instant and replaces the task state holding the
+    un-acked statuses), and the shortest stall is a settled run ending in the lost ack whose drain needs the
+    instant-timeout failover of the task with new data."""
+    from checker import SystemModel, explore
+    from model.protocol import variant
+
+    bound = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "lost-ack"]
+    rc, out, _ = run_cli(["explore", "--variant", "coordinator-start-lost-ack-stall", *bound, "--json", "--out",
+                          str(tmp_path)], capsys)
+    v = json.loads(out)["violation"]
+    assert rc == 1 and v["invariant"] == "I12.state-coverage" and v["depth"] == 10
+    assert [e["kind"] for e in v["events"]] == ["ingest", "trigger-checkpoint", "request-instant", "snapshot-task",
+                                                "complete-checkpoint", "lose-ack", "trigger-checkpoint",
+                                                "request-instant", "snapshot-task", "complete-checkpoint"]
+    cfg = variant("coordinator-start-lost-ack-stall", parallelism=1, max_checkpoints=2, records=2,
+                  faults=frozenset({"lost-ack"}))
+    model = SystemModel(cfg)
+    res = explore(model, stop_on_violation=False)
+    assert res.complete and set(res.discoveries) == {"I12.state-coverage", "exactly-once.drained", "liveness.stall"}
+    stall = res.discoveries["liveness.stall"]
+    kinds = [e.kind for e in stall.actions]
+    assert kinds[-1] == "lose-ack" and "ingest" in kinds[kinds.index("complete-checkpoint") + 1:]
+    assert "instant-timeout" in [e.kind for e in model.trace_events(stall)][stall.depth:]
+    # the design's bound (1 timeout after a lost ack) holds there; without lost acks even bound 0 holds
+    for name, faults, stall_bound in (("hudi-0.x-coordinator-start", {"lost-ack"}, 1),
+                                      ("hudi-0.x-coordinator-start", set(), 0)):
+        res = explore(SystemModel(variant(name, parallelism=1, max_checkpoints=2, records=2,
+                                          faults=frozenset(faults), stall_bound=stall_bound)),
+                      stop_on_violation=False)
+        assert res.complete and "liveness.stall" not in res.discoveries and res.states > 50
+
+
+def test_no_commit_ack_stalls_without_any_fault_and_the_design_passes(tmp_path, capsys):
+    """An empty checkpoint without the CommitAckEvent (broken variant no-commit-ack): the shortest run whose drain
+    needs an instant-timeout failover, no fault at all; the 0.x design with the ack passes the same bound with
+    stall bound 0, exhaustively."""
+    bound = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "none"]
+    rc, out, _ = run_cli(["explore", "--variant", "no-commit-ack", *bound, "--json", "--out", str(tmp_path)], capsys)
+    v = json.loads(out)["violation"]
+    assert rc == 1 and v["invariant"] == "liveness.stall" and v["replay_reports"] == "liveness.stall"
+    kinds = [e["kind"] for e in v["events"]]
+    # checkpoint 1 commits (the coordinator starts the next instant), checkpoint 2 is empty (its instant reused,
+    # no CommitAckEvent), and the record read meanwhile waits for an instant no commit will start
+    assert kinds == ["ingest", "trigger-checkpoint", "request-instant", "snapshot-task", "complete-checkpoint",
+                     "deliver-ack", "trigger-checkpoint", "request-instant", "snapshot-task", "ingest",
+                     "complete-checkpoint", "deliver-ack"]
+    trace_kinds = [json.loads(line).get("kind") for line in open(v["trace"]).read().splitlines()[1:]]
+    assert "instant-timeout" in trace_kinds[v["depth"]:]
+    rc, out, _ = run_cli(["explore", "--variant", "hudi-0.x-coordinator-start", *bound, "--json", "--out",
+                          str(tmp_path / "ok")], capsys)
+    rep = json.loads(out)
+    assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["config"]["stall_bound"] == 1
+
+
+def test_checkpoint_overtaking_the_notification_loses_0x_data_and_the_fifo_design_passes(tmp_path, capsys):
+    """The coordinator's executor is one FIFO thread (issue #15 item 3): without that order (broken variant
+    checkpoint-overtakes-notification) 0.x loses an un-acked interval after a crash, no lost ack needed; the
+    shortest counterexample is the coverage break, and the design passes the same bound exhaustively."""
+    bound = ["--writers", "1", "--checkpoints", "2", "--records", "2", "--faults", "coordinator-crash"]
+    rc, out, _ = run_cli(["explore", "--variant", "checkpoint-overtakes-notification", *bound, "--json", "--out",
+                          str(tmp_path)], capsys)
+    v = json.loads(out)["violation"]
+    assert rc == 1 and v["invariant"] == "I12.state-coverage" and v["replay_reports"] == "I12.state-coverage"
+    kinds = [e["kind"] for e in v["events"]]
+    # checkpoint 2 is triggered while checkpoint 1's notification is still in flight (never delivered)
+    assert kinds.count("complete-checkpoint") == 2 and "deliver-ack" not in kinds and "lose-ack" not in kinds
+    rc, out, _ = run_cli(["explore", "--variant", "hudi-0.x-coordinator-start", *bound, "--json", "--out",
+                          str(tmp_path / "ok")], capsys)
+    rep = json.loads(out)
+    assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["states"] > 100

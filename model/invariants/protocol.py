@@ -123,7 +123,7 @@ def check_subsume(s: State) -> Verdict:
 # ---------------------------------------------------------------------------------------------- I10
 def check_one_instant_per_key(s: State) -> Verdict:
     """Between two coordinator resets a checkpoint key is given one instant; a task's grant for its key is
-    the instant of the key's entry."""
+    the instant of the key's entry (1.1's request-driven instants only)."""
     seen: dict = {}
     breaks = []
     for a in s.history.assignments:
@@ -132,7 +132,10 @@ def check_one_instant_per_key(s: State) -> Verdict:
             breaks.append((a.step, f"checkpoint key {a.key} got instant {a.instant} after {old}"))
         seen[(a.epoch, a.key)] = a.instant
     v = _fails("I10.one-instant-per-key", breaks)
-    if not v.holds:
+    if not v.holds or s.config.coordinator_start:
+        # 0.x writers take the last pending instant, not their key's: with no data to write a confirming task
+        # may take the instant just committed (AbstractStreamWriteFunction#invalidInstant), whose empty event
+        # the single buffer absorbs
         return v
     for w in s.writers:
         e = s.coordinator.entry(w.checkpoint_id) if w.instant is not None else None

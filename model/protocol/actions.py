@@ -13,7 +13,8 @@ ingest(t)              split not exhausted, buffer not full                read 
 request-instant(t)     no grant, buffer full or barrier waiting, and the   grant := coordinator's
                        coordinator would not block (blocking mode)         instant for t's key
 flush(t)               grant held and buffer full                          eager flush, event sent
-trigger-checkpoint     none pending, id <= max_checkpoints (or draining)   pending := n; coordinator
+trigger-checkpoint     none pending, id <= max_checkpoints (or draining),  pending := n; coordinator
+                       no ack in flight if ack_before_next_checkpoint
                                                                            snapshot if coord-first
 snapshot-task(t)       barrier waiting at t and grant held                 flush rest (lastBatch),
                                                                            state replaced, id := n
@@ -23,7 +24,8 @@ deliver-ack(n)         n in flight and the oldest (any with late-ack)      commi
 deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
                                                                            the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
-instant-timeout(t)     blocking, t blocked, no ack in flight               global failover
+instant-timeout(t)     blocking, t blocked, no ack in flight               global failover (0.x
+                                                                           task failover)
 stop-faults            faults not stopped yet                              no more faults
 lose-ack(n)            [lost-ack] n in flight                              drop it
 abort-checkpoint       [abort] one pending (and no task snapshotted yet,   drop it
@@ -34,7 +36,7 @@ restart-job            [full-restart] crash budget left                    globa
 lose-event(t)          [lost-event] a message in flight from t, budget     drop it; t fails: task
                                                                            failover
 request-timeout(t)     [request-timeout] t's request would be granted,     t fails: task failover
-                       budget left
+                       budget left (not 0.x: no request RPC)
 =====================  ==================================================  =======================
 """
 
@@ -46,7 +48,8 @@ from typing import Callable, NamedTuple
 from . import coordinator, events as E, failover, table, writer
 from .channels import receive, send
 from .state import (CheckpointCoverage, Pending, State, barrier_waiting, bootstrap_in_flight, buffer_full,
-                    failed_writes, has_statuses, late_keys, needs_instant, snapshotted, would_block, writer_status)
+                    failed_writes, has_statuses, instant_wait, late_keys, needs_instant, snapshotted,
+                    writer_status)
 from .values import CompletedCheckpoint, TaskSnapshot
 
 
@@ -71,6 +74,10 @@ def may_ingest(s: State, ev: E.Ingest) -> str | None:
         return f"split {ev.task} is exhausted ({cfg.records} records)"
     if buffer_full(s, ev.task):
         return f"task {ev.task}'s buffer is full; it must flush first"
+    if cfg.coordinator_start and w.instant is not None:
+        # 0.x: instantToWrite(hasData) and the write it returns an instant for are one step of the task
+        # thread; no record is read in between (the instant was chosen for the data buffered then)
+        return f"0.x: task {ev.task} is flushing under {w.instant}"
     return None
 
 
@@ -81,14 +88,18 @@ def do_ingest(s: State, ev: E.Ingest) -> State:
 # ------------------------------------------------------------------------------- request-instant(t)
 def may_request_instant(s: State, ev: E.RequestInstant) -> str | None:
     """``StreamWriteFunction.instantToWrite`` -> ``Correspondent.requestInstantTime(checkpointId)``: a flush or
-    the barrier needs an instant; blocking mode waits (``CommitGuard``) while the previous one is buffered."""
+    the barrier needs an instant; blocking mode waits (``CommitGuard``) while the previous one is buffered.
+    0.x coordinator-started instants: ``instantToWrite`` polls the last pending instant and waits while
+    ``confirming`` (:func:`~model.protocol.state.waits_for_new_instant`)."""
     t = ev.task
     w = s.writers[t]
     if w.instant is not None:
         return f"task {t} already holds instant {w.instant}"
     if not needs_instant(s, t):
         return f"task {t} has nothing to flush (buffer not full, no barrier)"
-    if would_block(s, w.checkpoint_id):
+    if instant_wait(s, t):
+        if s.config.coordinator_start:
+            return f"0.x: task {t} is confirming: it waits until the coordinator starts a new instant"
         return f"blocking mode: task {t} waits until the buffered instant is committed"
     return None
 
@@ -124,6 +135,9 @@ def may_trigger_checkpoint(s: State, ev: E.TriggerCheckpoint) -> str | None:
     ``max_checkpoints`` no longer applies once faults stopped (the drain runs checkpoints to quiescence)."""
     if s.pending is not None:
         return f"checkpoint {s.pending.id} is pending"
+    if s.config.ack_before_next_checkpoint and s.acks_in_flight:
+        return (f"the coordinator's executor handles notifyCheckpointComplete({s.acks_in_flight[0]}) before "
+                f"checkpointCoordinator({s.next_checkpoint}) (one FIFO thread)")
     if s.next_checkpoint > s.config.max_checkpoints and not s.faults_stopped:
         return f"bound: max_checkpoints={s.config.max_checkpoints}"
     if bootstrap_in_flight(s):
@@ -154,7 +168,8 @@ def do_snapshot_task(s: State, ev: E.SnapshotTask) -> State:
     """``StreamWriteFunction.snapshotState(n)``: the rest flushed (``lastBatch=true``) and sent, the state
     replaced, ``checkpointId := n``; Flink records the task's acknowledgement (``acknowledgeTask``)."""
     p = s.pending
-    w, sent = writer.snapshot_state(s.writers[ev.task], p.id, append=s.config.task_state == "append")
+    w, sent = writer.snapshot_state(s.writers[ev.task], p.id, append=s.config.task_state == "append",
+                                    confirm=s.config.coordinator_start)
     s = send(_set_writer(s, w), ev.task, sent)
     ack = TaskSnapshot(w.offset, p.id, w.state)
     if s.config.async_events and not s.config.ack_behind_events:
@@ -238,10 +253,24 @@ def do_lose_event(s: State, ev: E.LoseEvent) -> State:
 
 # -------------------------------------------------------------------------------- request-timeout(t)
 def may_request_timeout(s: State, ev: E.RequestTimeout) -> str | None:
-    """The instant request (``Correspondent.requestInstantTime``, an RPC the coordinator answers on its
-    single-threaded executor, which also runs commits and table-service scheduling) waits behind a slow
-    job longer than the RPC timeout. The model has no durations: the fault may hit any request the
-    coordinator would grant (a blocked one times out through ``instant-timeout``)."""
+    """The instant request (``Correspondent.requestInstantTime``, an RPC answered on the coordinator's
+    ``instantRequestExecutor``; in 0.x-style deployments and the simulation's blocking mode on the one
+    executor that also runs commits and table-service scheduling, ``NonThrownExecutor``) waits behind a slow
+    job -- a commit, ``scheduleCompaction``/``scheduleClustering``, or the table lock they hold (Hudi #19902)
+    -- longer than the RPC timeout, and the task fails.
+
+    Why the executor's queue is not spelled out here: the spec has no durations, so "queued behind a job
+    slower than the timeout" cannot be told from "queued"; and a commit's effect is one step (``deliver-ack``)
+    while the job's tail (its I/O, the table-service scheduling) has no state of its own. The fault therefore
+    may hit any request the coordinator would grant -- a superset of the queued ones, sound for every safety
+    verdict (a design that survives it survives the real subset). The one ordering of that executor that
+    changes verdicts is spelled out: ``checkpointCoordinator(n+1)`` after ``notifyCheckpointComplete(n)``
+    (``ProtocolConfig.ack_before_next_checkpoint``). The simulation runs the queue for real in simulated time
+    and times a queued request out after ``coordinator.request_timeout_s`` (:func:`sim.engine.expire_request`).
+    A request the coordinator would refuse (blocking mode's ``CommitGuard``) times out through
+    ``instant-timeout``. 0.x writers send no request (they poll the last pending instant)."""
+    if s.config.coordinator_start:
+        return "0.x: writers poll the last pending instant; no instant request goes to the coordinator"
     why = may_request_instant(s, E.RequestInstant(ev.task))
     if why is not None:
         return f"no instant request of task {ev.task} in progress ({why})"
@@ -284,7 +313,7 @@ def do_clean(s: State, ev: E.Clean) -> State:
 # -------------------------------------------------------------------------------- instant-timeout(t)
 def may_instant_timeout(s: State, ev: E.InstantTimeout) -> str | None:
     """Blocking mode: the instant request of a blocked task times out (``write.commit.ack.timeout``) unless
-    an ack in flight may still unblock it."""
+    an ack in flight may still unblock it. (0.x: ``instantToWrite``'s ``TimeWait`` with that timeout.)"""
     if not s.config.blocking:
         return "only blocking mode waits for instants"
     if writer_status(s, ev.task) != "blocked":
@@ -295,9 +324,15 @@ def may_instant_timeout(s: State, ev: E.InstantTimeout) -> str | None:
 
 
 def do_instant_timeout(s: State, ev: E.InstantTimeout) -> State:
-    """The task fails the job: a same-graph global failover. History: after faults stopped, a stall."""
+    """1.1 blocking mode: the ``CommitGuard`` timeout fails the job, a same-graph global failover. 0.x
+    coordinator-started instants: ``TimeWait#waitFor`` throws in the write task (``instantToWrite``), the
+    task fails: a task failover (its restart re-sends the write metadata of the pending instant, and the
+    coordinator recommits it and starts a new instant, ``handleBootstrapEvent -> initInstant``). History:
+    after faults stopped, a stall."""
     if s.faults_stopped:
         s = replace(s, history=replace(s.history, stalls=s.history.stalls + (s.history.steps,)))
+    if s.config.coordinator_start:
+        return failover.task_failover(s, ev.task)
     return failover.global_failover(s, recreate_coordinator=False)
 
 

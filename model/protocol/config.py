@@ -94,15 +94,35 @@ class ProtocolConfig:
       checkpoint is triggered only once every restarted task's bootstrap events arrived (Flink
       triggers only when every task is RUNNING, which a task reports after ``initializeState`` on
       the same channel).
-    * ``coordinator_starts_instants`` -- blocking mode only: the 0.x coordinator starts the next
+    * ``coordinator_starts_instants`` -- blocking mode only: Hudi 0.x's flow (0.12
+      ``StreamWriteOperatorCoordinator`` / ``AbstractStreamWriteFunction``). The coordinator starts the next
       instant itself right after a successful commit (``notifyCheckpointComplete -> commitInstant ->
-      startInstant``) and writers take the instant it started (``instantToWrite`` polls
-      ``lastPendingInstant``) instead of asking for one; an empty checkpoint (no write statuses,
-      ``allow_commit_on_empty_batch`` off) is not committed, and its instant -- heartbeat kept -- is
-      reused for the next interval. The coordinator's instant is reused while it is pending with a live
-      heartbeat; after a global failover (heartbeats stopped) the first request starts a new one
-      (0.x ``handleBootstrapEvent -> initInstant -> startInstant``). False: Hudi 1.1's request-driven
-      instants.
+      startInstant``); a writer takes the last pending instant (``instantToWrite`` polls
+      ``lastPendingInstant``; the coordinator gets no request) and after each checkpoint flush is
+      ``confirming`` (``StreamWriteFunction#flushRemaining``): it waits for an instant other than the one it
+      wrote, or takes the same one with nothing to write (``invalidInstant``); the coordinator keeps one buffer
+      (``eventBuffer``: a task's events merged whatever their instant) and checkpoints nothing (set
+      ``coordinator_snapshot`` False, as the 0.x variants do); an empty checkpoint (no write statuses,
+      ``allow_commit_on_empty_batch`` off) is not committed, its instant -- heartbeat kept -- is reused and a
+      ``CommitAckEvent`` clears ``confirming``; a restarted task (any failover) sends one bootstrap event (its
+      state events of the last pending instant, merged, or an empty one) and, once every task's is in, the
+      coordinator recommits the instant they carry and starts a new one (``handleBootstrapEvent ->
+      initInstant``); a writer's wait times out into a task failover. With no pending instant at all (a
+      fresh job) the first instant request starts one (the fresh job's ``initInstant``). Modelled with sync
+      event delivery and region failover only. False: Hudi 1.1's request-driven instants.
+    * ``commit_ack_events`` -- 0.x coordinator-started instants: an empty checkpoint (not committed, its
+      instant reused) sends a ``CommitAckEvent`` to every task (``sendCommitAckEvents``), which clears
+      ``confirming``; False is the broken design without it, where a task with new data after an empty
+      checkpoint waits for a new instant that only a timeout brings.
+    * ``ack_before_next_checkpoint`` -- the coordinator's executor is one FIFO thread
+      (``NonThrownExecutor``, "meta-event-handle") running both ``notifyCheckpointComplete(n)`` (the
+      commit, then table-service scheduling) and ``checkpointCoordinator(n+1)``; Flink completes the
+      coordinators' checkpoints before it injects the barriers
+      (``OperatorCoordinatorCheckpoints#triggerAndAcknowledgeAllCoordinatorCheckpoints``), so a checkpoint
+      is triggered only once the notification of the previous one, unless lost, was handled. False (the
+      default) lets a trigger overtake an ack in flight: more interleavings than Hudi has, sound for the
+      safety verdicts of designs whose coordinator snapshot covers the un-acked keys (1.1); the 0.x
+      variants need the exact order (their coordinator checkpoints nothing).
     * ``ack_behind_events`` -- async delivery: the checkpoint acknowledgement is ordered behind the
       task's events (True, Flink); False is the broken design where it overtakes them.
     * ``clean_during_restart`` -- async delivery: a LAZY clean may roll back failed writes while a
@@ -116,7 +136,9 @@ class ProtocolConfig:
 
     Bounds: ``stall_bound`` -- instant timeouts (``write.commit.ack.timeout`` failovers) a run may need
     after faults stopped before ``liveness.stall`` fails: progress that resumes only through a
-    timeout-triggered failover is a stall; -1 (default) does not judge stalls. ``parallelism`` writer tasks, ``max_checkpoints`` triggered checkpoints,
+    timeout-triggered failover is a stall. 0 (default): none may be needed (the async designs hold it); Hudi's
+    blocking designs need one after a lost ack, and their variants state that bound (1); -1 does not judge
+    stalls. ``parallelism`` writer tasks, ``max_checkpoints`` triggered checkpoints,
     ``records`` per source split (one split per task), ``buffer_size`` records per writer buffer
     (eager flush when full), ``faults`` enabled, ``max_crashes`` crash-like faults per run.
     """
@@ -141,6 +163,8 @@ class ProtocolConfig:
     allow_commit_on_empty_batch: bool = False
     event_delivery: str = "sync"
     coordinator_starts_instants: bool = False
+    ack_before_next_checkpoint: bool = False
+    commit_ack_events: bool = True
     ack_behind_events: bool = True
     drop_failed_attempt_events: bool = True
     clean_during_restart: bool = False
@@ -150,7 +174,7 @@ class ProtocolConfig:
     buffer_size: int = 2
     faults: frozenset = field(default_factory=lambda: ALL_FAULTS)
     max_crashes: int = 1
-    stall_bound: int = -1
+    stall_bound: int = 0
 
     def __post_init__(self):
         for name, allowed in _CHOICES.items():
@@ -168,6 +192,13 @@ class ProtocolConfig:
         for f in fields(self):
             if f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
                 raise ValueError(f"{f.name}: {getattr(self, f.name)!r} is not true/false")
+        if self.coordinator_starts_instants and self.mode == "blocking":
+            if self.event_delivery != "sync":
+                raise ValueError("coordinator_starts_instants: not modelled with event_delivery='async' "
+                                 "(0.x bootstrap and commit-ack events are handled in the step that sends them)")
+            if self.task_failover != "region":
+                raise ValueError("coordinator_starts_instants: not modelled with task_failover='single' "
+                                 "(0.x's initInstant waits for every task's bootstrap event)")
 
     # -------------------------------------------------------------- derived
     @property

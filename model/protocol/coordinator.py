@@ -27,6 +27,11 @@ pure function ``State -> State`` (the table is part of the state: commits and in
   task's slot in every entry with key >= the event's id); else put it into the entry of its key
   (``getOrCreateBootstrapBuffer``) and recommit once every slot holds a bootstrap event
   (``allBootstrapEventsReceived``).
+
+0.x coordinator-started instants (``ProtocolConfig.coordinator_starts_instants``, Hudi 0.12's coordinator):
+the writer takes the last pending instant (:func:`_instant_to_write_0x`), events go into the single buffer
+(:func:`_add_event_0x`), an empty checkpoint sends ``CommitAckEvent`` (:func:`send_commit_ack`), a successful
+commit starts the next instant, and a failover ends in :func:`initialize_0x` (``initInstant``).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from dataclasses import replace
 
 from . import table
 from .state import (Assignment, AckProcessed, CoordinatorState, State, entry_statuses, is_completed, is_pending,
-                    would_block)
+                    last_pending_instant, would_block)
 from .values import BufferEntry, WriteMetadataEvent
 
 # ---------------------------------------------------------------------------- buffer entries (values)
@@ -121,20 +126,52 @@ def handle_instant_request(s: State, key: int) -> tuple[State, str]:
             return s, entry.instant
     if would_block(s, key):
         raise AssertionError("instant request would block; the guard must have refused it")
-    current = s.coordinator.instant
-    if s.config.coordinator_start and current and is_pending(s.table, current) and current in s.table.heartbeats:
-        instant = current  # 0.x: the instant the coordinator started (writers poll lastPendingInstant)
-    else:
-        s, instant = table.start_commit(s)
+    if s.config.coordinator_start:
+        return _instant_to_write_0x(s, key)
+    s, instant = table.start_commit(s)
     s = _assign(s, key, instant)
     c = replace(_put(s.coordinator, key, _empty(s, instant)), instant=instant)
     return _with_coordinator(s, c), instant
 
 
+def _instant_to_write_0x(s: State, key: int) -> tuple[State, str]:
+    """0.x ``AbstractStreamWriteFunction#instantToWrite``: the writer takes the last pending instant, the one
+    the coordinator started (``CkpMetadata#lastPendingInstant``); the coordinator is not asked. With none
+    pending (a fresh job) the coordinator's ``initInstant`` starts one, folded into this step: in Hudi every
+    task's bootstrap event reaches it before any task can flush. The coordinator's single ``eventBuffer`` is
+    one entry, made here under the writer's key when there is none."""
+    instant = last_pending_instant(s)
+    if instant is None:
+        s, instant = table.start_commit(s)
+    if not s.coordinator.buffers:
+        s = _assign(s, key, instant)
+        s = _with_coordinator(s, _put(s.coordinator, key, _empty(s, instant)))
+    return _with_coordinator(s, replace(s.coordinator, instant=instant)), instant
+
+
 def handle_write_metadata(s: State, ev: WriteMetadataEvent) -> State:
-    """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id``."""
+    """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id`` (0.x: see
+    :func:`_add_event_0x`)."""
+    if s.config.coordinator_start:
+        return _add_event_0x(s, ev)
     s, entry = _entry_or_new(s, ev.checkpoint_id, ev.instant)
     return _with_coordinator(s, _put(s.coordinator, ev.checkpoint_id, add_event(entry, ev)))
+
+
+def _add_event_0x(s: State, ev: WriteMetadataEvent) -> State:
+    """0.x ``handleWriteMetaEvent`` -> ``addEventToBuffer``: the coordinator has one buffer (its single entry
+    here, made under the event's key for the coordinator's instant when there is none), and an event is merged
+    into its task's slot whatever its instant (``mergeWith``); ``commitInstant`` commits the buffer under the
+    coordinator's instant. (With ``ack_before_next_checkpoint`` the entry's key is below every checkpoint whose
+    notification can reach it, so 1.1's rule ``k < n`` commits it exactly when 0.x's "the whole buffer" does.)"""
+    if s.coordinator.buffers:
+        key, entry = s.coordinator.buffers[0]
+    else:
+        key = ev.checkpoint_id
+        s, entry = _entry_or_new(s, key, s.coordinator.instant or ev.instant)
+    old = entry.slots[ev.task]
+    return _with_coordinator(s, _put(s.coordinator, key, _set_slot(entry, ev.task,
+                                                                     ev if old is None else old.merge_with(ev))))
 
 
 def checkpoint(s: State) -> tuple:
@@ -175,6 +212,8 @@ def commit_instant(s: State, key: int, recommit: bool = False) -> State:
     if all_null(entry) or (not statuses and not cfg.allow_commit_on_empty_batch):
         if not cfg.coordinator_start:  # 0.x keeps the instant (and its heartbeat) for the next interval
             s = table.stop_heartbeat(s, entry.instant)  # writeClient.cleanResources(instant)
+        elif not all_null(entry) and cfg.commit_ack_events:
+            s = send_commit_ack(s)
         return table.record_commit(s, key, entry.instant, how, "empty")
     if recommit and not cfg.eager and is_pending(s.table, entry.instant):
         s = table.start_heartbeat(s, entry.instant)
@@ -221,3 +260,35 @@ def handle_bootstrap_event(s: State, ev: WriteMetadataEvent) -> State:
     if all_bootstrap(entry):
         s = commit_instant(s, ev.checkpoint_id, recommit=True)
     return s
+
+
+# ---------------------------------------------------------------- 0.x coordinator-started instants
+
+
+def send_commit_ack(s: State) -> State:
+    """0.x ``sendCommitAckEvents``: an empty checkpoint is not committed and its instant is reused, so the
+    coordinator tells every task (``CommitAckEvent``); ``handleOperatorEvent`` clears ``confirming`` and the
+    task writes on with the same instant. Delivered in the step that sends it (an operator event to a
+    running task; one sent to a finished task is ignored)."""
+    return replace(s, writers=tuple(replace(w, confirming=None) for w in s.writers))
+
+
+def initialize_0x(s: State, events: list) -> State:
+    """0.x ``subtaskFailed`` (every restarted task's slot nulled: the region restarts every write task, so the
+    single buffer is emptied) then ``handleBootstrapEvent`` for each task's one bootstrap event; once every
+    task's arrived, ``initInstant``: the instant of the first event with write statuses, if it is not
+    completed, is recommitted from the bootstrap events (``commitInstant``), and a new instant is started
+    (``startInstant``; EAGER rolls back what is still pending). The buffer's life starts over: a new
+    coordinator epoch (as after ``resetToCheckpoint``), so a key replayed after the failover is written under
+    the new instant (I10 holds per epoch)."""
+    h = s.history
+    s = replace(s, coordinator=replace(s.coordinator, buffers=()), history=replace(h, epoch=h.epoch + 1))
+    first = next((e for e in events if e.statuses), None)
+    if first is not None and not is_completed(s.table, first.instant):
+        key = first.checkpoint_id
+        slots = tuple(e if e.instant == first.instant else None for e in sorted(events, key=lambda e: e.task))
+        s = _assign(s, key, first.instant)
+        s = _with_coordinator(s, _put(s.coordinator, key, BufferEntry(first.instant, slots)))
+        s = commit_instant(s, key, recommit=True)
+    s, instant = table.start_commit(s)
+    return _with_coordinator(s, replace(s.coordinator, instant=instant))

@@ -22,7 +22,9 @@ Normal actions
                                  (a write-metadata or bootstrap event, or the task's checkpoint
                                  acknowledgement) reaches the coordinator / checkpoint coordinator
     ``instant-timeout(task)``    blocking mode: the instant request timed out
-                                 (``CommitGuard`` / ``write.commit.ack.timeout``) -> global failover
+                                 (``CommitGuard`` / ``write.commit.ack.timeout``) -> global failover;
+                                 0.x coordinator-started instants: the writer's wait for a new instant
+                                 (``instantToWrite``'s ``TimeWait``) -> the task fails, task failover
     ``stop-faults``              from here on no fault is enabled (drain)
 
 Faults (enabled by ``ProtocolConfig.faults``)

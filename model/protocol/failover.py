@@ -25,6 +25,12 @@ no longer one atomic step for the coordinator. Restoring the tasks' local state 
 restarted task is invisible to the others until its first message arrives, so restoring them one by
 one adds no behaviour the coordinator can see.
 
+0.x coordinator-started instants (``coordinator_starts_instants``): every restarted task sends exactly one
+bootstrap event (its state events of the last pending instant, merged, or an empty one) and is confirming;
+the coordinator nulls the restarted tasks' slots (``subtaskFailed``) and, with every task's event in,
+recommits the pending instant they carry and starts a new one (``handleBootstrapEvent -> initInstant``) --
+for a task failover too, where 1.1 keeps its buffers and starts nothing.
+
 Every kind aborts the pending checkpoint. Global kinds also drop the acks in flight (the old coordinator
 never sees them) and stop every heartbeat (the writers died); recommits restart the heartbeats they need
 (LAZY). Instants no state covers stay pending without a heartbeat: EAGER rolls them back at the next
@@ -37,7 +43,7 @@ from dataclasses import replace
 
 from . import coordinator, table, writer
 from .channels import send
-from .state import State
+from .state import State, last_pending_instant
 
 
 def _drop_in_flight(s: State, tasks) -> State:
@@ -50,12 +56,22 @@ def _drop_in_flight(s: State, tasks) -> State:
 def _restore_writer(s: State, t: int, attempt: int) -> State:
     ckp = s.last_completed
     w = s.writers[t]
+    confirming = None
+    if s.config.coordinator_start:  # 0.x initializeState: currentInstant = lastPendingInstant(); confirming
+        confirming = last_pending_instant(s) or ""
     if ckp is None:
-        w = writer.restore(w, 0, -1, (), attempt)
+        w = writer.restore(w, 0, -1, (), attempt, confirming)
     else:
         snap = ckp.tasks[t]
-        w = writer.restore(w, snap.offset, snap.checkpoint_id, snap.state, attempt)
+        w = writer.restore(w, snap.offset, snap.checkpoint_id, snap.state, attempt, confirming)
     return replace(s, writers=s.writers[:t] + (w,) + s.writers[t + 1:])
+
+
+def _bootstrap_0x(s: State, tasks) -> State:
+    """0.x: each restarted task sends its one bootstrap event (:func:`model.protocol.writer.bootstrap_event_0x`);
+    the coordinator initializes the instant once it has every task's (:func:`coordinator.initialize_0x`)."""
+    last = last_pending_instant(s)
+    return coordinator.initialize_0x(s, [writer.bootstrap_event_0x(s.writers[t], last) for t in tasks])
 
 
 def _send_bootstrap(s: State, tasks, global_failover: bool) -> State:
@@ -76,6 +92,8 @@ def task_failover(s: State, failed: int) -> State:
     s = _drop_in_flight(s, tasks)
     for t in tasks:
         s = _restore_writer(s, t, s.writers[t].attempt + 1)
+    if s.config.coordinator_start:
+        return _bootstrap_0x(s, tasks)
     return _send_bootstrap(s, tasks, global_failover=False)
 
 
@@ -92,4 +110,6 @@ def global_failover(s: State, recreate_coordinator: bool) -> State:
     tasks = list(range(cfg.parallelism))
     for t in tasks:
         s = _restore_writer(s, t, 0 if recreate_coordinator else s.writers[t].attempt + 1)
+    if cfg.coordinator_start:
+        return _bootstrap_0x(s, tasks)
     return _send_bootstrap(s, tasks, global_failover=not recreate_coordinator)

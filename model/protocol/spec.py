@@ -28,7 +28,7 @@ from .actions import guard
 from .config import ProtocolConfig
 from .state import (State, View, committed_offsets, committed_records, describe, emitted_offsets,  # noqa: F401
                     emitted_records, failed_writes, initial_state, is_quiescent, pending_instants, table_view,
-                    would_block, writer_status)
+                    instant_wait, would_block, writer_status)
 
 #: Checkpoints the drain may run before giving up (liveness is judged separately).
 DRAIN_LIMIT = 5
@@ -129,7 +129,7 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
             if s.pending is None or s.pending.tasks[t] is not None:
                 continue
             if s.writers[t].instant is None:
-                if would_block(s, s.writers[t].checkpoint_id):
+                if instant_wait(s, t):
                     do(E.InstantTimeout(t))
                     aborted = True
                     break

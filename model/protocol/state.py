@@ -32,7 +32,14 @@ class Writer:
     """One write subtask (``StreamWriteFunction``): its split offset, the buffer ``[flushed, offset)``, its
     last-known checkpoint id (``checkpointId``, -1 on a fresh start), the instant granted for the next flush
     (None: none), the instant of the interval's last flush (``currentInstant``), the statuses flushed since
-    the last snapshot, its ``write-metadata-state`` and its attempt number."""
+    the last snapshot, its ``write-metadata-state`` and its attempt number.
+
+    ``confirming`` (0.x coordinator-started instants only; None otherwise): the writer waits for the
+    coordinator's next instant (``AbstractStreamWriteFunction#confirming``, set by
+    ``StreamWriteFunction#flushRemaining`` after the checkpoint flush and by ``initializeState``); it holds
+    the writer's ``currentInstant`` then (the instant of its last flush, or after a restart the last pending
+    instant it found, "" for none). Cleared when ``instantToWrite`` sees another pending instant (or the same
+    one with no data to write) or a ``CommitAckEvent`` arrives."""
 
     task: int
     offset: int = 0
@@ -43,6 +50,7 @@ class Writer:
     interval: tuple = ()   # tuple[WriteStatus]
     state: tuple = ()      # tuple[WriteMetadataEvent]
     attempt: int = 0
+    confirming: str | None = None
 
     @property
     def buffered(self) -> int:
@@ -285,11 +293,37 @@ def would_block(s: State, key: int) -> bool:
     """Blocking mode (``CommitGuard``): a request that needs a new instant waits while any buffer entry holds
     an event (the previous instant is not committed yet)."""
     cfg = s.config
-    if not (cfg.blocking and cfg.commit_guard):
-        return False
+    if not (cfg.blocking and cfg.commit_guard) or cfg.coordinator_start:
+        return False  # (0.x has no CommitGuard: its writers wait for the next instant, waits_for_new_instant)
     if cfg.share_instant_per_key and s.coordinator.entry(key) is not None:
         return False
     return any(any(e.slots) for _, e in s.coordinator.buffers)
+
+
+def last_pending_instant(s: State) -> str | None:
+    """0.x: the newest pending data instant (``HoodieFlinkWriteClient#getLastPendingInstant``; 0.12+ reads the
+    same from the coordinator's ``CkpMetadata`` messages, ``CkpMetadata#lastPendingInstant``), None if none."""
+    pending = pending_instants(s)
+    return pending[-1] if pending else None
+
+
+def waits_for_new_instant(s: State, t: int) -> bool:
+    """0.x coordinator-started instants: ``AbstractStreamWriteFunction#instantToWrite(hasData)`` keeps waiting
+    while the task is ``confirming`` and there is no pending instant, or the pending instant is the one it
+    wrote last (``currentInstant``) and it has data to write (``invalidInstant``)."""
+    w = s.writers[t]
+    if w.confirming is None:
+        return False
+    instant = last_pending_instant(s)
+    return instant is None or (instant == w.confirming and w.offset > w.flushed)
+
+
+def instant_wait(s: State, t: int) -> bool:
+    """Task ``t`` (which needs an instant) must wait: 0.x coordinator-started instants --
+    :func:`waits_for_new_instant`; else the coordinator would block a new instant (:func:`would_block`)."""
+    if s.config.coordinator_start:
+        return waits_for_new_instant(s, t)
+    return would_block(s, s.writers[t].checkpoint_id)
 
 
 def writer_status(s: State, t: int) -> str:
@@ -297,7 +331,7 @@ def writer_status(s: State, t: int) -> str:
     (split exhausted, nothing buffered) or ``"running"``."""
     w = s.writers[t]
     if needs_instant(s, t):
-        return "blocked" if would_block(s, w.checkpoint_id) else "needs-instant"
+        return "blocked" if instant_wait(s, t) else "needs-instant"
     if w.offset >= s.config.records and w.offset == w.flushed and not barrier_waiting(s, t):
         return "idle"
     return "running"
@@ -381,7 +415,8 @@ def describe(s: State) -> str:
     for w in s.writers:
         lines.append(f"  task {w.task}: offset={w.offset} buffer=[{w.flushed},{w.offset}) ckp={w.checkpoint_id} "
                      f"grant={w.instant} interval={list(w.interval)} state={[str(e) for e in w.state]} "
-                     f"attempt={w.attempt} status={writer_status(s, w.task)}")
+                     f"attempt={w.attempt}{'' if w.confirming is None else f' confirming={w.confirming!r}'} "
+                     f"status={writer_status(s, w.task)}")
     for k, e in s.coordinator.buffers:
         lines.append(f"  buffer key {k}: {e}")
     for t, ch in enumerate(s.channels):

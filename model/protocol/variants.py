@@ -35,19 +35,37 @@ _V = [
     Variant("hudi-1.1-tv6", "Hudi 1.1 async protocol on a table version 6 timeline.",
             {"table_version": 6}),
     Variant("hudi-1.1-blocking",
-            "Hudi 1.1 COW upsert: blocking instant generation (CommitGuard), EAGER failed-writes policy.",
-            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow"}),
+            "Hudi 1.1 COW upsert: blocking instant generation (CommitGuard), EAGER failed-writes policy. "
+            "Stall bound 1: after a lost ack the CommitGuard blocks the next instant until the "
+            "write.commit.ack.timeout failover, which recovers in one (variant blocking-lost-ack-stall: bound 0).",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "stall_bound": 1}),
     Variant("hudi-0.x-blocking",
             "Hudi 0.x/1.0 blocking flow on a tv6 table: one pending data instant, the next one only "
-            "after a commit, EAGER rollback of failed writes at startCommit.",
-            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6}),
+            "after a commit, EAGER rollback of failed writes at startCommit. Stall bound 1 (as hudi-1.1-blocking).",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
+             "stall_bound": 1}),
     Variant("hudi-0.x-coordinator-start",
             "Hudi 0.x blocking flow with coordinator-started instants on a tv6 table: the coordinator "
             "starts the next instant right after a successful commit, writers take the instant it started "
-            "(polling lastPendingInstant), an empty checkpoint is not committed and its instant is reused; "
-            "EAGER rollback of failed writes at startCommit.",
+            "(instantToWrite polls lastPendingInstant; after a checkpoint a task is confirming until an "
+            "instant other than the one it wrote appears, or a CommitAckEvent arrives), an empty checkpoint "
+            "is not committed, its instant is reused and every task gets a CommitAckEvent; the coordinator "
+            "checkpoints nothing (checkpointCoordinator completes with empty bytes), a restarted task re-sends "
+            "its write metadata of the pending instant and the coordinator, once every task's bootstrap event "
+            "arrived, recommits it and starts a new instant (initInstant); a writer's instant wait times out "
+            "into a task failover; the next checkpoint is triggered only after the previous notification "
+            "ran on the coordinator's executor; EAGER rollback of failed writes at startCommit; stall bound 1. "
+            "Model finding (not confirmed against Hudi): when a checkpoint's notification is lost, a task with "
+            "no new data takes the same instant at the next barrier (invalidInstant: no data) and its "
+            "write-metadata-state of that checkpoint replaces the one holding the un-acked statuses, which the "
+            "empty coordinator state does not hold either; a failover before the next commit (a second lost "
+            "notification and the instant timeout, or a crash) re-sends an empty event, initInstant finds no "
+            "statuses, and the next startCommit rolls the instant back: the un-acked interval is lost. Without "
+            "lost notifications the design passes exhaustively.",
             {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
-             "coordinator_starts_instants": True}),
+             "coordinator_starts_instants": True, "coordinator_snapshot": False,
+             "ack_before_next_checkpoint": True, "stall_bound": 1},
+            ("I12.state-coverage", "exactly-once.drained"), ("lost-ack", "coordinator-crash")),
     Variant("hudi-1.1-partial-abort",
             "Hudi 1.1 where a checkpoint may abort after some tasks snapshotted it: those tasks "
             "advanced their last-known checkpoint id, the others did not, so one key's entry collects "
@@ -150,11 +168,35 @@ _V = [
             ("liveness.stall",), ("lost-ack",)),
     Variant("coordinator-start-lost-ack-stall",
             "Hudi 0.x coordinator-started instants judged with stall bound 0: the coordinator starts a new "
-            "instant only after a successful commit, so after a lost ack no instant appears, the writers "
-            "wait at the next barrier, and only the write.commit.ack.timeout failover resumes progress.",
+            "instant only after a successful commit, so after a lost ack no instant appears; a task with new "
+            "data waits for one (confirming, the instant unchanged), and only the write.commit.ack.timeout "
+            "failover of that task resumes progress (a task without new data reuses the instant and the next "
+            "ack subsumes the lost one). Lost acks also show the coverage finding of hudi-0.x-coordinator-start.",
             {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
-             "coordinator_starts_instants": True, "stall_bound": 0},
-            ("liveness.stall",), ("lost-ack",)),
+             "coordinator_starts_instants": True, "coordinator_snapshot": False,
+             "ack_before_next_checkpoint": True, "stall_bound": 0},
+            ("liveness.stall", "I12.state-coverage", "exactly-once.drained"), ("lost-ack",)),
+    Variant("no-commit-ack",
+            "Hudi 0.x coordinator-started instants without the CommitAckEvent: an empty checkpoint is not "
+            "committed and its instant is reused, but nothing tells the tasks; a task that wrote the empty "
+            "interval under that instant stays confirming, and when new data arrives it waits for an instant "
+            "other than the one it wrote -- which no commit will start -- until the write.commit.ack.timeout "
+            "fails it. Judged with stall bound 0: no fault is needed.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
+             "coordinator_starts_instants": True, "coordinator_snapshot": False,
+             "ack_before_next_checkpoint": True, "commit_ack_events": False, "stall_bound": 0},
+            ("liveness.stall",), ()),
+    Variant("checkpoint-overtakes-notification",
+            "Hudi 0.x coordinator-started instants where checkpointCoordinator(n+1) does not queue behind "
+            "notifyCheckpointComplete(n) on the coordinator's executor (as if they ran on different threads): "
+            "checkpoint n+1's barriers reach a task before checkpoint n's commit, a task without new data "
+            "takes the same instant, and its state of checkpoint n+1 replaces the one holding interval n's "
+            "statuses, which the 0.x coordinator does not checkpoint; a failover before the commit loses "
+            "them. No lost ack needed: the executor's order is what keeps 0.x's task state covering.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "table_version": 6,
+             "coordinator_starts_instants": True, "coordinator_snapshot": False,
+             "ack_before_next_checkpoint": False, "stall_bound": 1},
+            ("I12.state-coverage", "exactly-once.drained"), ("coordinator-crash",)),
     Variant("unbounded-task-state",
             "Tasks append each interval's write metadata to their state instead of replacing it.",
             {"task_state": "append"}, ("bounded-state", "I12.state-coverage"), ()),

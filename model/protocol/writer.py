@@ -12,6 +12,7 @@ function of a :class:`~model.protocol.state.Writer`:
   bootstrap-flagged event with every status of the interval (appended in the broken ``task_state="append"``),
   and ``checkpointId := n``.
 * :func:`restore` (``initializeState``) -- rewind the split, drop the buffer, restore id and state.
+* :func:`bootstrap_event_0x` -- 0.x coordinator-started instants: one bootstrap event per restarted task.
 * :func:`bootstrap_events` (``sendBootstrapEvent``) -- attempt 0 restored: re-send every state event whose
   instant is still pending; attempt 0 fresh: nothing; attempt > 0: the empty "cleanup" event
   ``(task, checkpointId, "")``, plus after a global failover the restored pending events (#19215 fix).
@@ -31,8 +32,9 @@ def ingest(w: Writer) -> Writer:
 
 
 def grant(w: Writer, instant: str) -> Writer:
-    """The coordinator answered ``requestInstantTime(checkpointId)`` with ``instant``."""
-    return replace(w, instant=instant)
+    """The coordinator answered ``requestInstantTime(checkpointId)`` with ``instant`` (0.x: ``instantToWrite``
+    found it pending and stops confirming)."""
+    return replace(w, instant=instant, confirming=None)
 
 
 def flush(w: Writer, last_batch: bool) -> tuple[Writer, WriteMetadataEvent]:
@@ -42,17 +44,37 @@ def flush(w: Writer, last_batch: bool) -> tuple[Writer, WriteMetadataEvent]:
     return replace(w, flushed=w.offset, interval=w.interval + statuses, current_instant=w.instant, instant=None), ev
 
 
-def snapshot_state(w: Writer, checkpoint: int, append: bool) -> tuple[Writer, WriteMetadataEvent]:
-    """``snapshotState(n)``: flush the rest (lastBatch), replace (or append to) the state, remember n."""
+def snapshot_state(w: Writer, checkpoint: int, append: bool, confirm: bool = False) -> tuple[Writer, WriteMetadataEvent]:
+    """``snapshotState(n)``: flush the rest (lastBatch), replace (or append to) the state, remember n. With
+    ``confirm`` (0.x coordinator-started instants) the task is then confirming: it waits for an instant other
+    than the one it just wrote (``StreamWriteFunction#flushRemaining``: "blocks flushing until the
+    coordinator starts a new instant")."""
     w, ev = flush(w, True)
     kept = WriteMetadataEvent(w.task, w.checkpoint_id, w.current_instant, w.interval, True, True)
     state = w.state + (kept,) if append else (kept,)
-    return replace(w, state=state, checkpoint_id=checkpoint, interval=(), current_instant=""), ev
+    confirming = w.current_instant if confirm else None
+    return replace(w, state=state, checkpoint_id=checkpoint, interval=(), current_instant="",
+                   confirming=confirming), ev
 
 
-def restore(w: Writer, offset: int, checkpoint_id: int, state: tuple, attempt: int) -> Writer:
-    """``initializeState``: rewind the split, drop the buffer and the grant, restore id and state."""
-    return Writer(w.task, offset, offset, checkpoint_id, None, "", (), state, attempt)
+def restore(w: Writer, offset: int, checkpoint_id: int, state: tuple, attempt: int,
+            confirming: str | None = None) -> Writer:
+    """``initializeState``: rewind the split, drop the buffer and the grant, restore id and state (0.x: and
+    confirm, ``confirming`` holding the last pending instant found, "" for none)."""
+    return Writer(w.task, offset, offset, checkpoint_id, None, "", (), state, attempt, confirming)
+
+
+def bootstrap_event_0x(w: Writer, last_pending: str | None) -> WriteMetadataEvent:
+    """0.x ``initializeState``: every (re)started task sends exactly one bootstrap event --
+    ``restoreWriteMetadata``: its state events of the last pending instant merged into one (task id
+    rewritten), or ``sendBootstrapEvent``'s empty one when there are none."""
+    events = [e._replace(task=w.task) for e in w.state if last_pending is not None and e.instant == last_pending]
+    if not events:
+        return empty_bootstrap(w.task, w.checkpoint_id)
+    out = events[0]
+    for e in events[1:]:
+        out = out.merge_with(e)
+    return out
 
 
 def bootstrap_events(w: Writer, table: TableState, restored: bool, global_failover: bool,
