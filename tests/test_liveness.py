@@ -94,3 +94,27 @@ def test_draw_lasso(tmp_path):
     out = tmp_path / "lasso.png"
     draw_lasso(r.violations[T.INSTANT_RESOLVED], str(out))
     assert out.stat().st_size > 1000
+
+
+def _cli(*argv):
+    from hoodie_lab.cli import main
+
+    return main(list(argv))
+
+
+def test_cli_explore_liveness(tmp_path, capsys):
+    common = ["explore", "--liveness", "--writers", "1", "--checkpoints", "1", "--records", "2", "--faults",
+              "lost-ack", "--out", str(tmp_path)]
+    assert _cli(*common) == 0
+    assert "holds     instant-resolved" in capsys.readouterr().out
+    png = tmp_path / "lasso.png"
+    assert _cli(*common, "--variant", "no-clean-rollback", "--graph", str(png)) == 1
+    out = capsys.readouterr().out
+    assert "VIOLATED  instant-resolved" in out and png.exists()
+    assert (tmp_path / "liveness-no-clean-rollback-instant-resolved.jsonl").exists()
+
+
+def test_cli_explore_liveness_bad_arguments(tmp_path, capsys):
+    assert _cli("explore", "--liveness", "--variant", "nope", "--out", str(tmp_path)) == 2
+    assert "--variant: unknown variant 'nope'" in capsys.readouterr().err
+    assert _cli("explore", "--liveness", "--graph", str(tmp_path / "x.gif"), "--out", str(tmp_path)) == 2
