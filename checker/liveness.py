@@ -16,7 +16,7 @@ edges (stuttering takes none, so a stuttering state is fair only where no weakly
 temporal property (:mod:`model.invariants.temporal`) fails when some obligation is open in every state of a
 fair component: the behaviour reaching it and looping there keeps the obligation open forever. The report
 is a lasso: the shortest path found into the component (prefix) and its cycle, replayable as a trace file
-(:func:`lakeio.traces.write_trace`; the events replay the prefix, the cycle is in the header).
+(``hoodie_lab.commands.explore_liveness.write_lasso``: the events replay the prefix, the cycle is in the header).
 
 The protocol's graph is acyclic (the history counts steps), so its fair components are the stuttering ends;
 the SCC check is general and also runs on any model listed here.
@@ -255,14 +255,6 @@ def _cycle(g, comp, entry, stutter) -> list[int]:
         if best is None or len(p) < len(best):
             best = p
     return [entry] + best[:-1]
-
-
-def write_lasso(path, config, lasso: Lasso, *, seed: int = 0, unfair: frozenset = frozenset()):
-    """The lasso as a trace file (the project's one format): the prefix's events; the cycle in the header."""
-    from lakeio.traces import write_trace
-
-    return write_trace(path, config, lasso.prefix, seed, driver="explore", lasso=lasso.header(),
-                       unfair=sorted(unfair))
 
 
 def draw_lasso(lasso: Lasso, path: str, *, title: str = "") -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from checker.liveness import check_liveness, draw_lasso, write_lasso
+from checker.liveness import check_liveness, draw_lasso
+from hoodie_lab.commands.explore_liveness import write_lasso
 from lakeio.traces import load_trace
 from model.invariants import temporal as T
 from model.protocol import events as E

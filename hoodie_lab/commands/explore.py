@@ -241,7 +241,7 @@ def run(args) -> int:
             raise UserError("--liveness: only for --machine protocol")
         from .explore_liveness import run_liveness
 
-        return run_liveness(args)
+        return run_liveness(args, build_config, _check_range)
     if args.machine == "table":
         from .explore_table import run_table
 

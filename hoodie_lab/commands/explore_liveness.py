@@ -15,11 +15,18 @@ from pathlib import Path
 from lakeio.errors import UserError
 
 
-def run_liveness(args) -> int:
-    from checker.liveness import check_liveness, draw_lasso, write_lasso
-    from model.protocol.variants import LIVENESS_VARIANTS, VARIANTS
+def write_lasso(path, config, lasso: Lasso, *, seed: int = 0, unfair: frozenset = frozenset()):
+    """The lasso as a trace file (the project's one format): the prefix's events; the cycle in the header."""
+    from lakeio.traces import write_trace
 
-    from .explore import _check_range, build_config
+    return write_trace(path, config, lasso.prefix, seed, driver="explore", lasso=lasso.header(),
+                       unfair=sorted(unfair))
+
+
+def run_liveness(args, build_config, _check_range) -> int:
+    """``build_config``/``_check_range``: the explore command's (passed in: no import circle)."""
+    from checker.liveness import check_liveness, draw_lasso
+    from model.protocol.variants import LIVENESS_VARIANTS, VARIANTS
 
     name = args.variant or "hudi-1.1"
     lv = LIVENESS_VARIANTS.get(name)
