@@ -119,3 +119,16 @@ def test_cli_explore_liveness_bad_arguments(tmp_path, capsys):
     assert _cli("explore", "--liveness", "--variant", "nope", "--out", str(tmp_path)) == 2
     assert "--variant: unknown variant 'nope'" in capsys.readouterr().err
     assert _cli("explore", "--liveness", "--graph", str(tmp_path / "x.gif"), "--out", str(tmp_path)) == 2
+
+
+def test_report_liveness_section(tmp_path):
+    from hoodie_lab.report import Context
+    from hoodie_lab.report_sections import builders, liveness_section
+
+    assert builders(["liveness"]) == [liveness_section]
+    ctx = Context(tmp_path, quick=True, seed=0, log=lambda _: None)
+    ctx.fig_dir.mkdir(parents=True, exist_ok=True)
+    s = liveness_section(ctx)
+    html = "".join(s.paragraphs)
+    assert s.ok and "UNEXPECTED" not in html and "no-clean-rollback" in html
+    assert len(s.figures) == 3 and all(p.exists() for p in s.figures)

@@ -32,7 +32,7 @@ def test_every_section_is_ok(report):
     _out, path, sections, lines = report
     assert path.name == "index.html" and path.exists()
     names = [s.title for s in sections]
-    assert len(sections) == 8, names
+    assert len(sections) == 9, names
     bad = {s.title: s.paragraphs[-1][:2000] for s in sections if not s.ok}
     assert not bad, bad
     assert all(s.command for s in sections), "every section names the command that reproduces it"
