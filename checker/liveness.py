@@ -127,9 +127,19 @@ def check_liveness(config, *, unfair: frozenset = frozenset(), seed: int = 0, ma
                 trigger = ev
         return trigger
 
+    shared: dict = {}  # view -> (first event, first node) of a continuation already built
+
     def continuation(nid: int) -> None:
         s = states[nid]
+        # no rule reads the history (model.protocol.state): states with equal views have the same fair
+        # continuation, enabled events and obligations, so a continuation is built once per view and shared
+        key = s.view()
+        known = shared.get(key)
+        if known is not None:
+            g.add_edge(nid, known[1], ev=known[0])
+            return
         evs = [] if s.faults_stopped else [E.StopFaults()]
+        first = len(states)
         round_start = None  # the quiescent state the idle checkpoint round started from
         for _ in range(CONTINUATION_STEPS + 1):
             if not evs:
@@ -155,6 +165,8 @@ def check_liveness(config, *, unfair: frozenset = frozenset(), seed: int = 0, ma
                 return
             nid = add(s, nid, ev)
             res.continuation_states += 1
+            if nid == first:
+                shared[key] = (ev, nid)
         res.cut += 1
 
     init = spec.init(config, seed)
