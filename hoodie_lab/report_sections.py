@@ -654,6 +654,42 @@ def _hudi_rs_summary(path: Path) -> str:
 
 # ----------------------------------------------------------------------------------- registry
 #: Section builders in report order.
+def liveness_section(ctx: Context) -> Section:
+    """Liveness: the temporal properties under fairness, each broken design's lasso drawn"""
+    cmd = "hoodie-lab explore --liveness --variant NAME --writers 1 --checkpoints 1 --records 2 --faults lost-ack"
+    title = "Liveness: temporal properties under fairness"
+    try:
+        from checker.liveness import check_liveness, draw_lasso
+        from model.invariants.temporal import DESCRIPTIONS, TEMPORAL
+        from model.protocol.variants import LIVENESS_VARIANTS
+    except ImportError as exc:
+        return _missing(title, cmd, exc)
+    s = Section(title, cmd)
+    s.paragraphs.append(
+        "<p>Leads-to properties (<code>model.invariants.temporal</code>) judged by <code>checker.liveness</code> "
+        "over the explored graph plus each stuck state's fair continuation, under weak fairness of the "
+        "protocol's own steps (faults and the instant timeout are not fair). A violation is a lasso: a prefix, "
+        "then a cycle forever (stuttering or an idle checkpoint round) with one obligation open throughout.</p>"
+        + table(["property", "meaning"], [[p, DESCRIPTIONS[p]] for p in TEMPORAL]))
+    rows = []
+    for name, v in LIVENESS_VARIANTS.items():
+        cfg = v.config(parallelism=1, max_checkpoints=1, records=2, buffer_size=2, faults=frozenset({"lost-ack"}))
+        r = check_liveness(cfg, unfair=v.unfair)
+        found = sorted(r.violations)
+        ok = set(v.breaks) == set(found) if v.breaks else r.holds
+        s.ok = s.ok and ok
+        rows.append([name, ", ".join(sorted(v.unfair)) or "-", ", ".join(v.breaks) or "(none)",
+                     ", ".join(found) or "(none)", "as expected" if ok else "UNEXPECTED"])
+        for prop in v.breaks[:1]:
+            lasso = r.violations.get(prop)
+            if lasso is not None:
+                png = ctx.fig_dir / f"lasso-{name}.png"
+                draw_lasso(lasso, str(png))
+                s.figures.append(png)
+    s.paragraphs.append(table(["design", "not fair", "must break", "violated", "verdict"], rows))
+    return s
+
+
 BUILDERS: list[Callable[[Context], Section]] = [
     slicing_section,
     properties_section,
@@ -661,6 +697,7 @@ BUILDERS: list[Callable[[Context], Section]] = [
     history_section,
     concurrency_section,
     indexing_section,
+    liveness_section,
     exploration_section,
     pipeline_section,
     real_tables_section,

@@ -34,8 +34,9 @@ def test_every_section_is_ok(report):
     names = [s.title for s in sections]
     from hoodie_lab.report_sections import BUILDERS
 
-    assert len(sections) == len(BUILDERS) >= 9, names
+    assert len(sections) == len(BUILDERS) >= 10, names
     assert "Metadata table and async indexing" in names
+    assert "Liveness" in " ".join(names), names
     bad = {s.title: s.paragraphs[-1][:2000] for s in sections if not s.ok}
     assert not bad, bad
     assert all(s.command for s in sections), "every section names the command that reproduces it"

@@ -84,6 +84,9 @@ def add_parser(subparsers) -> None:
                    help="processes searching in parallel (checker/parallel.py: states partitioned by fingerprint, "
                         "level by level; same counts and verdicts); default 1 = the serial search, 0 = all cores")
     p.add_argument("--graph", metavar="FILE", help="draw the state graph (tiny bounds only) to FILE (.png or .svg)")
+    p.add_argument("--liveness", action="store_true",
+                   help="judge the temporal properties under fairness (checker.liveness); --variant may name a "
+                        "liveness variant (model.protocol.variants.LIVENESS_VARIANTS)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                    help=f"directory for the counterexample trace (default {DEFAULT_OUT})")
@@ -242,6 +245,12 @@ class _Progress:
 
 # --------------------------------------------------------------------------- run
 def run(args) -> int:
+    if getattr(args, "liveness", False):
+        if args.machine != "protocol":
+            raise UserError("--liveness: only for --machine protocol")
+        from .explore_liveness import run_liveness
+
+        return run_liveness(args, build_config, _check_range)
     if args.machine == "table":
         from .explore_table import run_table
 

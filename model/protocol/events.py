@@ -200,3 +200,31 @@ def event_from_dict(d: dict) -> Event:
             raise ValueError(f"event {kind}: field {n!r} must be an integer, got {v!r}")
         args[n] = v
     return cls(**args)
+
+
+# ------------------------------------------------------------------------------------------- fairness
+WEAK, NONE = "weak", "none"
+
+#: Fairness per event kind (TLA+ ``WF_vars(A)``: an action continuously enabled from some point on is
+#: eventually taken). The coordinator's and the tasks' own steps are weakly fair: Flink runs every task's
+#: mailbox and the coordinator's executor (``StreamTask#processInput``, ``NonThrownExecutor``) and
+#: ``CheckpointCoordinator`` triggers periodically (``ScheduledTrigger``); a LAZY clean is scheduled by the
+#: table service (``HoodieFlinkWriteClient#clean`` after each commit, ``CleanFunction``); delivery of a
+#: message in flight is weakly fair (an RPC is eventually delivered unless lost, which is a fault). Faults
+#: have no fairness (they may never happen). ``instant-timeout`` has none either: it is the environment's
+#: timer (``write.commit.ack.timeout``), and a design whose progress needs it is what the temporal property
+#: ``writer-unblocked`` reports. ``stop-faults`` is a driver control (the liveness checker applies it first
+#: in every continuation beyond the bound).
+FAIRNESS: dict[str, str] = {
+    "ingest": WEAK, "request-instant": WEAK, "flush": WEAK, "trigger-checkpoint": WEAK, "snapshot-task": WEAK,
+    "complete-checkpoint": WEAK, "deliver-ack": WEAK, "clean": WEAK, "deliver-event": WEAK,
+    "instant-timeout": NONE, "stop-faults": NONE,
+    "lose-ack": NONE, "abort-checkpoint": NONE, "crash-task": NONE, "crash-coordinator": NONE,
+    "restart-job": NONE, "lose-event": NONE, "request-timeout": NONE,
+}
+assert set(FAIRNESS) == set(EVENT_TYPES), "every event kind declares its fairness"
+
+
+def fairness(ev: Event, unfair: frozenset = frozenset()) -> str:
+    """The fairness of ``ev``'s action; kinds in ``unfair`` lose theirs (a liveness variant's design)."""
+    return NONE if ev.kind in unfair else FAIRNESS[ev.kind]

@@ -217,3 +217,43 @@ def variant(name: str, **overrides) -> ProtocolConfig:
     except KeyError:
         raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
     return v.config(**overrides)
+
+
+# ------------------------------------------------------------------------------- liveness variants
+@dataclass(frozen=True)
+class LivenessVariant:
+    """A design judged by the temporal properties (:mod:`model.invariants.temporal`): a protocol variant
+    (``base``, plus config ``overrides``) and the event kinds whose action is *not* weakly fair in it
+    (``unfair``: the implementation may never take that step; :data:`model.protocol.events.FAIRNESS`).
+    ``breaks``: the temporal properties it must violate (empty: it must satisfy all)."""
+
+    name: str
+    description: str
+    base: str = "hudi-1.1"
+    overrides: dict = field(default_factory=dict)
+    unfair: frozenset = frozenset()
+    breaks: tuple = ()
+
+    def config(self, **extra) -> ProtocolConfig:
+        return variant(self.base, **{**self.overrides, **extra})
+
+
+_L = [
+    LivenessVariant("hudi-1.1", "Hudi 1.1 async design with every own step weakly fair."),
+    LivenessVariant("no-request-retry",
+                    "A writer whose instant request, once it got no instant (lost with a request timeout or a "
+                    "failover), is never sent again: request-instant is not weakly fair (Hudi's "
+                    "Correspondent#requestInstantTime retries until the coordinator answers).",
+                    unfair=frozenset({"request-instant"}), breaks=("interval-committed", "instant-resolved")),
+    LivenessVariant("blocking-waits-for-timeout",
+                    "Hudi 1.1 COW blocking design (CommitGuard) after a lost ack: the writer waits for the "
+                    "commit of the un-acked instant, which only the write.commit.ack.timeout failover "
+                    "(instant-timeout, not fair) brings.",
+                    base="hudi-1.1-blocking", breaks=("writer-unblocked", "interval-committed", "instant-resolved")),
+    LivenessVariant("no-clean-rollback",
+                    "A LAZY cleaner that never rolls back an expired instant: clean is not weakly fair, so a "
+                    "failed write stays requested forever.",
+                    unfair=frozenset({"clean"}), breaks=("instant-resolved",)),
+]
+
+LIVENESS_VARIANTS: dict[str, LivenessVariant] = {v.name: v for v in _L}
