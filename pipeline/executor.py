@@ -123,10 +123,72 @@ def routed_ddl(schema: pa.Schema) -> str:
 
 
 # ------------------------------------------------------------------------------------------- stage 1
+#: The generated source's JSON lines as Spark's JVM parses them (``from_json``, PERMISSIVE: a line it cannot
+#: read gives nulls, never an error).
+JVM_PARSE_DDL = "key STRING, ts BIGINT, partition STRING, payload STRING"
+#: One character ``json.dumps`` (``ensure_ascii``) writes as itself inside a string: printable ASCII except
+#: ``"`` and ``\`` (everything else it escapes).
+_PLAIN = r"\x20\x21\x23-\x5b\x5d-\x7e"
+#: a partition value ``source.validate`` accepts: no ``/`` (0x2f), not starting with ``.`` (0x2e)
+_PLAIN_PARTITION = (r"^[\x20\x21\x23-\x2d\x30-\x5b\x5d-\x7e][\x20\x21\x23-\x2e\x30-\x5b\x5d-\x7e]*$")
+
+
+def jvm_parse(df):
+    """The generated source's lines parsed by Spark's JVM (``from_json``), with the exactness check that lets
+    the writer tasks skip Python's :func:`pipeline.source.parse_line` for a line: ``fast`` is true only when
+    the raw line is byte for byte ``json.dumps({"key", "partition", "payload", "ts"}, sort_keys=True)`` of the
+    values Spark read, every string of plain printable ASCII (nothing escaped), the key non-empty and the
+    partition one path segment. Such a line is exactly what the generator writes, ``json.loads`` of it gives
+    those values and :func:`pipeline.source.validate` accepts them, so ``parse_line`` would return that record.
+    Every other line (``fast`` false: malformed, escaped, reordered, spaced differently, a ``\\r``, a number as
+    key ...) keeps its raw bytes and goes through the batch split (``parse_line``) in the task, as before.
+    Columns: fast, key, ts, partition, payload, line (null when fast)."""
+    from pyspark.sql import functions as F
+
+    text = F.col("line").cast("string")
+    j = F.from_json(text, JVM_PARSE_DDL)
+    canon = F.concat(F.lit('{"key": "'), j["key"], F.lit('", "partition": "'), j["partition"],
+                     F.lit('", "payload": "'), j["payload"], F.lit('", "ts": '), j["ts"].cast("string"), F.lit("}"))
+    fast = F.coalesce((text == canon) & j["key"].rlike(f"^[{_PLAIN}]+$") & j["partition"].rlike(_PLAIN_PARTITION)
+                      & j["payload"].rlike(f"^[{_PLAIN}]*$"), F.lit(False))
+    return (df.select(F.col("line"), j.alias("j")).select(
+        fast.alias("fast"), j["key"].alias("key"), j["ts"].alias("ts"), j["partition"].alias("partition"),
+        j["payload"].alias("payload"), F.when(fast, F.lit(None)).otherwise(F.col("line")).alias("line")))
+
+
+def _split_rows(batch: pa.Table, split, schema: pa.Schema):
+    """``batch`` -> (records of the run's schema, [(reason, raw)], what each input row became: 1 a record, 0 a
+    malformed line, -1 nothing (a blank line), in order; None: records first, then the malformed, as ``split``
+    returns them). A :func:`jvm_parse` batch: its ``fast`` rows are taken as Spark parsed them, every other row
+    goes through ``split`` on its own (the one validation); else the whole batch goes through ``split``."""
+    if "fast" not in batch.column_names:
+        good, bad = split(batch)
+        return good.select(schema.names).cast(schema), bad, None
+    fast = batch.column("fast").to_numpy(zero_copy_only=False)
+    if fast.all():
+        return batch.select(schema.names).cast(schema), [], None
+    kinds = np.ones(len(fast), dtype=np.int8)
+    slow_lines = batch.column("line").to_pylist()
+    parts, bad = [], []
+    run = 0  # start of the current run of fast rows
+    for i in np.nonzero(~fast)[0].tolist() + [len(fast)]:
+        if i > run:
+            parts.append(batch.slice(run, i - run).select(schema.names).cast(schema))
+        if i < len(fast):  # a slow row: the batch split on its own
+            g, b = split(pa.table({"line": pa.array([slow_lines[i]], pa.binary())}))
+            if g.num_rows:
+                parts.append(g.select(schema.names).cast(schema))
+            kinds[i] = 1 if g.num_rows else (0 if b else -1)
+            bad += b
+        run = i + 1
+    good = pa.concat_tables(parts) if parts else schema.empty_table()
+    return good, bad, kinds
+
+
 def parse_and_route(spec: dict, routes: list[int], split):
     """Stage 1's ``mapInArrow`` function (see the module doc). ``split(table of the source's rows: raw lines, or
     user data's (path, content) per file) -> (records of the run's schema, [(reason, raw)])`` is the one
-    validation (:func:`pipeline.job.split_batch`)."""
+    validation (:func:`pipeline.job.split_batch`); rows :func:`jvm_parse` marked ``fast`` skip it."""
     schema = _schema(spec)
     wire = _wire_names(schema)
     P, B, key = spec["parallelism"], spec["buckets"], spec["record_key"]
@@ -138,26 +200,30 @@ def parse_and_route(spec: dict, routes: list[int], split):
         part = TaskContext.get().partitionId()
         row0 = 0
         for b in batches:
-            good, bad = split(pa.Table.from_batches([b]))
-            good = good.select(schema.names).cast(schema)
+            good, bad, kinds = _split_rows(pa.Table.from_batches([b]), split, schema)
             base = (part << 40) + row0
             row0 += b.num_rows
             n = good.num_rows
+            if kinds is None:  # records first, then the malformed lines (user data: a file's rows)
+                seq = np.arange(base, base + n, dtype=np.int64)
+                bad_seq = np.arange(base + n, base + n + len(bad), dtype=np.int64)
+            else:  # each at its input row
+                seq = base + np.nonzero(kinds == 1)[0].astype(np.int64)
+                bad_seq = base + np.nonzero(kinds == 0)[0].astype(np.int64)
             keys = good.column(key).combine_chunks()  # Hudi hashes the record key's string (an int key: its digits)
             keys = keys if pa.types.is_string(keys.type) else keys.cast(pa.string())
             tasks = bk.task_of(bk.bucket_ids(keys, B), P)
             cols = {"route": pa.array(route_arr[tasks], pa.int32()), "task": pa.array(tasks, pa.int32()),
-                    "seq": pa.array(range(base, base + n), pa.int64())}
+                    "seq": pa.array(seq, pa.int64())}
             for f, w in zip(schema, wire):
                 cols[w] = good.column(f.name).combine_chunks().cast(_wire_type(f.type))
             cols["_reason"] = pa.nulls(n, pa.string())
             cols["_raw"] = pa.nulls(n, pa.string())
             yield pa.RecordBatch.from_pydict(cols)
             if bad:
-                seqs = range(base + n, base + n + len(bad))
-                bt = [q % P for q in seqs]
-                cols = {"route": pa.array([routes[t] for t in bt], pa.int32()), "task": pa.array(bt, pa.int32()),
-                        "seq": pa.array(seqs, pa.int64())}
+                bt = (bad_seq % P).astype(np.int64)
+                cols = {"route": pa.array(route_arr[bt], pa.int32()), "task": pa.array(bt, pa.int32()),
+                        "seq": pa.array(bad_seq, pa.int64())}
                 for f, w in zip(schema, wire):
                     cols[w] = pa.nulls(len(bad), _wire_type(f.type))
                 cols["_reason"] = pa.array([r for r, _ in bad], pa.string())
@@ -318,6 +384,8 @@ def write_batch(df, spec: dict, split) -> list[dict]:
     P = spec["parallelism"]
     schema = _schema(spec)
     routes = route_keys(df.sparkSession, P)
+    if "line" in df.columns and spec.get("jvm_parse", True):  # the generated source: Spark's JVM parses
+        df = jvm_parse(df)
     routed = df.mapInArrow(parse_and_route(spec, routes, split), routed_ddl(schema))
     out = (routed.repartition(P, "route").sortWithinPartitions("seq")
            .mapInArrow(write_partition(spec), RESULT_DDL))
