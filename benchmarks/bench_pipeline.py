@@ -120,8 +120,9 @@ def scale_child(master: str, records: int, batches: int, base: Path, shared: Pat
                 q.awaitTermination()
                 out["parquet"] = records / (time.monotonic() - t0)
             else:
-                root = _shared_run(base, shared, f"{kind}-{cores}", batches, mode="async", table_type=kind,
-                                   parallelism=cores, buckets=4)
+                table_type, _, fmt = kind.partition("-")  # mor: parquet log blocks; mor-avro: Avro log blocks
+                root = _shared_run(base, shared, f"{kind}-{cores}", batches, mode="async", table_type=table_type,
+                                   parallelism=cores, buckets=4, log_block_format=fmt or "parquet")
                 s = run_job(root, spark=spark, progress=None)
                 out[kind] = records / s["seconds"]
             print(f"    {master} {kind}: {out[kind]:,.0f} records/s", file=sys.stderr, flush=True)

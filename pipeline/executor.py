@@ -90,7 +90,8 @@ def make_spec(cfg: dict, *, base_path: Path, table_name: str, instant: str, batc
             "parallelism": cfg["parallelism"], "buckets": cfg["buckets"], "quarantine": str(quarantine_dir),
             "schema": schema.serialize().to_pybytes().hex(), "record_key": record_key,
             "ordering_field": ordering_field, "partition_field": partition_field, "delete_field": delete_field,
-            "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid}
+            "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid,
+            "log_block_format": cfg.get("log_block_format", "avro"), "jvm_parse": cfg.get("jvm_parse", True)}
 
 
 def _schema(spec: dict) -> pa.Schema:
@@ -126,34 +127,43 @@ def routed_ddl(schema: pa.Schema) -> str:
 #: The generated source's JSON lines as Spark's JVM parses them (``from_json``, PERMISSIVE: a line it cannot
 #: read gives nulls, never an error).
 JVM_PARSE_DDL = "key STRING, ts BIGINT, partition STRING, payload STRING"
-#: One character ``json.dumps`` (``ensure_ascii``) writes as itself inside a string: printable ASCII except
-#: ``"`` and ``\`` (everything else it escapes).
-_PLAIN = r"\x20\x21\x23-\x5b\x5d-\x7e"
-#: a partition value ``source.validate`` accepts: no ``/`` (0x2f), not starting with ``.`` (0x2e)
-_PLAIN_PARTITION = (r"^[\x20\x21\x23-\x2d\x30-\x5b\x5d-\x7e][\x20\x21\x23-\x2e\x30-\x5b\x5d-\x7e]*$")
+#: a line with neither a backslash nor a control character: every string in it stands for itself (no escape)
+_UNESCAPED_LINE = r"^[^\x00-\x1f\\]*$"
 
 
 def jvm_parse(df):
     """The generated source's lines parsed by Spark's JVM (``from_json``), with the exactness check that lets
-    the writer tasks skip Python's :func:`pipeline.source.parse_line` for a line: ``fast`` is true only when
-    the raw line is byte for byte ``json.dumps({"key", "partition", "payload", "ts"}, sort_keys=True)`` of the
-    values Spark read, every string of plain printable ASCII (nothing escaped), the key non-empty and the
-    partition one path segment. Such a line is exactly what the generator writes, ``json.loads`` of it gives
-    those values and :func:`pipeline.source.validate` accepts them, so ``parse_line`` would return that record.
-    Every other line (``fast`` false: malformed, escaped, reordered, spaced differently, a ``\\r``, a number as
-    key ...) keeps its raw bytes and goes through the batch split (``parse_line``) in the task, as before.
+    the writer tasks skip Python's :func:`pipeline.source.parse_line` for a line. ``fast`` is true only when
+
+    * the raw line is byte for byte ``{"key": "<key>", "partition": "<partition>", "payload": "<payload>",
+      "ts": <ts>}`` of the values Spark read (``json.dumps(..., sort_keys=True)``'s layout, what the generator
+      writes) and
+    * it holds no backslash and no control character, so each string stands for itself: ``json.loads`` of the
+      line gives exactly those four values (strings; ``ts`` an integer Spark read as a long, so within int64;
+      no lone surrogate, which needs an escape; the bytes UTF-8, as Spark decoded and re-encoded them
+      unchanged), and
+    * :func:`pipeline.source.validate` accepts them: the key non-empty, the partition non-empty, without
+      ``/``, not starting with ``.`` (control characters and ``\\`` excluded above).
+
+    ``parse_line`` would return that record, so the task takes it as Spark parsed it. Every other line
+    (``fast`` false: malformed, escaped, reordered, spaced differently, a ``\\r``, a number as key ...) keeps
+    its raw bytes and goes through the batch split (``parse_line``) in the task, as before.
     Columns: fast, key, ts, partition, payload, line (null when fast)."""
     from pyspark.sql import functions as F
 
+    # from_json once per line (a column the next projection reads, not the expression repeated in each use)
+    parsed = df.select(F.col("line"), F.from_json(F.col("line").cast("string"), JVM_PARSE_DDL).alias("j"))
+    parsed = parsed.select("line", "j.key", "j.ts", "j.partition", "j.payload")
     text = F.col("line").cast("string")
-    j = F.from_json(text, JVM_PARSE_DDL)
-    canon = F.concat(F.lit('{"key": "'), j["key"], F.lit('", "partition": "'), j["partition"],
-                     F.lit('", "payload": "'), j["payload"], F.lit('", "ts": '), j["ts"].cast("string"), F.lit("}"))
-    fast = F.coalesce((text == canon) & j["key"].rlike(f"^[{_PLAIN}]+$") & j["partition"].rlike(_PLAIN_PARTITION)
-                      & j["payload"].rlike(f"^[{_PLAIN}]*$"), F.lit(False))
-    return (df.select(F.col("line"), j.alias("j")).select(
-        fast.alias("fast"), j["key"].alias("key"), j["ts"].alias("ts"), j["partition"].alias("partition"),
-        j["payload"].alias("payload"), F.when(fast, F.lit(None)).otherwise(F.col("line")).alias("line")))
+    canon = F.concat(F.lit('{"key": "'), F.col("key"), F.lit('", "partition": "'), F.col("partition"),
+                     F.lit('", "payload": "'), F.col("payload"), F.lit('", "ts": '), F.col("ts").cast("string"),
+                     F.lit("}"))
+    part = F.col("partition")
+    fast = F.coalesce((text == canon) & text.rlike(_UNESCAPED_LINE) & (F.length("key") > 0) & (F.length(part) > 0)
+                      & ~part.startswith(".") & ~part.contains("/"), F.lit(False))
+    return (parsed.withColumn("fast", fast)
+            .select("fast", "key", "ts", "partition", "payload",
+                    F.when(F.col("fast"), F.lit(None).cast("binary")).otherwise(F.col("line")).alias("line")))
 
 
 def _split_rows(batch: pa.Table, split, schema: pa.Schema):
@@ -257,7 +267,7 @@ def _open_writer(spec: dict):
     return HudiTableWriter(spec["base_path"], spec["table_type"], spec["table_version"],
                            record_key=spec["record_key"], ordering_field=spec["ordering_field"],
                            partition_field=spec["partition_field"], table_name=spec["table_name"], for_task=True,
-                           **extra)
+                           log_block_format=spec.get("log_block_format", "avro"), **extra)
 
 
 class _AfterFiles:
