@@ -16,18 +16,22 @@ coordinator's p50 batch latency is below the blocking one's. Exit 1 when it is n
 2,000,000 records in 10 batches): Spark's own parquet sink (which also writes on executors) and hoodie-lab
 ``async`` COW upserts and MOR, each on ``local[1]`` and ``local[2]`` (``--parallelism`` = cores; a fresh Spark
 session per master, in its own process), records/s over the query's wall time; the ratio hoodie-lab / parquet
-(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core. ``--memory`` measures the driver's peak
+(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core. ``--cluster`` adds the same runs on a Spark standalone cluster started for it (:class:`pipeline.sparkcluster.
+SparkCluster`: a master and 2 workers of 1 core on 127.0.0.1, writer tasks = 2; stopped by their process
+groups at the end). MOR runs write parquet log data blocks (``log_block_format=parquet``,
+``HoodieParquetDataBlock``, read by hudi-rs); ``mor-avro`` is the Avro block variant. ``--memory`` measures the driver's peak
 RSS (the Python driver process, ``ru_maxrss``; the JVM is another process) for batches of 20,000 and
 200,000 records (async MOR, 2 batches each, a process each): it must not grow with the batch size (target: the
 larger batches' peak within 10 % + 32 MiB of the smaller's).
 
-    python benchmarks/bench_pipeline.py --scale [--records 2000000] [--batches 10] [--masters local[1],local[2]]
+    python benchmarks/bench_pipeline.py --scale [--records 2000000] [--batches 10] [--masters local[1],local[2]] [--cluster]
     python benchmarks/bench_pipeline.py --memory
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -94,15 +98,17 @@ def _shared_run(base: Path, shared_input: Path, name: str, batches: int, **cfg) 
     return root
 
 
-def scale_child(master: str, records: int, batches: int, base: Path, shared: Path, kinds: list[str]) -> dict:
-    """One Spark session on ``master``: plain parquet, then hoodie-lab async COW and MOR; one JSON line."""
+def scale_child(master: str, records: int, batches: int, base: Path, shared: Path, kinds: list[str],
+                cluster_cores: int = 2) -> dict:
+    """One Spark session on ``master``: plain parquet, then hoodie-lab async COW and MOR; one JSON line.
+    ``cluster_cores``: the cores of a ``spark://`` master (its workers' total): the writer tasks' parallelism."""
     import json
     import resource
 
     from pipeline.job import run_job
     from pipeline.spark import get_spark
 
-    cores = int(master[len("local["):].split(",")[0].rstrip("]"))
+    cores = cluster_cores if master.startswith("spark://") else int(master[len("local["):].split(",")[0].rstrip("]"))
     spark = get_spark(master, app_name="bench-scale")
     out = {"master": master, "records": records, "batches": batches}
     try:
@@ -178,6 +184,7 @@ def scale_main(args) -> int:
     batches = args.batches or 10
     masters = args.masters.split(",")
     base = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    load0 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     try:
         t0 = time.monotonic()
         shared = base / "input"
@@ -188,12 +195,27 @@ def scale_main(args) -> int:
         for m in masters:
             rows.append(_child(["--scale-child", "--masters", m, "--records", str(records), "--batches", str(batches),
                                 "--base", str(base)]))
+        if args.cluster:  # a standalone master + 2 workers (1 core each) on 127.0.0.1, stopped by their pids
+            from pipeline.sparkcluster import SparkCluster
+
+            os.environ.setdefault("HOODIE_LAB_EXECUTOR_MEMORY", "1g")  # the child's executors (spark.executor.memory)
+            cluster = SparkCluster(base / "cluster", workers=2, cores=1, memory="2g")
+            try:
+                cluster.start()
+                print(f"standalone cluster {cluster.url}: 2 workers x 1 core (pids {cluster.pids})", flush=True)
+                row = _child(["--scale-child", "--masters", cluster.url, "--records", str(records),
+                              "--batches", str(batches), "--base", str(base)])
+                row["master"] = "cluster 2x1"
+                rows.append(row)
+            finally:
+                cluster.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print(f"\n{'master':10s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} {'MOR/pq':>7s} "
+    print(f"\nload average before/after: {load0} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"\n{'master':11s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} {'MOR/pq':>7s} "
           f"{'driver RSS':>11s}")
     for r in rows:
-        print(f"{r['master']:10s} {r['parquet']:14,.0f} {r['cow']:12,.0f} {r['cow'] / r['parquet']:6.0%} "
+        print(f"{r['master']:11s} {r['parquet']:14,.0f} {r['cow']:12,.0f} {r['cow'] / r['parquet']:6.0%} "
               f"{r['mor']:12,.0f} {r['mor'] / r['parquet']:6.0%} {r['driver_peak_rss_mib']:8.0f} MiB")
     ok = True
     by = {r["master"]: r for r in rows}
@@ -254,6 +276,8 @@ def main(argv=None) -> int:
     ap.add_argument("--table-type", choices=["cow", "mor"], default="mor")
     ap.add_argument("--scale", action="store_true", help="executor-side writes: 2M records, parquet sink vs async")
     ap.add_argument("--masters", default="local[1],local[2]", help="--scale: Spark masters, comma-separated")
+    ap.add_argument("--cluster", action="store_true",
+                    help="--scale: also on a standalone master + 2 workers (1 core each) on 127.0.0.1")
     ap.add_argument("--memory", action="store_true", help="driver peak RSS at two batch sizes")
     args = ap.parse_args(argv)
     if args.scale:
