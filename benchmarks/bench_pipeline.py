@@ -31,6 +31,7 @@ larger batches' peak within 10 % + 32 MiB of the smaller's).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -318,7 +319,14 @@ def main(argv=None) -> int:
         from sim.pipeline_twin import compare
 
         print("\nsimulation (sim.pipeline_twin, W calibrated at L=0) vs measured async/blocking ratio:")
-        compare(rows, records, batches)  # within +-20 % is the target
+        from pipeline import source as src
+        from pipeline.job import default_config
+        from sim.pipeline_twin import task_shares
+
+        cfg = default_config()  # the runs' writer tasks (parallelism) and buckets; local[2]: 2 cores
+        keys = [json.loads(ln)["key"] for b in src.generate_batches(records, batches, seed=1) for ln in b]
+        compare(rows, records, batches, tasks=cfg["parallelism"], cores=2,
+                shares=task_shares(keys, cfg["buckets"], cfg["parallelism"]))  # within +-20 % is the target
     top = max(latencies)
     p50 = {r["what"].split()[0]: r["p50"] for r in rows if r["latency_ms"] == top and r["what"] != "plain Spark parquet"}
     ok = p50["async"] < p50["blocking"]
