@@ -183,7 +183,7 @@ def scale_main(args) -> int:
 
     records = args.records or 2_000_000
     batches = args.batches or 10
-    masters = args.masters.split(",")
+    masters = [m for m in args.masters.split(",") if m]  # --masters '' --cluster: the cluster only
     base = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     load0 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     try:
