@@ -91,7 +91,7 @@ def make_spec(cfg: dict, *, base_path: Path, table_name: str, instant: str, batc
             "schema": schema.serialize().to_pybytes().hex(), "record_key": record_key,
             "ordering_field": ordering_field, "partition_field": partition_field, "delete_field": delete_field,
             "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid,
-            "log_block_format": cfg.get("log_block_format", "avro"), "jvm_parse": cfg.get("jvm_parse", True)}
+            "log_block_format": cfg.get("log_block_format", "avro"), "jvm_parse": cfg.get("jvm_parse", False)}
 
 
 def _schema(spec: dict) -> pa.Schema:
@@ -394,7 +394,7 @@ def write_batch(df, spec: dict, split) -> list[dict]:
     P = spec["parallelism"]
     schema = _schema(spec)
     routes = route_keys(df.sparkSession, P)
-    if "line" in df.columns and spec.get("jvm_parse", True):  # the generated source: Spark's JVM parses
+    if "line" in df.columns and spec.get("jvm_parse"):  # the generated source: Spark's JVM parses
         df = jvm_parse(df)
     routed = df.mapInArrow(parse_and_route(spec, routes, split), routed_ddl(schema))
     out = (routed.repartition(P, "route").sortWithinPartitions("seq")

@@ -58,7 +58,8 @@ def default_config(**overrides) -> dict:
     cfg.update({"parallelism": 2, "buckets": 4})  # the write path: writer tasks, bucket-index buckets
     # MOR log data blocks: avro (HoodieAvroDataBlock) or parquet (HoodieParquetDataBlock,
     # hoodie.logfile.data.block.format=parquet); jvm_parse: Spark's JVM parses the generated source's lines
-    cfg.update({"log_block_format": "avro", "jvm_parse": True})
+    # (pipeline.executor.jvm_parse; off: measured slower than parse_line in the tasks on this machine, README)
+    cfg.update({"log_block_format": "avro", "jvm_parse": False})
     # multi-writer (pipeline.multiwriter): hoodie.write.concurrency.mode; ordering values i*stride+phase
     cfg.update({"concurrency_mode": "single_writer", "ts_stride": 1, "ts_phase": 0})
     cfg.update(overrides)

@@ -142,7 +142,7 @@ def test_mor_pipeline_with_parquet_or_avro_log_blocks(tmp_path, spark, fmt):
 
     root = tmp_path / "run"
     prepare_run(root, mode="async", table_type="mor", records=300, batches=3, seed=2, malformed=5,
-                log_block_format=fmt)
+                log_block_format=fmt, jvm_parse=fmt == "parquet")  # the JVM parse in a whole run too
     summary = run_job(root, spark=spark, progress=None)
     assert summary["records"] == 300 and summary["quarantined"] == 5
     logs = [p for p in (root / "table").rglob(".*.log.*") if ".hoodie" not in p.parts]  # not the metadata table's
