@@ -26,6 +26,7 @@ larger batches' peak within 10 % + 32 MiB of the smaller's).
 
     python benchmarks/bench_pipeline.py --scale [--records 2000000] [--batches 10] [--masters local[1],local[2]] [--cluster]
     python benchmarks/bench_pipeline.py --memory
+    python benchmarks/bench_pipeline.py --ab [--records 200000] [--batches 2]
 """
 
 from __future__ import annotations
@@ -234,6 +235,44 @@ def scale_main(args) -> int:
     return 0 if ok else 1
 
 
+AB_VARIANTS = {"Python parse_line, Avro blocks": dict(jvm_parse=False, log_block_format="avro"),
+               "JVM parse, Avro blocks": dict(jvm_parse=True, log_block_format="avro"),
+               "Python parse_line, parquet blocks": dict(jvm_parse=False, log_block_format="parquet"),
+               "JVM parse, parquet blocks": dict(jvm_parse=True, log_block_format="parquet")}
+
+
+def ab_main(args) -> int:
+    """``--ab``: the writer-task variants (who parses the lines; MOR log block format) alternated in one
+    ``local[2]`` session on the same input, twice each: records/s and the load average at each run's end."""
+    from pipeline.job import prepare_run, run_job
+    from pipeline.spark import get_spark
+
+    records, batches = args.records or 200_000, args.batches or 2
+    spark = get_spark("local[2]", app_name="bench-ab")
+    base = Path(tempfile.mkdtemp(prefix="bench-ab-"))
+    try:
+        prepare_run(base / "warm", mode="async", table_type="mor", records=2000, batches=2, seed=1)
+        run_job(base / "warm", spark=spark, progress=None)
+        n = 0
+        for table_type in ("mor", "cow"):
+            for rep in range(2):
+                for name, kw in AB_VARIANTS.items():
+                    if table_type == "cow" and "parquet" in name:
+                        continue  # COW writes no log blocks
+                    n += 1
+                    root = base / f"run-{n}"
+                    prepare_run(root, mode="async", table_type=table_type, records=records, batches=batches, seed=1,
+                                **kw)
+                    s = run_job(root, spark=spark, progress=None)
+                    print(f"{table_type} {name:36s} {records / s['seconds']:9,.0f} records/s  "
+                          f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+                    shutil.rmtree(root)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        spark.stop()
+    return 0
+
+
 def memory_main(args) -> int:
     rows = []
     for n in (40_000, 400_000):
@@ -280,11 +319,15 @@ def main(argv=None) -> int:
     ap.add_argument("--cluster", action="store_true",
                     help="--scale: also on a standalone master + 2 workers (1 core each) on 127.0.0.1")
     ap.add_argument("--memory", action="store_true", help="driver peak RSS at two batch sizes")
+    ap.add_argument("--ab", action="store_true", help="writer-task variants (JVM/Python parse, Avro/parquet log "
+                    "blocks) alternated on local[2] (default 200,000 records in 2 batches)")
     args = ap.parse_args(argv)
     if args.scale:
         return scale_main(args)
     if args.memory:
         return memory_main(args)
+    if args.ab:
+        return ab_main(args)
     records = args.records or (10_000 if args.quick else 50_000)
     batches = args.batches or (5 if args.quick else 10)
     latencies = [int(x) for x in (args.latencies or ("0,500" if args.quick else "0,250,1000")).split(",")]
