@@ -165,3 +165,17 @@ def test_bad_log_block_format_is_one_line(tmp_path):
     with pytest.raises(UserError, match="--log-block-format: 'orc'; expected avro or parquet"):
         prepare_run(tmp_path / "r", log_block_format="orc")
     assert not (tmp_path / "r").exists()
+
+
+def test_cli_log_block_format_and_jvm_parse(tmp_path, spark, capsys):
+    from hoodie_lab.cli import main as cli
+    from lakeio.hudiformat import logfile as lf
+
+    out = tmp_path / "run"
+    assert cli(["pipeline", "run", "--table-type", "mor", "--records", "80", "--batches", "2", "--malformed", "2",
+                "--log-block-format", "parquet", "--jvm-parse", "--out", str(out), "--diff"]) == 0
+    cfg = json.loads((out / "run.json").read_text())
+    assert cfg["log_block_format"] == "parquet" and cfg["jvm_parse"] is True
+    logs = [p for p in (out / "table").rglob(".*.log.*") if ".hoodie" not in p.parts]
+    assert logs and {b.block_type for p in logs for b in lf.read_log_file(str(p))} - {lf.DELETE_BLOCK} == \
+        {lf.PARQUET_DATA_BLOCK}
