@@ -11,7 +11,11 @@ lines and returns only the tasks' write statuses (a few rows per task, never a r
    (:func:`lakeio.hudiformat.bucket.bucket_id`, Hudi's ``BucketIdentifier``: hash of the record key mod
    ``buckets``) and its writer task (:func:`lakeio.hudiformat.bucket.task_of`: bucket mod ``parallelism``, as
    Flink's ``BucketIndexPartitioner``); a malformed line goes to task ``seq mod parallelism`` with its reason.
-   ``seq`` is the line's position (split, row), so the batch's order survives the shuffle.
+   ``seq`` is the line's position (split, row), so the batch's order survives the shuffle. With the run option
+   ``jvm_parse`` (``pipeline run --jvm-parse``) Spark's JVM parses the generated source's lines first
+   (:func:`jvm_parse`, ``from_json``); a line it read exactly in the generator's layout skips ``parse_line``,
+   every other line still goes through it, so the verdicts are ``parse_line``'s (measured not faster here: off
+   by default). MOR log data blocks are Avro or, with ``log_block_format=parquet``, parquet.
 2. **shuffle**: ``repartition(parallelism, route)``, where ``route`` is a value Spark's hash partitioner
    (``pmod(murmur3(route), parallelism)``, the SQL ``hash``) sends to partition ``task`` -- found once per
    parallelism by asking Spark itself (:func:`route_keys`) -- then ``sortWithinPartitions(seq)``: Spark
