@@ -16,11 +16,12 @@ coordinator's p50 batch latency is below the blocking one's. Exit 1 when it is n
 2,000,000 records in 10 batches): Spark's own parquet sink (which also writes on executors) and hoodie-lab
 ``async`` COW upserts and MOR, each on ``local[1]`` and ``local[2]`` (``--parallelism`` = cores; a fresh Spark
 session per master, in its own process), records/s over the query's wall time; the ratio hoodie-lab / parquet
-(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core. ``--cluster`` adds the same runs on a Spark standalone cluster started for it (:class:`pipeline.sparkcluster.
-SparkCluster`: a master and 2 workers of 1 core on 127.0.0.1, writer tasks = 2; stopped by their process
-groups at the end). MOR runs write parquet log data blocks (``log_block_format=parquet``,
-``HoodieParquetDataBlock``, read by hudi-rs); ``mor-avro`` is the Avro block variant. ``--memory`` measures the driver's peak
-RSS (the Python driver process, ``ru_maxrss``; the JVM is another process) for batches of 20,000 and
+(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core. ``--cluster`` adds the same runs on a
+Spark standalone cluster started for it (:class:`pipeline.sparkcluster.SparkCluster`: a master and 2 workers
+of 1 core on 127.0.0.1, writer tasks = 2; stopped by their process groups at the end). MOR runs write parquet
+log data blocks (``log_block_format=parquet``, ``HoodieParquetDataBlock``, read by hudi-rs). ``--ab``
+alternates the writer-task variants (Python or JVM parse, Avro or parquet log blocks) in one ``local[2]``
+session. ``--memory`` measures the driver's peak RSS (the Python driver process, ``ru_maxrss``; the JVM is another process) for batches of 20,000 and
 200,000 records (async MOR, 2 batches each, a process each): it must not grow with the batch size (target: the
 larger batches' peak within 10 % + 32 MiB of the smaller's).
 
