@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lakeio.errors import UserError
+from lakeio.ondisk import mdt
 from model.concurrency import rules, settings as cs
 from pipeline.coordinator import TABLE_NAME, WallTrueTime, check_table_path
 from pipeline.multiwriter import LOCK_PROVIDER, SharedTimeFloor, txn_lock
@@ -17,7 +18,8 @@ def compact(table: Path, progress=print) -> dict:
     time ``tc`` is drawn (above every time a writer drew) and the plan written -- so every log a plan names is
     of a write completed before ``tc``, and every write completing later has a completion time after ``tc``
     and joins the new slice; the new base files are written outside the lock; the completion time is drawn
-    and the commit written under the lock. Returns what it did."""
+    and the commit written under the lock, after its metadata-table deltacommit (the new base files in the
+    ``files`` partition), as every writer's commit. Returns what it did."""
     from lakeio.hudiformat import compaction
     from lakeio.hudiformat.table import HudiTableWriter
     from lakeio.ondisk.properties import read_properties
@@ -51,7 +53,8 @@ def compact(table: Path, progress=print) -> dict:
     stats = compaction.execute(w, tc, ops)
     with txn_lock(table):
         done = times.next_time()
-        compaction.complete(w, tc, done, stats)
+        with mdt.committing(table, 8, tc, done, stats):  # the MDT deltacommit first, in the same transaction
+            compaction.complete(w, tc, done, stats)
     progress(f"compaction {tc}: completed at {done}")
     return {"instant": tc, "completion": done, "file_groups": len(ops),
             "logs": sum(len(o["deltaFilePaths"]) for o in ops)}

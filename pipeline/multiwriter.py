@@ -38,12 +38,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lakeio.errors import UserError
+from lakeio.ondisk.mdt_lock import TxnLock
 from model.concurrency import rules, settings as cs
 from model.instant import to_millis
 
 #: The lock provider name recorded in the settings (a flock on a file in ``.hoodie/.aux``; per host).
 LOCK_PROVIDER = "hoodie-lab FileLock (flock, .hoodie/.aux)"
-TXN_LOCK_NAME = "hoodie-lab-txn.lock"
 TIME_FLOOR_NAME = "hoodie-lab-truetime"
 TXN_WAIT_S = 120.0
 
@@ -115,9 +115,11 @@ def _flock(path: Path, wait_s: float = TXN_WAIT_S):
         os.close(fd)  # drops the lock
 
 
-def txn_lock(table: Path):
-    """The table's transaction lock (``TransactionManager``): ``<table>/.hoodie/.aux/hoodie-lab-txn.lock``."""
-    return _flock(Path(table) / ".hoodie" / ".aux" / TXN_LOCK_NAME)
+def txn_lock(table: Path) -> TxnLock:
+    """The table's transaction lock (``TransactionManager``): ``<table>/.hoodie/.aux/hoodie-lab-txn.lock``, the one
+    the metadata table's writer and ``hoodie-lab index`` take (re-entrant in the holding thread, so a commit's
+    metadata-table update under it does not wait for itself)."""
+    return TxnLock(table, wait_s=TXN_WAIT_S)
 
 
 class SharedTimeFloor:

@@ -39,6 +39,20 @@ def _merge_by_ordering(*run_dirs: Path) -> list[tuple]:
     return sorted(best.values())
 
 
+def _why_failed(runs: list[Path], outs: list[str]) -> str:
+    """What a failed run said: its failure events and the tail of its output (pytest would cut the middle)."""
+    import json
+
+    lines = []
+    for root, out in zip(runs, outs):
+        ev = root / "events.jsonl"
+        bad = [e for e in map(json.loads, ev.read_text().splitlines()) if e["kind"] in (
+            "batch-failed", "stalled", "occ-retry")] if ev.exists() else []
+        lines += [f"--- {root.name}: {len(bad)} failure event(s)", *map(str, bad[-6:]),
+                  *[x for x in out.splitlines() if not x.startswith("\tat ")][-25:]]
+    return "\n".join(lines)
+
+
 def _env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
@@ -86,7 +100,7 @@ def test_two_nbcc_pipelines_on_one_mor_table(tmp_path, spark):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    assert [p.returncode for p in procs] == [0, 0], outs
+    assert [p.returncode for p in procs] == [0, 0], _why_failed(runs, outs)
     # both wrote every batch; each commit was checked by the model's rule under the lock (NBCC: no conflict)
     commits = {}
     for root in runs:
@@ -324,7 +338,7 @@ def test_two_occ_pipelines_abort_and_retry_as_the_rule_says(tmp_path, spark):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    assert [p.returncode for p in procs] == [0, 0], outs
+    assert [p.returncode for p in procs] == [0, 0], _why_failed(runs, outs)
     t = read_table(table)
     done = []
     for i in t.timeline.completed():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -26,41 +27,71 @@ LOCK_PROVIDERS = {"filesystem": "org.apache.hudi.client.transaction.lock.FileSys
 DEFAULT_WAIT_S = 60.0  # hoodie.write.lock.wait_time_ms order of magnitude
 
 
+class _Holding:
+    """This process's hold on one lock file: a thread-re-entrant mutex and, while held, the flocked fd."""
+
+    def __init__(self):
+        self.mutex = threading.RLock()
+        self.fd: int | None = None
+        self.depth = 0
+
+
+_HOLDINGS: dict[str, _Holding] = {}
+_HOLDINGS_MUTEX = threading.Lock()
+
+
 class TxnLock:
-    """A blocking, re-entrant-per-object flock on ``.hoodie/.aux/hoodie-lab-txn.lock``."""
+    """A blocking flock on ``.hoodie/.aux/hoodie-lab-txn.lock``, re-entrant within one thread of one process.
+
+    ``flock`` locks belong to open file descriptions: a second ``open`` + ``flock`` of the same file in the same
+    process would wait for the first, so a thread that already holds the lock (a pipeline committing under the
+    transaction lock, whose commit updates the metadata table under the same lock) must not take it twice.
+    Every ``TxnLock`` of one path shares this process's holding: the thread holding it re-enters, other threads
+    of the process wait on the mutex, other processes on the flock."""
 
     def __init__(self, table: str | os.PathLike, wait_s: float = DEFAULT_WAIT_S):
         self.path = Path(table) / ".hoodie" / ".aux" / TXN_LOCK_NAME
         self.wait_s = wait_s
-        self._fd: int | None = None
         self._depth = 0
+        with _HOLDINGS_MUTEX:
+            self._holding = _HOLDINGS.setdefault(os.path.abspath(self.path), _Holding())
 
     def acquire(self) -> None:
-        if self._depth:
-            self._depth += 1
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        h = self._holding
         deadline = time.monotonic() + self.wait_s
-        while True:
+        if not h.mutex.acquire(timeout=self.wait_s):
+            raise UserError(f"{self.path}: transaction lock busy for {self.wait_s:g} s")
+        if h.depth == 0:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise UserError(f"{self.path}: transaction lock busy for {self.wait_s:g} s") from None
-                time.sleep(0.002)
-        self._fd = fd
-        self._depth = 1
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except BaseException:
+                h.mutex.release()
+                raise
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        os.close(fd)
+                        h.mutex.release()
+                        raise UserError(f"{self.path}: transaction lock busy for {self.wait_s:g} s") from None
+                    time.sleep(0.002)
+            h.fd = fd
+        h.depth += 1
+        self._depth += 1
 
     def release(self) -> None:
         if not self._depth:
             return
+        h = self._holding
         self._depth -= 1
-        if self._depth == 0:
-            os.close(self._fd)  # closing drops the flock
-            self._fd = None
+        h.depth -= 1
+        if h.depth == 0:
+            os.close(h.fd)  # closing drops the flock
+            h.fd = None
+        h.mutex.release()
 
     @property
     def held(self) -> bool:
