@@ -16,18 +16,25 @@ coordinator's p50 batch latency is below the blocking one's. Exit 1 when it is n
 2,000,000 records in 10 batches): Spark's own parquet sink (which also writes on executors) and hoodie-lab
 ``async`` COW upserts and MOR, each on ``local[1]`` and ``local[2]`` (``--parallelism`` = cores; a fresh Spark
 session per master, in its own process), records/s over the query's wall time; the ratio hoodie-lab / parquet
-(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core. ``--memory`` measures the driver's peak
-RSS (the Python driver process, ``ru_maxrss``; the JVM is another process) for batches of 20,000 and
+(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core. ``--cluster`` adds the same runs on a
+Spark standalone cluster started for it (:class:`pipeline.sparkcluster.SparkCluster`: a master and 2 workers
+of 1 core on 127.0.0.1, writer tasks = 2; stopped by their process groups at the end). MOR runs write parquet
+log data blocks (``log_block_format=parquet``, ``HoodieParquetDataBlock``, read by hudi-rs). ``--ab``
+alternates the writer-task variants (Python or JVM parse, Avro or parquet log blocks) in one ``local[2]``
+session. ``--memory`` measures the driver's peak RSS (the Python driver process, ``ru_maxrss``; the JVM is another process) for batches of 20,000 and
 200,000 records (async MOR, 2 batches each, a process each): it must not grow with the batch size (target: the
 larger batches' peak within 10 % + 32 MiB of the smaller's).
 
-    python benchmarks/bench_pipeline.py --scale [--records 2000000] [--batches 10] [--masters local[1],local[2]]
+    python benchmarks/bench_pipeline.py --scale [--records 2000000] [--batches 10] [--masters local[1],local[2]] [--cluster]
     python benchmarks/bench_pipeline.py --memory
+    python benchmarks/bench_pipeline.py --ab [--records 200000] [--batches 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import statistics
 import sys
@@ -94,15 +101,17 @@ def _shared_run(base: Path, shared_input: Path, name: str, batches: int, **cfg) 
     return root
 
 
-def scale_child(master: str, records: int, batches: int, base: Path, shared: Path, kinds: list[str]) -> dict:
-    """One Spark session on ``master``: plain parquet, then hoodie-lab async COW and MOR; one JSON line."""
+def scale_child(master: str, records: int, batches: int, base: Path, shared: Path, kinds: list[str],
+                cluster_cores: int = 2) -> dict:
+    """One Spark session on ``master``: plain parquet, then hoodie-lab async COW and MOR; one JSON line.
+    ``cluster_cores``: the cores of a ``spark://`` master (its workers' total): the writer tasks' parallelism."""
     import json
     import resource
 
     from pipeline.job import run_job
     from pipeline.spark import get_spark
 
-    cores = int(master[len("local["):].split(",")[0].rstrip("]"))
+    cores = cluster_cores if master.startswith("spark://") else int(master[len("local["):].split(",")[0].rstrip("]"))
     spark = get_spark(master, app_name="bench-scale")
     out = {"master": master, "records": records, "batches": batches}
     try:
@@ -120,8 +129,9 @@ def scale_child(master: str, records: int, batches: int, base: Path, shared: Pat
                 q.awaitTermination()
                 out["parquet"] = records / (time.monotonic() - t0)
             else:
-                root = _shared_run(base, shared, f"{kind}-{cores}", batches, mode="async", table_type=kind,
-                                   parallelism=cores, buckets=4)
+                table_type, _, fmt = kind.partition("-")  # mor: parquet log blocks; mor-avro: Avro log blocks
+                root = _shared_run(base, shared, f"{kind}-{cores}", batches, mode="async", table_type=table_type,
+                                   parallelism=cores, buckets=4, log_block_format=fmt or "parquet")
                 s = run_job(root, spark=spark, progress=None)
                 out[kind] = records / s["seconds"]
             print(f"    {master} {kind}: {out[kind]:,.0f} records/s", file=sys.stderr, flush=True)
@@ -175,8 +185,9 @@ def scale_main(args) -> int:
 
     records = args.records or 2_000_000
     batches = args.batches or 10
-    masters = args.masters.split(",")
+    masters = [m for m in args.masters.split(",") if m]  # --masters '' --cluster: the cluster only
     base = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    load0 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     try:
         t0 = time.monotonic()
         shared = base / "input"
@@ -187,12 +198,27 @@ def scale_main(args) -> int:
         for m in masters:
             rows.append(_child(["--scale-child", "--masters", m, "--records", str(records), "--batches", str(batches),
                                 "--base", str(base)]))
+        if args.cluster:  # a standalone master + 2 workers (1 core each) on 127.0.0.1, stopped by their pids
+            from pipeline.sparkcluster import SparkCluster
+
+            os.environ.setdefault("HOODIE_LAB_EXECUTOR_MEMORY", "1g")  # the child's executors (spark.executor.memory)
+            cluster = SparkCluster(base / "cluster", workers=2, cores=1, memory="2g")
+            try:
+                cluster.start()
+                print(f"standalone cluster {cluster.url}: 2 workers x 1 core (pids {cluster.pids})", flush=True)
+                row = _child(["--scale-child", "--masters", cluster.url, "--records", str(records),
+                              "--batches", str(batches), "--base", str(base)])
+                row["master"] = "cluster 2x1"
+                rows.append(row)
+            finally:
+                cluster.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print(f"\n{'master':10s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} {'MOR/pq':>7s} "
+    print(f"\nload average before/after: {load0} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"\n{'master':11s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} {'MOR/pq':>7s} "
           f"{'driver RSS':>11s}")
     for r in rows:
-        print(f"{r['master']:10s} {r['parquet']:14,.0f} {r['cow']:12,.0f} {r['cow'] / r['parquet']:6.0%} "
+        print(f"{r['master']:11s} {r['parquet']:14,.0f} {r['cow']:12,.0f} {r['cow'] / r['parquet']:6.0%} "
               f"{r['mor']:12,.0f} {r['mor'] / r['parquet']:6.0%} {r['driver_peak_rss_mib']:8.0f} MiB")
     ok = True
     by = {r["master"]: r for r in rows}
@@ -208,6 +234,44 @@ def scale_main(args) -> int:
             print(f"target: async {k.upper()} >= 80 % of Spark's parquet sink on local[2]: {ratio:.0%} "
                   f"{'met' if met else 'MISSED'}")
     return 0 if ok else 1
+
+
+AB_VARIANTS = {"Python parse_line, Avro blocks": dict(jvm_parse=False, log_block_format="avro"),
+               "JVM parse, Avro blocks": dict(jvm_parse=True, log_block_format="avro"),
+               "Python parse_line, parquet blocks": dict(jvm_parse=False, log_block_format="parquet"),
+               "JVM parse, parquet blocks": dict(jvm_parse=True, log_block_format="parquet")}
+
+
+def ab_main(args) -> int:
+    """``--ab``: the writer-task variants (who parses the lines; MOR log block format) alternated in one
+    ``local[2]`` session on the same input, twice each: records/s and the load average at each run's end."""
+    from pipeline.job import prepare_run, run_job
+    from pipeline.spark import get_spark
+
+    records, batches = args.records or 200_000, args.batches or 2
+    spark = get_spark("local[2]", app_name="bench-ab")
+    base = Path(tempfile.mkdtemp(prefix="bench-ab-"))
+    try:
+        prepare_run(base / "warm", mode="async", table_type="mor", records=2000, batches=2, seed=1)
+        run_job(base / "warm", spark=spark, progress=None)
+        n = 0
+        for table_type in ("mor", "cow"):
+            for rep in range(2):
+                for name, kw in AB_VARIANTS.items():
+                    if table_type == "cow" and "parquet" in name:
+                        continue  # COW writes no log blocks
+                    n += 1
+                    root = base / f"run-{n}"
+                    prepare_run(root, mode="async", table_type=table_type, records=records, batches=batches, seed=1,
+                                **kw)
+                    s = run_job(root, spark=spark, progress=None)
+                    print(f"{table_type} {name:36s} {records / s['seconds']:9,.0f} records/s  "
+                          f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+                    shutil.rmtree(root)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        spark.stop()
+    return 0
 
 
 def memory_main(args) -> int:
@@ -253,12 +317,18 @@ def main(argv=None) -> int:
     ap.add_argument("--table-type", choices=["cow", "mor"], default="mor")
     ap.add_argument("--scale", action="store_true", help="executor-side writes: 2M records, parquet sink vs async")
     ap.add_argument("--masters", default="local[1],local[2]", help="--scale: Spark masters, comma-separated")
+    ap.add_argument("--cluster", action="store_true",
+                    help="--scale: also on a standalone master + 2 workers (1 core each) on 127.0.0.1")
     ap.add_argument("--memory", action="store_true", help="driver peak RSS at two batch sizes")
+    ap.add_argument("--ab", action="store_true", help="writer-task variants (JVM/Python parse, Avro/parquet log "
+                    "blocks) alternated on local[2] (default 200,000 records in 2 batches)")
     args = ap.parse_args(argv)
     if args.scale:
         return scale_main(args)
     if args.memory:
         return memory_main(args)
+    if args.ab:
+        return ab_main(args)
     records = args.records or (10_000 if args.quick else 50_000)
     batches = args.batches or (5 if args.quick else 10)
     latencies = [int(x) for x in (args.latencies or ("0,500" if args.quick else "0,250,1000")).split(",")]
@@ -293,7 +363,14 @@ def main(argv=None) -> int:
         from sim.pipeline_twin import compare
 
         print("\nsimulation (sim.pipeline_twin, W calibrated at L=0) vs measured async/blocking ratio:")
-        compare(rows, records, batches)  # within +-20 % is the target
+        from pipeline import source as src
+        from pipeline.job import default_config
+        from sim.pipeline_twin import task_shares
+
+        cfg = default_config()  # the runs' writer tasks (parallelism) and buckets; local[2]: 2 cores
+        keys = [json.loads(ln)["key"] for b in src.generate_batches(records, batches, seed=1) for ln in b]
+        compare(rows, records, batches, tasks=cfg["parallelism"], cores=2,
+                shares=task_shares(keys, cfg["buckets"], cfg["parallelism"]))  # within +-20 % is the target
     top = max(latencies)
     p50 = {r["what"].split()[0]: r["p50"] for r in rows if r["latency_ms"] == top and r["what"] != "plain Spark parquet"}
     ok = p50["async"] < p50["blocking"]

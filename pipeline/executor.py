@@ -11,7 +11,11 @@ lines and returns only the tasks' write statuses (a few rows per task, never a r
    (:func:`lakeio.hudiformat.bucket.bucket_id`, Hudi's ``BucketIdentifier``: hash of the record key mod
    ``buckets``) and its writer task (:func:`lakeio.hudiformat.bucket.task_of`: bucket mod ``parallelism``, as
    Flink's ``BucketIndexPartitioner``); a malformed line goes to task ``seq mod parallelism`` with its reason.
-   ``seq`` is the line's position (split, row), so the batch's order survives the shuffle.
+   ``seq`` is the line's position (split, row), so the batch's order survives the shuffle. With the run option
+   ``jvm_parse`` (``pipeline run --jvm-parse``) Spark's JVM parses the generated source's lines first
+   (:func:`jvm_parse`, ``from_json``); a line it read exactly in the generator's layout skips ``parse_line``,
+   every other line still goes through it, so the verdicts are ``parse_line``'s (measured not faster here: off
+   by default). MOR log data blocks are Avro or, with ``log_block_format=parquet``, parquet.
 2. **shuffle**: ``repartition(parallelism, route)``, where ``route`` is a value Spark's hash partitioner
    (``pmod(murmur3(route), parallelism)``, the SQL ``hash``) sends to partition ``task`` -- found once per
    parallelism by asking Spark itself (:func:`route_keys`) -- then ``sortWithinPartitions(seq)``: Spark
@@ -90,7 +94,8 @@ def make_spec(cfg: dict, *, base_path: Path, table_name: str, instant: str, batc
             "parallelism": cfg["parallelism"], "buckets": cfg["buckets"], "quarantine": str(quarantine_dir),
             "schema": schema.serialize().to_pybytes().hex(), "record_key": record_key,
             "ordering_field": ordering_field, "partition_field": partition_field, "delete_field": delete_field,
-            "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid}
+            "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid,
+            "log_block_format": cfg.get("log_block_format", "avro"), "jvm_parse": cfg.get("jvm_parse", False)}
 
 
 def _schema(spec: dict) -> pa.Schema:
@@ -123,10 +128,81 @@ def routed_ddl(schema: pa.Schema) -> str:
 
 
 # ------------------------------------------------------------------------------------------- stage 1
+#: The generated source's JSON lines as Spark's JVM parses them (``from_json``, PERMISSIVE: a line it cannot
+#: read gives nulls, never an error).
+JVM_PARSE_DDL = "key STRING, ts BIGINT, partition STRING, payload STRING"
+#: a line with neither a backslash nor a control character: every string in it stands for itself (no escape)
+_UNESCAPED_LINE = r"^[^\x00-\x1f\\]*$"
+
+
+def jvm_parse(df):
+    """The generated source's lines parsed by Spark's JVM (``from_json``), with the exactness check that lets
+    the writer tasks skip Python's :func:`pipeline.source.parse_line` for a line. ``fast`` is true only when
+
+    * the raw line is byte for byte ``{"key": "<key>", "partition": "<partition>", "payload": "<payload>",
+      "ts": <ts>}`` of the values Spark read (``json.dumps(..., sort_keys=True)``'s layout, what the generator
+      writes) and
+    * it holds no backslash and no control character, so each string stands for itself: ``json.loads`` of the
+      line gives exactly those four values (strings; ``ts`` an integer Spark read as a long, so within int64;
+      no lone surrogate, which needs an escape; the bytes UTF-8, as Spark decoded and re-encoded them
+      unchanged), and
+    * :func:`pipeline.source.validate` accepts them: the key non-empty, the partition non-empty, without
+      ``/``, not starting with ``.`` (control characters and ``\\`` excluded above).
+
+    ``parse_line`` would return that record, so the task takes it as Spark parsed it. Every other line
+    (``fast`` false: malformed, escaped, reordered, spaced differently, a ``\\r``, a number as key ...) keeps
+    its raw bytes and goes through the batch split (``parse_line``) in the task, as before.
+    Columns: fast, key, ts, partition, payload, line (null when fast)."""
+    from pyspark.sql import functions as F
+
+    # from_json once per line (a column the next projection reads, not the expression repeated in each use)
+    parsed = df.select(F.col("line"), F.from_json(F.col("line").cast("string"), JVM_PARSE_DDL).alias("j"))
+    parsed = parsed.select("line", "j.key", "j.ts", "j.partition", "j.payload")
+    text = F.col("line").cast("string")
+    canon = F.concat(F.lit('{"key": "'), F.col("key"), F.lit('", "partition": "'), F.col("partition"),
+                     F.lit('", "payload": "'), F.col("payload"), F.lit('", "ts": '), F.col("ts").cast("string"),
+                     F.lit("}"))
+    part = F.col("partition")
+    fast = F.coalesce((text == canon) & text.rlike(_UNESCAPED_LINE) & (F.length("key") > 0) & (F.length(part) > 0)
+                      & ~part.startswith(".") & ~part.contains("/"), F.lit(False))
+    return (parsed.withColumn("fast", fast)
+            .select("fast", "key", "ts", "partition", "payload",
+                    F.when(F.col("fast"), F.lit(None).cast("binary")).otherwise(F.col("line")).alias("line")))
+
+
+def _split_rows(batch: pa.Table, split, schema: pa.Schema):
+    """``batch`` -> (records of the run's schema, [(reason, raw)], what each input row became: 1 a record, 0 a
+    malformed line, -1 nothing (a blank line), in order; None: records first, then the malformed, as ``split``
+    returns them). A :func:`jvm_parse` batch: its ``fast`` rows are taken as Spark parsed them, every other row
+    goes through ``split`` on its own (the one validation); else the whole batch goes through ``split``."""
+    if "fast" not in batch.column_names:
+        good, bad = split(batch)
+        return good.select(schema.names).cast(schema), bad, None
+    fast = batch.column("fast").to_numpy(zero_copy_only=False)
+    if fast.all():
+        return batch.select(schema.names).cast(schema), [], None
+    kinds = np.ones(len(fast), dtype=np.int8)
+    slow_lines = batch.column("line").to_pylist()
+    parts, bad = [], []
+    run = 0  # start of the current run of fast rows
+    for i in np.nonzero(~fast)[0].tolist() + [len(fast)]:
+        if i > run:
+            parts.append(batch.slice(run, i - run).select(schema.names).cast(schema))
+        if i < len(fast):  # a slow row: the batch split on its own
+            g, b = split(pa.table({"line": pa.array([slow_lines[i]], pa.binary())}))
+            if g.num_rows:
+                parts.append(g.select(schema.names).cast(schema))
+            kinds[i] = 1 if g.num_rows else (0 if b else -1)
+            bad += b
+        run = i + 1
+    good = pa.concat_tables(parts) if parts else schema.empty_table()
+    return good, bad, kinds
+
+
 def parse_and_route(spec: dict, routes: list[int], split):
     """Stage 1's ``mapInArrow`` function (see the module doc). ``split(table of the source's rows: raw lines, or
     user data's (path, content) per file) -> (records of the run's schema, [(reason, raw)])`` is the one
-    validation (:func:`pipeline.job.split_batch`)."""
+    validation (:func:`pipeline.job.split_batch`); rows :func:`jvm_parse` marked ``fast`` skip it."""
     schema = _schema(spec)
     wire = _wire_names(schema)
     P, B, key = spec["parallelism"], spec["buckets"], spec["record_key"]
@@ -138,26 +214,30 @@ def parse_and_route(spec: dict, routes: list[int], split):
         part = TaskContext.get().partitionId()
         row0 = 0
         for b in batches:
-            good, bad = split(pa.Table.from_batches([b]))
-            good = good.select(schema.names).cast(schema)
+            good, bad, kinds = _split_rows(pa.Table.from_batches([b]), split, schema)
             base = (part << 40) + row0
             row0 += b.num_rows
             n = good.num_rows
+            if kinds is None:  # records first, then the malformed lines (user data: a file's rows)
+                seq = np.arange(base, base + n, dtype=np.int64)
+                bad_seq = np.arange(base + n, base + n + len(bad), dtype=np.int64)
+            else:  # each at its input row
+                seq = base + np.nonzero(kinds == 1)[0].astype(np.int64)
+                bad_seq = base + np.nonzero(kinds == 0)[0].astype(np.int64)
             keys = good.column(key).combine_chunks()  # Hudi hashes the record key's string (an int key: its digits)
             keys = keys if pa.types.is_string(keys.type) else keys.cast(pa.string())
             tasks = bk.task_of(bk.bucket_ids(keys, B), P)
             cols = {"route": pa.array(route_arr[tasks], pa.int32()), "task": pa.array(tasks, pa.int32()),
-                    "seq": pa.array(range(base, base + n), pa.int64())}
+                    "seq": pa.array(seq, pa.int64())}
             for f, w in zip(schema, wire):
                 cols[w] = good.column(f.name).combine_chunks().cast(_wire_type(f.type))
             cols["_reason"] = pa.nulls(n, pa.string())
             cols["_raw"] = pa.nulls(n, pa.string())
             yield pa.RecordBatch.from_pydict(cols)
             if bad:
-                seqs = range(base + n, base + n + len(bad))
-                bt = [q % P for q in seqs]
-                cols = {"route": pa.array([routes[t] for t in bt], pa.int32()), "task": pa.array(bt, pa.int32()),
-                        "seq": pa.array(seqs, pa.int64())}
+                bt = (bad_seq % P).astype(np.int64)
+                cols = {"route": pa.array(route_arr[bt], pa.int32()), "task": pa.array(bt, pa.int32()),
+                        "seq": pa.array(bad_seq, pa.int64())}
                 for f, w in zip(schema, wire):
                     cols[w] = pa.nulls(len(bad), _wire_type(f.type))
                 cols["_reason"] = pa.array([r for r, _ in bad], pa.string())
@@ -191,7 +271,7 @@ def _open_writer(spec: dict):
     return HudiTableWriter(spec["base_path"], spec["table_type"], spec["table_version"],
                            record_key=spec["record_key"], ordering_field=spec["ordering_field"],
                            partition_field=spec["partition_field"], table_name=spec["table_name"], for_task=True,
-                           **extra)
+                           log_block_format=spec.get("log_block_format", "avro"), **extra)
 
 
 class _AfterFiles:
@@ -318,6 +398,8 @@ def write_batch(df, spec: dict, split) -> list[dict]:
     P = spec["parallelism"]
     schema = _schema(spec)
     routes = route_keys(df.sparkSession, P)
+    if "line" in df.columns and spec.get("jvm_parse"):  # the generated source: Spark's JVM parses
+        df = jvm_parse(df)
     routed = df.mapInArrow(parse_and_route(spec, routes, split), routed_ddl(schema))
     out = (routed.repartition(P, "route").sortWithinPartitions("seq")
            .mapInArrow(write_partition(spec), RESULT_DDL))

@@ -56,6 +56,10 @@ def default_config(**overrides) -> dict:
            "format": None, "input_dir": None, "record_key": None, "partition_field": None, "ordering_field": None,
            "delete_field": None, "input_spec": None}
     cfg.update({"parallelism": 2, "buckets": 4})  # the write path: writer tasks, bucket-index buckets
+    # MOR log data blocks: avro (HoodieAvroDataBlock) or parquet (HoodieParquetDataBlock,
+    # hoodie.logfile.data.block.format=parquet); jvm_parse: Spark's JVM parses the generated source's lines
+    # (pipeline.executor.jvm_parse; off: measured slower than parse_line in the tasks on this machine, README)
+    cfg.update({"log_block_format": "avro", "jvm_parse": False})
     # multi-writer (pipeline.multiwriter): hoodie.write.concurrency.mode; ordering values i*stride+phase
     cfg.update({"concurrency_mode": "single_writer", "ts_stride": 1, "ts_phase": 0})
     cfg.update(overrides)
@@ -89,6 +93,8 @@ def validate_config(cfg: dict) -> None:
     if buckets < par:
         raise UserError(f"--buckets: {buckets} < --parallelism {par}; every writer task needs a bucket "
                         "(a task without one would never write)")
+    if cfg.get("log_block_format", "avro") not in ("avro", "parquet"):
+        raise UserError(f"--log-block-format: {cfg['log_block_format']!r}; expected avro or parquet")
     if cfg.get("format") is not None and cfg["format"] not in src.FORMATS:
         raise UserError(f"--format: {cfg['format']!r}; expected one of {', '.join(src.FORMATS)}")
     if cfg.get("format") is not None and not cfg.get("input_dir"):

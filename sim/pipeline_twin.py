@@ -18,11 +18,19 @@ foreachBatch(n) starts     complete-checkpoint + deliver-ack (c-1)    blocking: 
 the batch's input          ingest(0) (one model record = one batch)   --
 end of input               trigger-checkpoint, request-instant(0)     ``L`` per instant started (one timeline
                                                                       write: requested + inflight)
-write                      --                                         ``W`` (calibrated from the L=0 run)
+write                      --                                         ``W`` (calibrated from the L=0 run):
+                                                                      ``N`` writer tasks on ``C`` cores
                            snapshot-task(0)                           --
 after the last batch       complete-checkpoint + deliver-ack, then    as above; the run ends when the committer
                            the committer drains                       queue is empty
 =========================  =========================================  ========================================
+
+The write is the batch's Spark job: ``N`` writer tasks (``parallelism``) on ``C`` cores (``local[C]``), task
+``t`` taking its share ``s_t`` of the batch's task work ``T`` (its records' share: the bucket index routes bucket
+``b`` to task ``b mod N``, :func:`task_shares`), scheduled on the cores in task order as Spark's local scheduler
+runs them, after a fixed per-batch driver/job overhead ``D``. ``W`` is that job's wall time (``D`` + the tasks'
+makespan); :func:`calibrate_task_work` finds ``T`` from a measured ``W``. With ``N = C = 1`` and ``D = 0`` the write
+is one task taking ``W``, the twin without tasks.
 
 ``L`` is the emulated commit-side latency (``--commit-latency-ms``, slept before every coordinator timeline
 write; ``pipeline/coordinator.py`` ``_sleep_latency``). Blocking mode therefore costs ``W + 2L`` a batch, async
@@ -72,15 +80,26 @@ def _protocol_config(mode: str, batches: int) -> ProtocolConfig:
 class PipelineTwin:
     """One simulated run of the pipeline in ``mode`` (see the module docstring)."""
 
-    def __init__(self, mode: str, batches: int, write_s_per_batch: float, commit_latency_s: float):
+    def __init__(self, mode: str, batches: int, write_s_per_batch: float, commit_latency_s: float, *,
+                 tasks: int = 1, cores: int = 1, shares=None, overhead_s: float = 0.0):
         if mode not in MODES:
             raise ValueError(f"mode: {mode!r}; expected one of {MODES}")
         if batches < 1:
             raise ValueError(f"batches: {batches}; expected at least 1")
         if write_s_per_batch < 0 or commit_latency_s < 0:
             raise ValueError("write_s_per_batch and commit_latency_s must be >= 0")
+        if tasks < 1 or cores < 1:
+            raise ValueError(f"tasks {tasks}, cores {cores}: expected >= 1 each")
+        shares = [1.0 / tasks] * tasks if shares is None else [float(x) for x in shares]
+        if len(shares) != tasks or any(x < 0 for x in shares) or abs(sum(shares) - 1.0) > 1e-9:
+            raise ValueError(f"shares: {tasks} non-negative fractions summing to 1 expected, got {shares}")
+        if not 0 <= overhead_s <= write_s_per_batch:
+            raise ValueError(f"overhead_s {overhead_s}: expected 0..write_s_per_batch")
         self.mode, self.batches = mode, batches
         self.W, self.L = float(write_s_per_batch), float(commit_latency_s)
+        self.tasks, self.cores, self.shares, self.D = tasks, cores, shares, float(overhead_s)
+        # the task work T whose makespan on the cores, after D, is W
+        self.T = (self.W - self.D) / makespan_unit(shares, cores) if self.W > self.D else 0.0
         self.system = System(_protocol_config(mode, batches))
         self.env = simpy.Environment()
         self.commit_queue = simpy.Store(self.env) if mode == "async" else None
@@ -129,11 +148,28 @@ class PipelineTwin:
                                  on_checkpoint=lambda _c: pending.update(self.system.table.pending_instants()))
             started_n = len(set(self.system.table.pending_instants()) - pending)
             self.run_.starts += started_n
-            yield env.timeout(started_n * self.L + self.W)
+            yield env.timeout(started_n * self.L)
+            yield from self.write_job()
             script.after_write(self.system, self.apply, self.mode)
             self.run_.batch_seconds.append(env.now - started)
             self.check()
         yield from self.deliver_acks()  # job.py: the last batch's commit after its foreachBatch returned
+
+    def write_job(self):
+        """The batch's Spark job: the driver/job overhead ``D``, then the ``N`` writer tasks on the ``C`` cores
+        (a SimPy resource; tasks queue for a core in task order); returns when the last task ends."""
+        env = self.env
+        if self.D:
+            yield env.timeout(self.D)
+        if self.T <= 0:
+            return
+        cores = simpy.Resource(env, capacity=self.cores)
+
+        def task(share):
+            with cores.request() as req:
+                yield req
+                yield env.timeout(self.T * share)
+        yield env.all_of([env.process(task(x)) for x in self.shares])
 
     def committer(self):
         while True:
@@ -163,15 +199,38 @@ class PipelineTwin:
         return self.run_
 
 
-def simulate(mode: str, batches: int, write_s_per_batch: float, commit_latency_s: float) -> TwinRun:
-    return PipelineTwin(mode, batches, write_s_per_batch, commit_latency_s).run()
+def makespan_unit(shares, cores: int) -> float:
+    """The wall time of tasks taking ``shares`` (of one unit of work) on ``cores`` cores, each task to the first
+    free core in task order (Spark's local scheduler offers tasks in partition order)."""
+    free = [0.0] * cores
+    for x in shares:
+        i = min(range(cores), key=lambda c: free[c])
+        free[i] += x
+    return max(free) if shares else 0.0
 
 
-def predict_ratio(records: int, batches: int, write_s_per_batch: float, commit_latency_s: float) -> dict:
+def task_shares(keys, buckets: int, tasks: int) -> list[float]:
+    """Each writer task's share of the records whose record keys are ``keys``: the bucket index's routing
+    (:func:`lakeio.hudiformat.bucket.bucket_ids`, task = bucket mod ``tasks``)."""
+    import numpy as np
+
+    from lakeio.hudiformat import bucket as bk
+
+    t = bk.task_of(bk.bucket_ids(keys, buckets), tasks)
+    counts = np.bincount(t, minlength=tasks).astype(float)
+    return (counts / counts.sum()).tolist() if counts.sum() else [1.0 / tasks] * tasks
+
+
+def simulate(mode: str, batches: int, write_s_per_batch: float, commit_latency_s: float, **tasks) -> TwinRun:
+    """One twin run; ``tasks``: ``tasks``, ``cores``, ``shares``, ``overhead_s`` of :class:`PipelineTwin`."""
+    return PipelineTwin(mode, batches, write_s_per_batch, commit_latency_s, **tasks).run()
+
+
+def predict_ratio(records: int, batches: int, write_s_per_batch: float, commit_latency_s: float, **tasks) -> dict:
     """Predicted records/s per mode and the async/blocking ratio for the pipeline's regime.
 
     Raises RuntimeError when a run breaks one of the model's invariants."""
-    runs = {m: simulate(m, batches, write_s_per_batch, commit_latency_s) for m in MODES}
+    runs = {m: simulate(m, batches, write_s_per_batch, commit_latency_s, **tasks) for m in MODES}
     for r in runs.values():
         if r.verdict != "ok":
             raise RuntimeError(f"pipeline twin ({r.mode}): invariant violated: {r.verdict}")
@@ -207,16 +266,21 @@ def calibrate_write_s(rows, records: int, batches: int) -> float:
     return sum(records / m[k] for k in MODES) / len(MODES) / batches
 
 
-def compare(rows, records: int, batches: int, tolerance: float = TOLERANCE, out=print) -> list[dict]:
+def compare(rows, records: int, batches: int, tolerance: float = TOLERANCE, out=print, **tasks) -> list[dict]:
     """Predicted vs measured async/blocking ratio per commit latency (W calibrated from L=0); prints one line
-    a latency and returns the rows (``within``: relative gap <= ``tolerance``)."""
+    a latency and returns the rows (``within``: relative gap <= ``tolerance``). ``tasks``: the run's writer
+    tasks (``tasks``, ``cores``, ``shares``, ``overhead_s``, :class:`PipelineTwin`)."""
     W = calibrate_write_s(rows, records, batches)
     res = []
-    out(f"pipeline twin: W = {W:.3f} s/batch (calibrated at L=0), {records} records in {batches} batches")
+    n, c = tasks.get("tasks", 1), tasks.get("cores", 1)
+    sh = tasks.get("shares") or [1.0 / n] * n
+    out(f"pipeline twin: W = {W:.3f} s/batch (calibrated at L=0), {records} records in {batches} batches; "
+        f"{n} writer task(s) on {c} core(s), shares {' '.join(f'{x:.2f}' for x in sh)}, "
+        f"task work {(W - tasks.get('overhead_s', 0.0)) / makespan_unit(sh, c):.3f} core-s/batch")
     for lat, m in sorted(_measured(rows).items()):
         if set(m) != set(MODES):
             continue
-        p = predict_ratio(records, batches, W, lat / 1000.0)
+        p = predict_ratio(records, batches, W, lat / 1000.0, **tasks)
         meas = m["async"] / m["blocking"]
         gap = abs(p["ratio"] - meas) / meas
         row = {"latency_ms": lat, "measured_ratio": meas, "predicted_ratio": p["ratio"], "gap": gap,

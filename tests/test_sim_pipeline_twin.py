@@ -127,3 +127,53 @@ def test_pipeline_script_spark_sink_commits_inside_the_batch():
             settled = []
             nxt = script.batch_start(s, s.apply, settle=lambda: settled.append(len(s.table.commit_log)))
             assert [e.kind for e in nxt] == ["complete-checkpoint", "deliver-ack"] and settled == [1]
+
+
+# ------------------------------------------------------------------------------------ N writer tasks on C cores
+def test_makespan_and_task_shares():
+    assert twin.makespan_unit([0.5, 0.5], 2) == pytest.approx(0.5)
+    assert twin.makespan_unit([0.5, 0.5], 1) == pytest.approx(1.0)
+    assert twin.makespan_unit([0.7, 0.2, 0.1], 2) == pytest.approx(0.7)
+    assert twin.makespan_unit([0.25] * 4, 3) == pytest.approx(0.5)
+    keys = [f"k{i:06d}" for i in range(1000)]
+    sh = twin.task_shares(keys, 4, 2)
+    from lakeio.hudiformat.bucket import bucket_id
+    assert sh[0] == pytest.approx(sum(bucket_id(k, 4) % 2 == 0 for k in keys) / 1000)
+    assert sum(sh) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("mode", twin.MODES)
+@pytest.mark.parametrize("tasks,cores,shares,D", [(2, 2, None, 0.0), (2, 2, [0.7, 0.3], 0.05), (4, 2, None, 0.1),
+                                                   (3, 1, [0.2, 0.3, 0.5], 0.0)])
+def test_n_tasks_keep_the_cost_formula_and_the_invariants(mode, tasks, cores, shares, D):
+    """The write is D + N tasks on C cores, calibrated so the job takes W: the batch costs stay W + 2L / W + L."""
+    W, L, batches = 0.3, 0.25, 5
+    r = twin.simulate(mode, batches, W, L, tasks=tasks, cores=cores, shares=shares, overhead_s=D)
+    assert r.verdict == "ok" and r.commits == r.starts == batches
+    expected = batches * (W + 2 * L) if mode == "blocking" else batches * (W + L) + L
+    assert r.seconds == pytest.approx(expected)
+
+
+def test_the_task_schedule_is_simulated():
+    """The tasks really run on the cores resource: with the task work fixed, fewer cores make the job longer."""
+    t2 = twin.PipelineTwin("async", 2, 0.4, 0.0, tasks=2, cores=2)
+    assert t2.T == pytest.approx(0.8)  # two tasks of 0.4 s side by side
+    t1 = twin.PipelineTwin("async", 2, 0.4, 0.0, tasks=2, cores=2)
+    t1.cores = 1  # the same task work on one core: the tasks queue
+    assert t1.run().seconds == pytest.approx(2 * 0.8)
+    assert t2.run().seconds == pytest.approx(2 * 0.4)
+
+
+def test_bad_task_settings_are_refused():
+    for kw in ({"tasks": 0}, {"cores": 0}, {"tasks": 2, "shares": [1.0]}, {"tasks": 2, "shares": [0.9, 0.2]},
+               {"overhead_s": 5.0}):
+        with pytest.raises(ValueError):
+            twin.PipelineTwin("async", 2, 0.4, 0.1, **kw)
+
+
+def test_compare_with_n_tasks():
+    lines = []
+    res = twin.compare(ROWS, 50_000, 10, out=lines.append, tasks=2, cores=2, shares=[0.5, 0.5])
+    plain = twin.compare(ROWS, 50_000, 10, out=[].append)
+    assert "2 writer task(s) on 2 core(s)" in lines[0]
+    assert [r["predicted_ratio"] for r in res] == pytest.approx([r["predicted_ratio"] for r in plain])

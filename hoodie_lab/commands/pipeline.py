@@ -39,6 +39,12 @@ def add_parser(subparsers) -> None:
                    help="writer tasks: the Spark tasks that write each batch (the model's tasks too; default 2)")
     r.add_argument("--buckets", type=int, default=4,
                    help="bucket-index buckets per partition (hoodie.bucket.index.num.buckets; default 4)")
+    r.add_argument("--log-block-format", choices=["avro", "parquet"], default="avro",
+                   help="MOR log data blocks: avro (HoodieAvroDataBlock, default) or parquet (HoodieParquetDataBlock, "
+                        "hoodie.logfile.data.block.format=parquet; hudi-rs reads both)")
+    r.add_argument("--jvm-parse", action="store_true",
+                   help="let Spark's JVM parse the generated lines (from_json); lines not in the generator's exact "
+                        "layout still go through the Python validation")
     g = r.add_argument_group("your own data (instead of the generated source)")
     g.add_argument("--input", type=Path, default=None, metavar="DIR",
                    help="read the files of DIR (in name order, one micro-batch each) instead of generating inputs")
@@ -135,7 +141,8 @@ def run(args) -> int:
     rd = prepare_run(out, mode=args.mode, table_type=args.table_type, table_version=args.table_version,
                      records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,
                      commit_latency_ms=args.commit_latency_ms, master=args.master,
-                     parallelism=args.parallelism, buckets=args.buckets,
+                     parallelism=args.parallelism, buckets=args.buckets, log_block_format=args.log_block_format,
+                     jvm_parse=args.jvm_parse,
                      concurrency_mode=args.concurrency_mode, ts_stride=args.ts_stride, ts_phase=args.ts_phase,
                      table=str(args.table) if args.table else None, archival=archival,
                      input_dir=str(args.input) if args.input else None, format=args.format,
