@@ -128,7 +128,7 @@ def bench_parallel(bound: dict, max_states: int, workers: int, symmetry: bool) -
     print(f"  wall / CPU seconds     {res.elapsed:>12.2f} / {res.cpu:.2f} (CPU: all processes)")
     print(f"  memory at the end      {res.rss / 2**20:>12,.0f} MiB resident over all processes, "
           f"{res.rss / max(res.states, 1):,.0f} bytes per state; fingerprint sets {res.fpset_bytes / 2**20:,.1f} MiB "
-          f"({res.fpset_bytes / max(res.states, 1):,.1f} bytes per state)")
+          f"({res.fpset_bytes / max(res.states, 1):,.1f} bytes per state); {res.moved_states:,} states moved to even out the frontiers")
     print(f"  states per second      {res.states_per_second:>12,.0f} wall, {res.states_per_cpu_second:,.0f} per CPU "
           f"second (target >= {TARGET_CANONICAL_PER_CPU_SECOND:,})")
     print(f"  collision probability  {res.collision_probability:>12.2e} (TLC's calculated, optimistic)")

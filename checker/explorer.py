@@ -167,6 +167,8 @@ class ExploreResult:
     rss: int = 0                    #: bytes resident at the end, summed over the processes (0: not measured)
     fpset_bytes: int = 0            #: bytes of the compact fingerprint sets (parallel search)
     collision_probability: float | None = None  #: TLC's optimistic estimate (parallel search; None: not computed)
+    moved_states: int = 0           #: states moved between workers to even out their frontiers (parallel search)
+    expanded_per_worker: list = field(default_factory=list)  #: states each worker expanded (parallel search)
 
     @property
     def complete(self) -> bool:
