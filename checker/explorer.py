@@ -169,6 +169,7 @@ class ExploreResult:
     collision_probability: float | None = None  #: TLC's optimistic estimate (parallel search; None: not computed)
     moved_states: int = 0           #: states moved between workers to even out their frontiers (parallel search)
     expanded_per_worker: list = field(default_factory=list)  #: states each worker expanded (parallel search)
+    cpu_per_worker: list = field(default_factory=list)  #: CPU seconds of each worker process (parallel search)
 
     @property
     def complete(self) -> bool:

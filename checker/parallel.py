@@ -521,6 +521,7 @@ def _search(model, pool: _Pool, workers, max_states, max_depth, stop_on_violatio
     res.rss = _rss() + sum(s[1] for s in stats)
     res.fpset_bytes = sum(s[3] for s in stats)
     res.expanded_per_worker = [s[5] for s in stats]
+    res.cpu_per_worker = [s[0] for s in stats]
     res.collision_probability = collision_probability(res.states, res.transitions)
     if hasattr(model, "drains"):
         model.drains += sum(s[4] for s in stats)
