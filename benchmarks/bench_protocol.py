@@ -30,6 +30,12 @@ and of the fingerprint sets, TLC's collision probability, and whether the verdic
 3 writers x 2 checkpoints, lost acks and one crash (task crash, coordinator crash or full restart), parallel
 run only (``--workers``, default all cores), with the level sizes printed as they finish.
 
+``--no-serial`` (with ``--workers``): the parallel run only, compared with the recorded serial run at the
+reference bound (:data:`SERIAL_REFERENCE_CPU_S`): CPU seconds, and the wall time every process on a free core
+would take (the busiest worker's CPU plus the coordinator's: an estimate, printed as one). Each parallel run
+prints each worker's states and CPU seconds (the frontiers are evened out after every level) and the load
+average, as the machine is shared.
+
 ``--quick``: a smaller bound (2 writers x 2 checkpoints, lost acks and one task crash) and the suites
 are not run. Exit status 1 when a target is missed (not exhaustive, a violation, too slow, a suite
 failed), as ``benchmarks/run.py`` expects.
