@@ -30,6 +30,12 @@ and of the fingerprint sets, TLC's collision probability, and whether the verdic
 3 writers x 2 checkpoints, lost acks and one crash (task crash, coordinator crash or full restart), parallel
 run only (``--workers``, default all cores), with the level sizes printed as they finish.
 
+``--no-serial`` (with ``--workers``): the parallel run only, compared with the recorded serial run at the
+reference bound (:data:`SERIAL_REFERENCE_CPU_S`): CPU seconds, and the wall time every process on a free core
+would take (the busiest worker's CPU plus the coordinator's: an estimate, printed as one). Each parallel run
+prints each worker's states and CPU seconds (the frontiers are evened out after every level) and the load
+average, as the machine is shared.
+
 ``--quick``: a smaller bound (2 writers x 2 checkpoints, lost acks and one task crash) and the suites
 are not run. Exit status 1 when a target is missed (not exhaustive, a violation, too slow, a suite
 failed), as ``benchmarks/run.py`` expects.
@@ -128,17 +134,26 @@ def bench_parallel(bound: dict, max_states: int, workers: int, symmetry: bool) -
     print(f"  wall / CPU seconds     {res.elapsed:>12.2f} / {res.cpu:.2f} (CPU: all processes)")
     print(f"  memory at the end      {res.rss / 2**20:>12,.0f} MiB resident over all processes, "
           f"{res.rss / max(res.states, 1):,.0f} bytes per state; fingerprint sets {res.fpset_bytes / 2**20:,.1f} MiB "
-          f"({res.fpset_bytes / max(res.states, 1):,.1f} bytes per state)")
+          f"({res.fpset_bytes / max(res.states, 1):,.1f} bytes per state); {res.moved_states:,} states moved to even out the frontiers")
     print(f"  states per second      {res.states_per_second:>12,.0f} wall, {res.states_per_cpu_second:,.0f} per CPU "
           f"second (target >= {TARGET_CANONICAL_PER_CPU_SECOND:,})")
     print(f"  collision probability  {res.collision_probability:>12.2e} (TLC's calculated, optimistic)")
+    coord_cpu = res.cpu - sum(res.cpu_per_worker)
+    print(f"  per worker             {', '.join(f'{e:,} states / {c:,.1f} CPU-s' for e, c in zip(res.expanded_per_worker, res.cpu_per_worker))}"
+          f"; coordinator {coord_cpu:,.1f} CPU-s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     ce = res.counterexample
     print(f"  outcome                {'exhaustive' if res.complete else 'NOT exhaustive: ' + res.stop_reason}, "
           f"{'no violation' if ce is None else 'VIOLATION ' + ce.property + ': ' + ce.detail}")
     return {"states": res.states, "transitions": res.transitions, "max_depth": res.max_depth,
             "elapsed_s": res.elapsed, "cpu_s": res.cpu, "states_per_second": res.states_per_second,
             "states_per_cpu_second": res.states_per_cpu_second, "complete": res.complete,
-            "violation": None if ce is None else ce.property}
+            "violation": None if ce is None else ce.property,
+            "busiest_s": max(res.cpu_per_worker, default=0.0) + coord_cpu}
+
+
+#: The serial search at the reference bound, 22 Nov 2026 (module docstring): CPU seconds; alone on a core its
+#: wall time is its CPU time. ``--no-serial`` compares with it.
+SERIAL_REFERENCE_CPU_S = 578.0
 
 
 def bench_suites() -> list[tuple[str, int, float]]:
@@ -180,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.bound == "2x3":
             fig = bench_parallel(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, args.workers,
                                  not args.no_symmetry)
+            if not args.quick:
+                print(f"vs the recorded serial run ({SERIAL_REFERENCE_CPU_S:.0f} CPU-s, alone on a core): "
+                      f"{SERIAL_REFERENCE_CPU_S / fig['cpu_s']:.2f}x less CPU; wall {fig['elapsed_s']:.0f} s under "
+                      f"this load; with every process on a free core the wall time would be about the busiest "
+                      f"worker's CPU plus the coordinator's, {fig['busiest_s']:.0f} s: "
+                      f"{SERIAL_REFERENCE_CPU_S / max(fig['busiest_s'], 1e-9):.2f}x (estimate, target >= "
+                      f"{TARGET_SPEEDUP:g}x)")
             return 0 if fig["complete"] and fig["violation"] is None else 1
         fig = bench_parallel(BOUND_3X2, args.max_states, args.workers or 0, not args.no_symmetry)
         return 0 if fig["complete"] and fig["violation"] is None else 1

@@ -167,6 +167,9 @@ class ExploreResult:
     rss: int = 0                    #: bytes resident at the end, summed over the processes (0: not measured)
     fpset_bytes: int = 0            #: bytes of the compact fingerprint sets (parallel search)
     collision_probability: float | None = None  #: TLC's optimistic estimate (parallel search; None: not computed)
+    moved_states: int = 0           #: states moved between workers to even out their frontiers (parallel search)
+    expanded_per_worker: list = field(default_factory=list)  #: states each worker expanded (parallel search)
+    cpu_per_worker: list = field(default_factory=list)  #: CPU seconds of each worker process (parallel search)
 
     @property
     def complete(self) -> bool:
@@ -269,6 +272,14 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     fingerprint, actions_of, step = model.fingerprint, model.actions, model.next_state
     if compact:
         fingerprint = model.fingerprint_hash
+    # With symmetry the representative's fingerprint costs more than the state's own (cached) one, and
+    # interleavings that commute reach the same successor many times within a level: the plain fingerprints
+    # of the successors met this level are kept (a set for one level, as checker.parallel.expand_level does)
+    # and a repeat is skipped before its representative is computed. Same outcome: the first one's
+    # representative is in ``seen`` already, so the repeat would be found known (not with a graph: its edge).
+    plain = fingerprint if symmetry is not None and graph is None else None
+    reached: set = set()
+    reached_depth = -1
     if symmetry is not None:  # the representative's fingerprint (also in _rebuild: one function)
         fingerprint = _of_representative(fingerprint, symmetry)
     boundary, settles = model.within_boundary, model.settles
@@ -369,11 +380,18 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
         if not acts:
             continue
         nd = d + 1
+        if plain is not None and d != reached_depth:
+            reached, reached_depth = set(), d
         for idx, action in enumerate(acts):
             nxt = step(state, action)
             if nxt is None:
                 continue
             transitions += 1
+            if plain is not None:
+                h = plain(nxt)
+                if h in reached:
+                    continue
+                reached.add(h)
             fp = fingerprint(nxt)
             known = seen_get(fp)
             if known is not None:  # most transitions lead to a known state: keep this path short
@@ -411,6 +429,14 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
 
 
 def _of_representative(fingerprint, representative):
+    """``state -> fingerprint(representative(state))``, or the model's canonical form of the same kind when
+    the representative carries one (:func:`checker.symmetry.representative_function`'s ``canonical``:
+    equal on the renamings of a state, no state renamed)."""
+    canonical = getattr(representative, "canonical", None)
+    if canonical:
+        f = canonical.get(fingerprint)
+        if f is not None:
+            return f
     return lambda state: fingerprint(representative(state))
 
 

@@ -119,6 +119,24 @@ class SystemModel(Model):
             return s  # permute_tasks(identity) would equal s (its commit metadata already sorted)
         return s.permute_tasks(perm)
 
+    def canonical_forms(self):
+        """``(exact, compact)``: :meth:`engine.System.canonical_fingerprint` and its hash, the task-symmetric
+        fingerprints :mod:`checker.symmetry` uses instead of renaming a state by every permutation (a
+        :class:`Refused` dead end is its own); None for a subclass that renames or fingerprints states
+        otherwise (its :meth:`permute` defines its orbits)."""
+        cls = type(self)
+        if (cls.permute is not SystemModel.permute or cls.fingerprint is not SystemModel.fingerprint
+                or cls.fingerprint_hash is not SystemModel.fingerprint_hash):
+            return None
+
+        def exact(s):
+            return s.fingerprint() if type(s) is Refused else s.canonical_fingerprint()
+
+        def compact(s):
+            return s.fingerprint_hash() if type(s) is Refused else s.canonical_fingerprint_hash()
+
+        return exact, compact
+
     def format_action(self, ev) -> str:
         return str(ev)
 

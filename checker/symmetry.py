@@ -14,6 +14,14 @@ tie between two different renamings (a 64-bit collision) could only keep an orbi
 counted twice, never a state lost). The search still expands the actual states it reached, so every
 path is a real run and counterexamples replay unchanged; BFS depth is preserved (a renamed run is a
 run of the same length), so counterexamples stay shortest.
+
+Renaming a state by every permutation and hashing each costs ``n!`` copies of the state per successor. A
+model may offer a cheaper canonical form instead, ``canonical_forms()`` (the protocol's:
+:mod:`engine.canonical`, the state's task-independent parts plus its per-task parts sorted): any function
+equal on the renamings of a state and different (up to hash collisions) on states that are not renamings
+of one another picks one value per orbit, as the smallest-hash renaming does. The explorers then keep that
+value (the representative's fingerprint becomes a different but equally canonical number) and fall back to
+renaming for the states where the model's form returns None.
 """
 
 from __future__ import annotations
@@ -53,4 +61,28 @@ def representative_function(model, max_tasks: int = MAX_TASKS) -> Callable[[Any]
                 best, best_h = r, h
         return best
 
+    representative.canonical = _canonical_forms(model, representative)
     return representative
+
+
+def _canonical_forms(model, representative) -> dict:
+    """``{model's fingerprint function: the representative's fingerprint}`` for the model's
+    ``canonical_forms()`` (``(exact, compact)``: functions of a state, equal on the renamings of a state
+    and None where they do not apply), the representative's fingerprint where they return None; empty
+    when the model has none. :func:`checker.explorer._of_representative` uses them instead of renaming."""
+    forms = getattr(model, "canonical_forms", None)
+    forms = forms() if forms is not None else None
+    if not forms:
+        return {}
+    exact, compact = forms
+    fingerprint, fingerprint_hash = model.fingerprint, model.fingerprint_hash
+
+    def exact_fp(state):
+        v = exact(state)
+        return fingerprint(representative(state)) if v is None else v
+
+    def compact_fp(state):
+        v = compact(state)
+        return fingerprint_hash(representative(state)) if v is None else v
+
+    return {fingerprint: exact_fp, fingerprint_hash: compact_fp}

@@ -123,12 +123,25 @@ class EventBuffer:
         return describe_slots(self.instant, self.slots)
 
 
+# (module-level functions, not lambdas: a System is pickled when the parallel search moves states)
+def _below(k, n):
+    return k < n
+
+
+def _at_most(k, n):
+    return k <= n
+
+
+def _equal(k, n):
+    return k == n
+
+
 def _commit_rule(rule: str):
     if rule == "<":
-        return lambda k, n: k < n
+        return _below
     if rule == "<=":
-        return lambda k, n: k <= n
-    return lambda k, n: k == n
+        return _at_most
+    return _equal
 
 
 class Coordinator:

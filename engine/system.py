@@ -56,7 +56,7 @@ from model.protocol.config import FAULTS, ProtocolConfig
 from model.protocol.source import Record, Source
 from model.protocol.values import CompletedCheckpoint, TaskSnapshot, WriteMetadataEvent
 
-from . import failover
+from . import canonical, failover
 from .checkpoint import PendingCheckpoint
 from .coordinator import Coordinator
 from .table import Table, TimeSource
@@ -93,7 +93,8 @@ class System:
     __slots__ = ("config", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
                  "next_checkpoint", "acks_in_flight", "last_ack", "crashes", "faults_stopped",
                  "checkpoints_after_stop", "step_count", "observations", "observed_rules", "channels", "stalls_after_stop",
-                 "_own_c", "_own_w", "_own_p", "_coordinator_hash", "_writers_hash", "_checkpoints_hash", "__dict__")
+                 "_own_c", "_own_w", "_own_p", "_coordinator_hash", "_writers_hash", "_checkpoints_hash",
+                 "_canon_c", "_canon_w", "_canon_k", "_canon_ch", "__dict__")
 
     def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
                  seed: int = 0):
@@ -123,6 +124,10 @@ class System:
         self._coordinator_hash = None  # hash(coordinator.key()) (None: not computed since the last change)
         self._writers_hash = None      # hash of the writer tasks' keys (likewise)
         self._checkpoints_hash = None  # (pending checkpoint, last completed, hash of their values)
+        # the parts of the task-symmetric fingerprint (engine.canonical), cached like the hashes above
+        self._canon_c = self._canon_w = None  # coordinator's, writers' (None: not computed since a change)
+        self._canon_k = None   # (pending checkpoint, its part, last completed, its part, both parts)
+        self._canon_ch = None  # (channels, their part)
 
     # ------------------------------------------------------------ copy-on-write
     def clone(self) -> "System":
@@ -155,6 +160,7 @@ class System:
         s._coordinator_hash = self._coordinator_hash
         s._writers_hash = self._writers_hash
         s._checkpoints_hash = self._checkpoints_hash
+        s._canon_c, s._canon_w, s._canon_k, s._canon_ch = self._canon_c, self._canon_w, self._canon_k, self._canon_ch
         return s
 
     def _c(self) -> Coordinator:
@@ -162,7 +168,7 @@ class System:
         if not self._own_c:
             self.coordinator = self.coordinator.copy()
             self._own_c = True
-        self._coordinator_hash = None
+        self._coordinator_hash = self._canon_c = None
         return self.coordinator
 
     def _w(self, t: int) -> WriterTask:
@@ -171,14 +177,16 @@ class System:
         if own is not None and t not in own:
             self.writers[t] = self.writers[t].copy()
             self._own_w = own + (t,)
-        self._writers_hash = None
-        return self.writers[t]
+        self._writers_hash = self._canon_w = None
+        w = self.writers[t]
+        w._canon = None
+        return w
 
     def replace_coordinator(self, coordinator: Coordinator) -> None:
         """A new coordinator (a coordinator failover), owned by this System."""
         self.coordinator = coordinator
         self._own_c = True
-        self._coordinator_hash = None
+        self._coordinator_hash = self._canon_c = None
 
     #: The parts failover (:mod:`engine.failover`) changes, copied first when shared.
     coordinator_to_change = _c
@@ -191,6 +199,9 @@ class System:
             self.pending_checkpoint = self.pending_checkpoint.copy()
             self._own_p = True
         self._checkpoints_hash = None
+        k = self._canon_k
+        if k is not None:  # the completed checkpoint's part stays
+            self._canon_k = (None, None, k[2], k[3], None)
         return self.pending_checkpoint
 
     # ------------------------------------------------------------------ helpers
@@ -802,6 +813,7 @@ class System:
         for instant, statuses in self.table.metadata.items():
             meta[instant] = tuple(sorted(st(x) for x in statuses))
         s._coordinator_hash = s._writers_hash = s._checkpoints_hash = None
+        s._canon_c = s._canon_w = s._canon_k = s._canon_ch = None
         return s
 
     # -------------------------------------------------------------- fingerprint
@@ -832,6 +844,65 @@ class System:
             cached = self._checkpoints_hash = (self.pending_checkpoint, self.last_completed,
                                                hash((self._pending_key(), self.last_completed)))
         return hash(self._fingerprint_fields(self.table.fingerprint_hash(), coordinator, writers, cached[2]))
+
+    # ------------------------------------------------------ symmetric fingerprint
+    def _canonical_parts(self) -> tuple:
+        """The parts of :mod:`engine.canonical`'s form (table, coordinator, writers, checkpoints, channels),
+        each computed once per change (raises :class:`engine.canonical.Foreign`)."""
+        n = self.config.parallelism
+        c = self._canon_c
+        if c is None:
+            c = self._canon_c = canonical.coordinator_part(self.coordinator, n)
+        w = self._canon_w
+        if w is None:
+            w = self._canon_w = canonical.writers_part(self.writers)
+        k = self._canon_k  # (pending, its part, last completed, its part, both parts)
+        pending, completed = self.pending_checkpoint, self.last_completed
+        if k is None or k[0] is not pending or k[2] is not completed:
+            kp = k[1] if k is not None and k[0] is pending else canonical.checkpoint_part(pending, n)
+            kc = k[3] if k is not None and k[2] is completed else canonical.checkpoint_part(completed, n)
+            k = self._canon_k = (pending, kp, completed, kc, canonical.combine(kp, kc))
+        ch = self._canon_ch
+        if ch is None or ch[0] is not self.channels:
+            ch = self._canon_ch = (self.channels, canonical.channels_part(self.channels))
+        return self.table.canonical_part(n), c, w, k[4], ch[1]
+
+    def _canonical_shared(self) -> tuple:
+        """The fingerprint's fields that name no task and are not in a part."""
+        t = self.table
+        return (t.heartbeats, t.last_key, self.next_checkpoint, self.acks_in_flight, self.last_ack, self.crashes,
+                self.faults_stopped, self.observed_rules)
+
+    def canonical_fingerprint(self) -> tuple | None:
+        """A fingerprint equal for this state and every renaming of its tasks (:meth:`permute_tasks`) and
+        different for states that are not renamings of one another (:mod:`engine.canonical`), or None when a
+        task-indexed part names another task (then rename by every permutation instead). Columns are
+        sorted by hash: two different columns of equal hash may make two renamings of a state differ (a
+        state kept twice, never one lost)."""
+        try:
+            parts = self._canonical_parts()
+        except canonical.Foreign:
+            return None
+        n = self.config.parallelism
+        cols = sorted([tuple([p[1][t] for p in parts]) for t in range(n)], key=hash)
+        return ("canonical", tuple([p[0] for p in parts]), self._canonical_shared(), tuple(cols))
+
+    def canonical_fingerprint_hash(self) -> int | None:
+        """A hash of :meth:`canonical_fingerprint` (equal for renamings of a state; None likewise), from the
+        parts' cached hashes: each task's column hash from its parts' hashes, sorted."""
+        try:
+            parts = self._canonical_parts()
+        except canonical.Foreign:
+            return None
+        tb, c, w, k, ch = parts
+        n = self.config.parallelism
+        tb, c, w, k, ch = tb[3], c[3], w[3], k[3], ch[3]
+        if n == 2:
+            a, b = hash((tb[0], c[0], w[0], k[0], ch[0])), hash((tb[1], c[1], w[1], k[1], ch[1]))
+            cols = (a, b) if a <= b else (b, a)
+        else:
+            cols = tuple(sorted([hash((tb[t], c[t], w[t], k[t], ch[t])) for t in range(n)]))
+        return hash((parts[0][2], parts[1][2], parts[3][2], self._canonical_shared(), cols))
 
     def _pending_key(self) -> tuple | None:
         p = self.pending_checkpoint

@@ -100,7 +100,7 @@ class Table:
 
     __slots__ = ("action", "timeline", "_owned", "metadata", "heartbeats", "clock",
                  "commit_log", "rollbacks", "observations", "last_key", "_fp", "_fp_hash", "_pending", "_own_meta",
-                 "_own_clock", "_dups")
+                 "_own_clock", "_dups", "_canon")
 
     def __init__(self, table_version: int = 8, action: str = "deltacommit",
                  time_source: TimeSource | None = None):
@@ -126,6 +126,7 @@ class Table:
         self._pending = None  # cached pending data instants (None: stale)
         self._own_meta = True
         self._own_clock = True
+        self._canon = None    # cached engine.canonical.metadata_part (None: stale; dropped with _fp)
 
     def copy(self) -> "Table":
         t = Table.__new__(Table)
@@ -144,11 +145,12 @@ class Table:
         t.last_key = self.last_key
         t._fp, t._fp_hash = self._fp, self._fp_hash
         t._dups = self._dups
+        t._canon = self._canon
         t._pending = self._pending
         return t
 
     def _tl(self) -> Timeline:
-        self._fp = self._fp_hash = None
+        self._fp = self._fp_hash = self._canon = None
         self._pending = None
         if not self._owned:
             self.timeline = self.timeline.copy()
@@ -159,7 +161,7 @@ class Table:
         if not self._own_meta:
             self.metadata = dict(self.metadata)
             self._own_meta = True
-        self._fp = self._fp_hash = None
+        self._fp = self._fp_hash = self._canon = None
         self._dups = None
         return self.metadata
 
@@ -194,6 +196,15 @@ class Table:
             tl = self.timeline.state_signature()
             self._fp = (tl, tuple(sorted(self.metadata.items())))
         return self._fp
+
+    def canonical_part(self, n: int) -> tuple:
+        """:func:`engine.canonical.metadata_part` of the timeline and commit metadata (``n`` tasks), cached
+        like :meth:`fingerprint`."""
+        if self._canon is None:
+            from .canonical import metadata_part
+
+            self._canon = metadata_part(self.fingerprint()[0], self.metadata, n)
+        return self._canon
 
     def fingerprint_hash(self) -> int:
         """``hash(fingerprint())``, cached like it."""

@@ -31,7 +31,7 @@ class WriterTask:
     """One writer subtask. Fields are plain values; the rules below are its transitions."""
 
     __slots__ = ("task", "offset", "flushed", "checkpoint_id", "instant", "current_instant",
-                 "interval", "state", "attempt", "confirming")
+                 "interval", "state", "attempt", "confirming", "_canon")
 
     def __init__(self, task: int):
         self.task = task
@@ -44,12 +44,14 @@ class WriterTask:
         self.state: tuple = ()     # write-metadata-state (restored on failover)
         self.attempt = 0
         self.confirming = None     # 0.x: waiting for the coordinator's next instant (holds currentInstant)
+        self._canon = None         # engine.canonical.writer_column's (column, hash); dropped by System._w
 
     def copy(self) -> "WriterTask":
         w = WriterTask.__new__(WriterTask)
         w.task, w.offset, w.flushed, w.checkpoint_id = self.task, self.offset, self.flushed, self.checkpoint_id
         w.instant, w.current_instant, w.interval = self.instant, self.current_instant, self.interval
         w.state, w.attempt, w.confirming = self.state, self.attempt, self.confirming
+        w._canon = None
         return w
 
     def key(self) -> tuple:

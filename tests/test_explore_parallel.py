@@ -91,6 +91,39 @@ def test_three_workers_and_three_writers_give_the_serial_counts():
     assert parallel(cfg, True, 3)[1] == want
 
 
+def test_rebalance_plan_evens_out_frontiers_and_leaves_small_differences():
+    from checker.parallel import rebalance_plan
+
+    assert rebalance_plan([1, 0]) == [[0, 0], [0, 0]]              # below the least difference worth moving
+    assert rebalance_plan([10_000, 0]) == [[0, 5_000], [0, 0]]
+    moves = rebalance_plan([9_000, 1_000, 2_001])
+    after = [n - sum(moves[i]) + sum(row[i] for row in moves) for i, n in enumerate([9_000, 1_000, 2_001])]
+    assert sum(after) == 12_001 and max(after) - min(after) <= 1 and all(moves[i][i] == 0 for i in range(3))
+    assert rebalance_plan([1_000, 1_040]) == [[0, 0], [0, 0]]      # within 5 %
+
+
+def test_two_workers_share_the_expansion_and_an_unbalanced_search_is_caught(monkeypatch):
+    """A state stays with the worker that reached it: without moving states between workers every state
+    descends from the owner of the initial state (one worker does all the expanding). With rebalancing both
+    expand about half, with the serial counts; the same check fails once rebalancing is switched off."""
+    from checker import parallel as par
+
+    cfg = VARIANTS["hudi-1.1"].config(parallelism=2, max_checkpoints=2, records=2, buffer_size=1, faults=FAULTS,
+                                      max_crashes=1)
+    want = serial(cfg, True)
+
+    def balanced(res) -> bool:
+        a, b = res.expanded_per_worker
+        return min(a, b) >= 0.4 * (a + b)
+
+    res, got = parallel(cfg, True, 2)
+    assert got == want and res.moved_states > 0 and sum(res.expanded_per_worker) == res.states
+    assert balanced(res), res.expanded_per_worker
+    monkeypatch.setattr(par, "rebalance_plan", lambda sizes: [[0] * len(sizes) for _ in sizes])
+    res, got = parallel(cfg, True, 2)
+    assert got == want and res.moved_states == 0 and not balanced(res), res.expanded_per_worker
+
+
 def test_bounds_truncate_like_the_serial_search():
     cfg = small_config("hudi-1.1")
     model = SystemModel(cfg)

@@ -244,3 +244,133 @@ def test_a_canonicaliser_that_forgets_the_buffers_merges_orbits_and_is_caught():
     along other paths), so the one-state-per-orbit count is what catches it."""
     cfg = small_config("hudi-1.1")
     assert symmetric_count(ForgetsBuffers(cfg)) != orbit_count(cfg)
+
+
+# ------------------------------------------------------------------ the cheap canonical form (engine.canonical)
+@pytest.mark.parametrize("variant", ["hudi-1.1", "hudi-1.1-async-events", "single-task-failover", "broken-commit-eq"])
+def test_canonical_fingerprint_is_the_same_for_every_renaming(variant):
+    """The column form (:mod:`engine.canonical`) is constant on an orbit: every renaming of every state of
+    random runs has the state's canonical fingerprint and hash (exact and compact); the plain fingerprint
+    differs for some of them, so the check is not vacuous."""
+    from itertools import permutations
+
+    seed = 31
+    rnd = random.Random(seed)
+    faults = frozenset({"lost-ack", "task-crash", "abort", "coordinator-crash"})
+    cfg = VARIANTS[variant].config(parallelism=3, max_checkpoints=3, records=3, buffer_size=1, faults=faults,
+                                   max_crashes=2)
+    differ = 0
+    for run in range(4):
+        s = System(cfg, seed=0)
+        for step in range(40):
+            want, want_h = s.canonical_fingerprint(), s.canonical_fingerprint_hash()
+            assert want is not None and want_h is not None, f"replay: seed {seed} run {run} step {step}"
+            for perm in permutations(range(3)):
+                r = s.permute_tasks(perm)
+                assert r.canonical_fingerprint() == want, f"replay: seed {seed} run {run} step {step} perm {perm}"
+                assert r.canonical_fingerprint_hash() == want_h, f"replay: seed {seed} run {run} step {step}"
+                differ += r.fingerprint() != s.fingerprint()
+            evs = s.enabled_events()
+            if not evs:
+                break
+            t = s.clone()
+            t.apply(rnd.choice(evs))
+            s = t
+    assert differ > 0
+
+
+def test_symmetric_search_uses_the_canonical_form_and_falls_back_where_a_task_names_another():
+    from checker.explorer import _of_representative
+
+    cfg = small_config("hudi-1.1")
+    model = SystemModel(cfg)
+    rep = representative_function(model)
+    canon = _of_representative(model.fingerprint_hash, rep)
+    s = model.init_states()[0]
+    for ev in s.enabled_events()[:3]:
+        s = model.next_state(s, ev)
+    assert canon(s) == s.canonical_fingerprint_hash() != model.fingerprint_hash(rep(s))
+    # a writer holding another task's event: the column form does not apply, renaming does
+    from model.protocol.values import WriteMetadataEvent, WriteStatus
+
+    odd = s.clone()
+    w = odd.writer_to_change(0)
+    w.state = (WriteMetadataEvent(1, -1, "x", (WriteStatus(1, 0, 1),), True, True),)
+    assert odd.canonical_fingerprint() is None and odd.canonical_fingerprint_hash() is None
+    assert canon(odd) == model.fingerprint_hash(rep(odd))
+    assert _of_representative(model.fingerprint, rep)(odd) == model.fingerprint(rep(odd))
+
+
+def test_a_canonical_form_that_sorts_each_part_on_its_own_merges_orbits_and_is_caught(monkeypatch):
+    """Broken on purpose: the writers' columns sorted on their own instead of with the rest of their task's
+    column (a writer no longer tied to its channel, buffer slots, snapshots and statuses): no longer
+    constant on an orbit, nor one value per orbit. The one-state-per-orbit count catches it (as it catches the
+    renaming that forgets the buffers)."""
+    from engine import canonical
+
+    real = canonical.writers_part
+
+    def sorted_alone(writers):
+        shared, cols, shared_hash, hashes = real(writers)
+        order = sorted(range(len(cols)), key=lambda t: hashes[t])
+        return shared, [cols[t] for t in order], shared_hash, tuple(hashes[t] for t in order)
+
+    cfg = small_config("hudi-1.1")
+    honest = symmetric_count(SystemModel(cfg))
+    monkeypatch.setattr(canonical, "writers_part", sorted_alone)
+    assert symmetric_count(SystemModel(cfg)) != orbit_count(cfg) == honest
+
+
+def fresh_canonical_fingerprint_hash(s) -> int | None:
+    """``s.canonical_fingerprint_hash()`` computed on a copy without any cached part (the System's, the
+    writers', the table's, the buffer entries'): what the cached value must equal."""
+    from engine import canonical
+
+    c = s.clone()
+    c._canon_c = c._canon_w = c._canon_k = c._canon_ch = None
+    c.writers = [w.copy() for w in c.writers]
+    c._own_w = None
+    c.table = c.table.copy()
+    c.table._canon = None
+    saved = dict(canonical._entries)
+    canonical._entries.clear()
+    try:
+        return c.canonical_fingerprint_hash()
+    finally:
+        canonical._entries.update(saved)
+
+
+@pytest.mark.parametrize("variant", ["hudi-1.1", "hudi-1.1-blocking", "hudi-1.1-async-events", "single-task-failover",
+                                     "bug-19215", "hudi-0.x-coordinator-start"])
+def test_cached_canonical_hash_equals_a_fresh_one_along_random_runs(variant):
+    """The parts are cached per change (System slots, ``WriterTask._canon``, buffer entries): the System is
+    changed in place step after step (clones too), the canonical hash asked in between, and every cached
+    value must equal the one computed from scratch."""
+    seed = 7
+    rnd = random.Random(seed)
+    faults = frozenset({"lost-ack", "task-crash", "abort", "coordinator-crash", "full-restart"})
+    cfg = VARIANTS[variant].config(parallelism=3, max_checkpoints=3, records=3, buffer_size=1, faults=faults,
+                                   max_crashes=2)
+    checked = 0
+    for run in range(5):
+        s = System(cfg, seed=0)
+        for step in range(50):
+            got = s.canonical_fingerprint_hash()
+            assert got == fresh_canonical_fingerprint_hash(s), f"replay: {variant} seed {seed} run {run} step {step}"
+            checked += got is not None
+            evs = s.enabled_events()
+            if not evs:
+                break
+            if rnd.random() < 0.5:
+                s = s.clone()  # the old state keeps its caches, the clone shares them copy-on-write
+            s.apply(rnd.choice(evs))
+    assert checked > 100
+
+
+def test_a_stale_writer_column_is_caught_by_the_fresh_comparison():
+    """Broken on purpose: a writer changed without dropping its cached column (``_w`` bypassed)."""
+    s = System(VARIANTS["hudi-1.1"].config(parallelism=2), seed=0)
+    s.canonical_fingerprint_hash()
+    s.writers[0].offset += 1  # no _w: the cached column is stale
+    s._canon_w = None
+    assert s.canonical_fingerprint_hash() != fresh_canonical_fingerprint_hash(s)

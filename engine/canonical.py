@@ -1,0 +1,176 @@
+"""A task-symmetric fingerprint of a :class:`engine.System`: equal for states that are renamings of one another.
+
+For symmetry reduction (:mod:`checker.symmetry`). The state is split into *shared* parts, which name no
+task, and one *column* per task, which holds everything indexed by that task with the task's own id left
+out: its writer (offsets, grant, interval, state), its channel of messages in flight, its slot in every
+coordinator buffer, its snapshot and slots in the pending and the last completed checkpoint, and its
+statuses in every instant's commit metadata (as a sorted tuple: ``permute_tasks`` sorts commit metadata,
+no rule reads its order). The canonical fingerprint is the shared parts plus the columns sorted (by
+hash): renaming the tasks permutes the columns and changes nothing else, so every member of an orbit
+gets the same value; and the shared parts plus the multiset of columns determine the state up to a
+renaming, so two orbits share a value only by a hash collision. This holds when every task id inside
+task ``t``'s column is ``t`` itself (a writer's events and statuses are its own, a slot holds its task's
+event); a part naming another task raises :class:`Foreign` and the caller falls back to renaming the
+state by every permutation (:func:`checker.symmetry.representative_function`). The result is one
+``permute_tasks`` + hash per permutation avoided per state, and parts unchanged since the last state
+(the System's copy-on-write parts) are not recomputed: the System caches each part's result.
+
+Each ``*_part`` function returns ``(shared, columns, shared_hash, column_hashes)``: the exact values
+(for exact fingerprints) and their hashes (for compact, 64-bit ones), computed once per change.
+"""
+
+from __future__ import annotations
+
+from model.protocol.values import TaskSnapshot, WriteMetadataEvent
+
+
+class Foreign(Exception):
+    """A task-indexed part names another task: the column form does not apply to this state."""
+
+
+_FOREIGN = Foreign()
+
+
+_EMPTY_HASH = hash(())
+
+
+def _part(shared, columns) -> tuple:
+    return shared, columns, hash(shared), tuple([hash(c) for c in columns])
+
+
+def _statuses(sts: tuple, t: int) -> tuple:
+    """``WriteStatus`` tuple of task ``t`` without the task: ``(start, end)`` pairs."""
+    if not sts:
+        return ()
+    out = []
+    for s in sts:
+        if s[0] != t:
+            raise _FOREIGN
+        out.append((s[1], s[2]))
+    return tuple(out)
+
+
+def _event(e, t: int):
+    """A ``WriteMetadataEvent`` of task ``t`` (or None) without the task id."""
+    if e is None:
+        return None
+    if type(e) is not WriteMetadataEvent or e[0] != t:
+        raise _FOREIGN
+    return (e[1], e[2], _statuses(e[3], t), e[4], e[5])
+
+
+def _events(evs: tuple, t: int) -> tuple:
+    return tuple([_event(e, t) for e in evs]) if evs else ()
+
+
+def _snapshot(s, t: int):
+    if s is None:
+        return None
+    if type(s) is not TaskSnapshot:
+        raise _FOREIGN
+    return ("snapshot", s[0], s[1], _events(s[2], t))
+
+
+def _message(m, t: int):
+    return _snapshot(m, t) if type(m) is TaskSnapshot else _event(m, t)
+
+
+def writer_column(w) -> tuple:
+    """``(column, hash)`` of writer task ``w`` (its own task id left out), cached on the writer (``_canon``:
+    :meth:`engine.System._w` drops it before the writer changes, a copy starts without it)."""
+    c = w._canon
+    if c is None:
+        t = w.task
+        col = (w.offset, w.flushed, w.checkpoint_id, w.instant, w.current_instant,
+               _statuses(w.interval, t), _events(w.state, t), w.attempt > 0, w.confirming)
+        c = w._canon = (col, hash(col))
+    return c
+
+
+def writers_part(writers: list) -> tuple:
+    cols, hashes = [], []
+    for t, w in enumerate(writers):
+        if w.task != t:
+            raise _FOREIGN
+        col, h = writer_column(w)
+        cols.append(col)
+        hashes.append(h)
+    return (), cols, _EMPTY_HASH, tuple(hashes)
+
+
+def channels_part(channels: tuple) -> tuple:
+    return _part((), [tuple([_message(m, t) for m in ch]) if ch else () for t, ch in enumerate(channels)])
+
+
+#: ``id(BufferEntry) -> (entry, its slots without task ids)``: a buffer entry is an immutable value shared by
+#: the states after it (an EventBuffer keeps its frozen copy until it changes, checkpoints hold it), so its
+#: slots are stripped once; the entry is kept alive with its result (its id cannot be reused) and the cache
+#: is emptied when it reaches _ENTRIES_MAX.
+_entries: dict = {}
+_ENTRIES_MAX = 1 << 16
+
+
+def _entry_slots(be) -> tuple:
+    c = _entries.get(id(be))
+    if c is not None and c[0] is be:
+        return c[1]
+    slots = tuple([_event(e, t) for t, e in enumerate(be.slots)])
+    if len(_entries) >= _ENTRIES_MAX:
+        _entries.clear()
+    _entries[id(be)] = (be, slots)
+    return slots
+
+
+def _buffers(entries, n: int) -> tuple:
+    """``((key, BufferEntry), ...)``: shared keys and instants, per task its slots."""
+    stripped = [_entry_slots(be) for _, be in entries]
+    if any(len(s) != n for s in stripped):
+        raise _FOREIGN
+    return tuple([(k, be.instant) for k, be in entries]), [tuple([s[t] for s in stripped]) for t in range(n)]
+
+
+def coordinator_part(c, n: int) -> tuple:
+    entries = [(k, e._frozen or e.frozen()) for k, e in sorted(c.buffers.items())]
+    keys, cols = _buffers(entries, n)
+    return _part((keys, c.instant, c.max_acked, tuple(sorted(c.assigned.items()))), cols)
+
+
+def checkpoint_part(cp, n: int) -> tuple:
+    """A pending (:class:`engine.checkpoint.PendingCheckpoint`) or completed checkpoint, or None."""
+    if cp is None:
+        return _part(None, [None] * n)
+    tasks = cp.tasks
+    if len(tasks) != n:
+        raise _FOREIGN
+    cs = cp.coordinator_state
+    if cs is None:
+        keys, cols = None, [None] * n
+    else:
+        keys, cols = _buffers(cs, n)
+    return _part((cp.id, keys), [(_snapshot(tasks[t], t), cols[t]) for t in range(n)])
+
+
+def combine(a: tuple, b: tuple) -> tuple:
+    """Two parts as one."""
+    return ((a[0], b[0]), [(x, y) for x, y in zip(a[1], b[1])], hash((a[2], b[2])),
+            tuple([hash((x, y)) for x, y in zip(a[3], b[3])]))
+
+
+def metadata_part(timeline_signature, metadata: dict, n: int) -> tuple:
+    """The table's timeline (shared) and commit metadata: the instants shared, per task its statuses of
+    each instant, sorted."""
+    instants = sorted(metadata)
+    cols = [[] for _ in range(n)]
+    for i in instants:
+        per = [[] for _ in range(n)]
+        for s in metadata[i]:
+            t = s[0]
+            if not 0 <= t < n:
+                raise _FOREIGN
+            per[t].append((s[1], s[2]))
+        for t in range(n):
+            p = per[t]
+            if len(p) > 1:
+                p.sort()
+            cols[t].append(tuple(p))
+    return _part((timeline_signature, tuple(instants)), [tuple(c) for c in cols])
