@@ -104,9 +104,10 @@ def fingerprinter(model, symmetric: bool) -> Callable[[Any], int]:
 class _Plan:
     """What every task needs (pickled into the job's closure)."""
 
-    def __init__(self, model, workdir: str, partitions: int, symmetric: bool, max_depth: int | None):
+    def __init__(self, model, workdir: str, partitions: int, symmetric: bool, max_depth: int | None,
+                 route: Callable[[int, int], int] = owner_of):
         self.model, self.workdir, self.partitions = model, workdir, partitions
-        self.symmetric, self.max_depth = symmetric, max_depth
+        self.symmetric, self.max_depth, self.route = symmetric, max_depth, route
 
 
 class _Checker:
@@ -157,7 +158,7 @@ def _init_task(plan: _Plan, sometimes_done: frozenset, o: int, _items):
     fps, parents, vias, states, found = [], [], [], [], []
     for i, s in enumerate(model.init_states()):
         fp = fp_of(s)
-        if owner_of(fp, plan.partitions) != o or fp in fps:
+        if plan.route(fp, plan.partitions) != o or fp in fps:
             continue
         fps.append(fp)
         parents.append(0)  # parent 0: an initial state (0 is never a fingerprint)
@@ -173,7 +174,7 @@ def _expand_task(plan: _Plan, depth: int, i: int, _items):
     """Stage 1 of a level: expand partition ``i``'s frontier; one record per owner."""
     model = plan.model
     drains0 = getattr(model, "drains", 0)
-    P, max_depth = plan.partitions, plan.max_depth
+    P, max_depth, route = plan.partitions, plan.max_depth, plan.route
     with open(_level_dir(plan.workdir, depth) / f"frontier-{i:04d}.pkl", "rb") as f:
         fps, states = pickle.load(f)
     actions_of, step, boundary, settles = model.actions, model.next_state, model.within_boundary, model.settles
@@ -206,7 +207,7 @@ def _expand_task(plan: _Plan, depth: int, i: int, _items):
             if fp in local:
                 continue
             local.add(fp)
-            b = batches[owner_of(fp, P)]
+            b = batches[route(fp, P)]
             b[0].append(fp)
             b[1].append(sfp)
             b[2].append(idx)
@@ -273,6 +274,7 @@ def explore_spark(
     progress: Callable[[ExploreResult, int], None] | None = None,
     symmetric: bool = False,
     keep_files: bool = False,
+    route: Callable[[int, int], int] = owner_of,
 ) -> ExploreResult:
     """Breadth-first search of ``model`` as Spark jobs on ``sc`` (see the module docstring).
 
@@ -281,7 +283,8 @@ def explore_spark(
     equal up to renaming the model's tasks once (:mod:`checker.symmetry`). Other options as
     :func:`checker.parallel.explore_parallel`. The result's ``workers`` is the partition count, ``fpset_bytes``
     the size of the visited files, ``rss`` the driver's; ``progress(result, frontier)`` is called after every
-    level."""
+    level. ``route(fp, partitions)`` names a fingerprint's owner (:func:`checker.parallel.owner_of`); it must be
+    a function of the fingerprint (the tests pass one that is not and see the counts go wrong)."""
     P = partitions or sc.defaultParallelism
     if P < 1:
         raise ValueError("partitions must be >= 1")
@@ -293,7 +296,7 @@ def explore_spark(
     work.mkdir(parents=True, exist_ok=True)
     if symmetric:
         fingerprinter(model, True)  # refuses (SymmetryRefused) here rather than on an executor
-    plan = _Plan(model, str(work.resolve()), P, symmetric, max_depth)
+    plan = _Plan(model, str(work.resolve()), P, symmetric, max_depth, route)
     try:
         return _search(model, sc, plan, max_states, stop_on_violation, progress)
     finally:
@@ -388,7 +391,7 @@ def _search(model, sc, plan: _Plan, max_states, stop_on_violation, progress) -> 
 
 def parent_of(plan: _Plan, fp: int, depth: int) -> tuple[int, int]:
     """(parent fingerprint, action index) of the state with fingerprint ``fp`` new at level ``depth``."""
-    path = _level_dir(plan.workdir, depth) / f"parents-{owner_of(fp, plan.partitions):04d}.npy"
+    path = _level_dir(plan.workdir, depth) / f"parents-{plan.route(fp, plan.partitions):04d}.npy"
     rec = np.load(path, allow_pickle=False)
     i = int(np.searchsorted(rec["fp"], np.uint64(fp)))
     if i >= len(rec) or int(rec["fp"][i]) != fp:

@@ -30,7 +30,7 @@ def canonical(x) -> str:
     if isinstance(x, int):  # bool, IntEnum: equal to their int values
         return str(int(x))
     if isinstance(x, str):  # a str-valued Enum member equals its string
-        return repr(str(x))
+        return repr(str.__str__(x))
     if isinstance(x, tuple):  # named tuples equal plain tuples
         return "(" + ",".join([canonical(y) for y in x]) + ")"
     if isinstance(x, (frozenset, set)):
