@@ -39,11 +39,13 @@ CLI); the model travels to the executors pickled (cloudpickle) and must be impor
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import shutil
 import time
 from pathlib import Path
+from types import FunctionType
 from typing import Any, Callable
 
 import numpy as np
@@ -51,15 +53,37 @@ import numpy as np
 from .explorer import ALWAYS, SOMETIMES, TERMINAL, Discovery, ExploreResult, Model
 from .fpset import collision_probability
 from .parallel import Found, _rss, outcomes, owner_of
-from .stablefp import stable_hash
+from .stablefp import StableHasher, stable_hash
 
 PARENT_DTYPE = np.dtype([("fp", "<u8"), ("parent", "<u8"), ("via", "<i4")])
 
 
-def _dumps(obj) -> bytes:
-    from pyspark import cloudpickle  # the protocol's states hold closures (engine.coordinator's commit rule)
+class _Pickler(pickle.Pickler):
+    """The C pickler, except for functions pickle cannot name (the protocol's states hold closures:
+    ``engine.coordinator``'s commit rule), which go by value through Spark's cloudpickle, once per function.
+    (cloudpickle for the whole list costs a Python-level lookup per object: several times slower.)"""
 
-    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    def __init__(self, file):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._by_value: dict = {}
+
+    def reducer_override(self, obj):
+        if type(obj) is FunctionType and "<" in obj.__qualname__:  # <lambda>, <locals>
+            # functions without closure or defaults are equal when their code is: pickled once per code object
+            key = obj.__code__ if not (obj.__closure__ or obj.__defaults__ or obj.__kwdefaults__) else id(obj)
+            blob = self._by_value.get(key)
+            if blob is None:
+                from pyspark import cloudpickle
+
+                blob = self._by_value[key] = (obj, cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+            return pickle.loads, (blob[1],)
+        return NotImplemented
+
+
+def _dumps(obj) -> bytes:
+    buf = io.BytesIO()
+    _Pickler(buf).dump(obj)
+    return buf.getvalue()
 
 
 def _level_dir(workdir: str, depth: int) -> Path:
@@ -81,11 +105,11 @@ class _StableView:
     """``model`` with :func:`stable_hash` as its ``fingerprint_hash``, for :mod:`checker.symmetry` (which picks
     the renaming with the smallest hash: it must be the same renaming on every executor)."""
 
-    def __init__(self, model):
+    def __init__(self, model, hasher=stable_hash):
         self.model = model
         fingerprint = model.fingerprint
         self.fingerprint = fingerprint
-        self.fingerprint_hash = lambda s: stable_hash(fingerprint(s))
+        self.fingerprint_hash = lambda s: hasher(fingerprint(s))
         self.symmetry_tasks = model.symmetry_tasks
         self.permute = model.permute
 
@@ -93,12 +117,13 @@ class _StableView:
 def fingerprinter(model, symmetric: bool) -> Callable[[Any], int]:
     """``state -> 64-bit stable fingerprint`` (of the symmetry representative when ``symmetric``)."""
     fingerprint = model.fingerprint
+    hasher = StableHasher()
     if not symmetric:
-        return lambda s: stable_hash(fingerprint(s))
+        return lambda s: hasher(fingerprint(s))
     from .symmetry import representative_function
 
-    rep = representative_function(_StableView(model))
-    return lambda s: stable_hash(fingerprint(rep(s)))
+    rep = representative_function(_StableView(model, hasher))
+    return lambda s: hasher(fingerprint(rep(s)))
 
 
 class _Plan:

@@ -48,8 +48,56 @@ def canonical(x) -> str:
                     f"(fingerprints may hold None, numbers, strings, tuples, frozensets, enums and dataclasses)")
 
 
+def _digest(text: str) -> int:
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") or 1
+
+
 def stable_hash(fingerprint) -> int:
     """A non-zero 64-bit hash of ``fingerprint`` (an unsigned int, as :func:`checker.fpset.u64` stores them),
     equal in every process for equal fingerprints."""
-    digest = blake2b(canonical(fingerprint).encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "little") or 1
+    return _digest(canonical(fingerprint))
+
+
+class StableHasher:
+    """:func:`stable_hash` with memos, for a search that hashes many states in one process: the hashes of whole
+    fingerprints and the texts of their parts (the top-level tuple's items and their items), keyed by value.
+    Within one process equal values find the same entry (Python's ``hash``/``==`` are consistent there) and
+    :func:`canonical` gives equal values the same text, so the result is :func:`stable_hash`'s; successors
+    reached again and the parts most states share (a writer's key, the table's) are hashed once. Each memo is
+    emptied when it holds ``limit`` entries."""
+
+    def __init__(self, limit: int = 200_000):
+        self.limit = limit
+        self.hashes: dict = {}
+        self.texts: dict = {}
+
+    def __call__(self, fingerprint) -> int:
+        hashes = self.hashes
+        h = hashes.get(fingerprint)
+        if h is not None:
+            return h
+        if type(fingerprint) is tuple:
+            part = self._part
+            h = _digest("(" + ",".join([part(x, 1) for x in fingerprint]) + ")")
+        else:
+            h = _digest(canonical(fingerprint))
+        if len(hashes) >= self.limit:
+            hashes.clear()
+        hashes[fingerprint] = h
+        return h
+
+    def _part(self, x, depth: int) -> str:
+        if type(x) is not tuple:
+            return canonical(x)
+        texts = self.texts
+        t = texts.get(x)
+        if t is None:
+            if depth < 2:
+                t = "(" + ",".join([self._part(y, depth + 1) for y in x]) + ")"
+            else:
+                t = canonical(x)
+            if len(texts) >= self.limit:
+                texts.clear()
+            texts[x] = t
+        return t
