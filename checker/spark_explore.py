@@ -8,19 +8,21 @@ under ``workdir`` (a directory every executor reaches: this machine's filesystem
 standalone cluster on 127.0.0.1):
 
 * ``L<d>/frontier-<o>.pkl`` -- the states new at level ``d`` that partition ``o`` owns, with their
-  fingerprints (the frontier: a dataset partitioned by fingerprint, one file a partition; states are
-  pickled with Spark's cloudpickle, as one list per file so parts the states share are written once);
+  fingerprints (the frontier: a dataset partitioned by fingerprint, one file a partition): the senders'
+  pickled lists of successors as they arrived, with the positions of the new ones (a state is pickled once,
+  by the task that reached it, one list per sender and owner so parts the states share are written once;
+  closures go by value through Spark's cloudpickle);
 * ``L<d>/visited-<o>.npy`` -- the sorted ``uint64`` fingerprints ``o`` owns, visited up to level ``d``;
 * ``L<d>/parents-<o>.npy`` -- per state new at level ``d``: fingerprint, parent fingerprint, action index
   (sorted by fingerprint), from which a counterexample's path is rebuilt.
 
 Level ``d`` is one Spark job of two stages: task ``i`` of the first expands ``frontier-i`` of level ``d``
 (terminal properties, enabled actions, successors' fingerprints; successors repeated within the task are
-dropped there) and sends owner ``o`` one record ``(fingerprints, parent fingerprints, action indices,
-pickled states)``; the shuffle (``partitionBy`` on the owner) brings owner ``o`` one record from every
-sender; task ``o`` of the second stage dedups them, in sender order (first sender wins a tie, as in
-:mod:`checker.parallel`), against ``visited-o`` of level ``d``, checks the ``always``/``sometimes``
-properties on the new states and writes the level ``d+1`` files. The driver collects one small summary per
+dropped there, the others checked against the ``always``/``sometimes`` properties) and sends owner ``o`` one
+record ``(fingerprints, parent fingerprints, action indices, pickled states, discoveries)``; the shuffle
+(``partitionBy`` on the owner) brings owner ``o`` one record from every sender; task ``o`` of the second stage
+dedups them with numpy, in sender order (first sender wins a tie, as in :mod:`checker.parallel`), against
+``visited-o`` of level ``d``, keeps the discoveries of the new states and writes the level ``d+1`` files. The driver collects one small summary per
 partition (counts, discoveries), deletes level ``d``'s frontier and visited files, and stops after the level
 where a counterexample was found (``stop_on_violation``: the counts then include that whole level) or the
 state count passed ``max_states``. Every file a task writes is named by its level, so a retried task
@@ -145,14 +147,16 @@ class _Checker:
         self.terminal = [p for p in props if p.kind == TERMINAL]
         self.done = set(sometimes_done)
 
-    def check_new(self, state, fp: int, depth: int) -> list:
+    def check_new(self, state, fp: int, depth: int, mark: bool = True) -> list:
+        """The discoveries on ``state``; a ``sometimes`` hit is marked done (not reported again by this task)
+        only when ``mark`` (a successor that may turn out not new must not hide a later new one's hit)."""
         found = []
         for p in self.always:
             found += [Found(n, p.kind, d, v, fp, depth) for n, d, v in outcomes(p, state)]
         for p in self.sometimes:
             if p.name not in self.done:
                 hits = outcomes(p, state)
-                if hits:
+                if hits and mark:
                     self.done.update(n for n, _, _ in hits)
                     self.done.add(p.name)
                 found += [Found(n, p.kind, d, v, fp, depth) for n, d, v in hits]
@@ -160,7 +164,9 @@ class _Checker:
 
 
 def _write_level(plan: _Plan, depth: int, o: int, visited: np.ndarray, fps: list, parents: list, vias: list,
-                 states: list) -> None:
+                 chunks: list) -> None:
+    """Level ``depth``'s files of partition ``o``; ``chunks``: ``(pickled list of states, indices)`` whose picked
+    states, in order, are the new states ``fps`` (the senders' pickles are written as they came, not re-pickled)."""
     d = _level_dir(plan.workdir, depth)
     d.mkdir(parents=True, exist_ok=True)
     new = np.array(fps, dtype=np.uint64)
@@ -169,8 +175,20 @@ def _write_level(plan: _Plan, depth: int, o: int, visited: np.ndarray, fps: list
     rec.sort(order="fp")
     _save_npy(d / f"parents-{o:04d}.npy", rec)
     _save_npy(d / f"visited-{o:04d}.npy", np.union1d(visited, new))
-    blob = _dumps((new, states))
-    _write_atomic(d / f"frontier-{o:04d}.pkl", lambda f: f.write(blob))
+    _write_atomic(d / f"frontier-{o:04d}.pkl",
+                  lambda f: pickle.dump((new, chunks), f, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _load_frontier(plan: _Plan, depth: int, i: int) -> tuple[np.ndarray, list]:
+    with open(_level_dir(plan.workdir, depth) / f"frontier-{i:04d}.pkl", "rb") as f:
+        fps, chunks = pickle.load(f)
+    states = []
+    for blob, picked in chunks:
+        batch = pickle.loads(blob)
+        states += [batch[j] for j in picked]
+    if len(states) != len(fps):
+        raise RuntimeError(f"spark explore: frontier {i} of level {depth}: {len(states)} states, {len(fps)} fingerprints")
+    return fps, states
 
 
 # --------------------------------------------------------------------------- the tasks
@@ -190,22 +208,25 @@ def _init_task(plan: _Plan, sometimes_done: frozenset, o: int, _items):
         vias.append(i)
         states.append(s)
         found += checker.check_new(s, fp, 0)
-    _write_level(plan, 0, o, np.zeros(0, dtype=np.uint64), fps, parents, vias, states)
+    _write_level(plan, 0, o, np.zeros(0, dtype=np.uint64), fps, parents, vias,
+                 [(_dumps(states), list(range(len(states))))] if states else [])
     yield dict(partition=o, new=len(fps), found=found, transitions=0, terminal=0, settled=0, cut=False,
                drains=getattr(model, "drains", 0) - drains0, visited_bytes=8 * len(fps))
 
 
-def _expand_task(plan: _Plan, depth: int, i: int, _items):
-    """Stage 1 of a level: expand partition ``i``'s frontier; one record per owner."""
+def _expand_task(plan: _Plan, depth: int, sometimes_done: frozenset, i: int, _items):
+    """Stage 1 of a level: expand partition ``i``'s frontier; one record per owner. The ``always``/``sometimes``
+    properties are checked here, on every successor new to this task (the owner keeps the discoveries of the
+    ones it finds new), so the owner never unpickles a state."""
     model = plan.model
     drains0 = getattr(model, "drains", 0)
     P, max_depth, route = plan.partitions, plan.max_depth, plan.route
-    with open(_level_dir(plan.workdir, depth) / f"frontier-{i:04d}.pkl", "rb") as f:
-        fps, states = pickle.load(f)
+    fps, states = _load_frontier(plan, depth, i)
+    checker = _Checker(model, sometimes_done)
     actions_of, step, boundary, settles = model.actions, model.next_state, model.within_boundary, model.settles
     terminal_props = [p for p in model.properties() if p.kind == TERMINAL]
     fp_of = fingerprinter(model, plan.symmetric)
-    batches = [([], [], [], []) for _ in range(P)]
+    batches = [([], [], [], [], []) for _ in range(P)]
     local: set[int] = set()
     transitions = terminal = settled = 0
     found: list = []
@@ -237,19 +258,21 @@ def _expand_task(plan: _Plan, depth: int, i: int, _items):
             b[1].append(sfp)
             b[2].append(idx)
             b[3].append(nxt)
+            b[4].append(checker.check_new(nxt, fp, depth + 1, mark=False) or None)
     stats = dict(transitions=transitions, terminal=terminal, settled=settled, found=found, cut=cut,
                  drains=getattr(model, "drains", 0) - drains0)
-    for o, (f, p, v, s) in enumerate(batches):
+    for o, (f, p, v, s, found_on) in enumerate(batches):
         yield o, (i, np.array(f, dtype=np.uint64), np.array(p, dtype=np.uint64), np.array(v, dtype=np.int32),
-                  _dumps(s) if s else None, stats if o == i else None)
+                  _dumps(s) if s else None, {j: x for j, x in enumerate(found_on) if x}, stats if o == i else None)
 
 
-def _dedup_task(plan: _Plan, depth: int, sometimes_done: frozenset, o: int, items):
-    """Stage 2 of a level: owner ``o`` dedups what the senders routed to it and writes level ``depth + 1``."""
+def _dedup_task(plan: _Plan, depth: int, o: int, items):
+    """Stage 2 of a level: owner ``o`` dedups what the senders routed to it and writes level ``depth + 1``
+    (numpy only: the senders' pickled states go to the frontier file as they came)."""
     records = sorted((rec for _, rec in items), key=lambda r: r[0])  # sender order
     if len(records) != plan.partitions:
         raise RuntimeError(f"spark explore: partition {o} got {len(records)} records, expected {plan.partitions}")
-    stats = next(r[5] for r in records if r[0] == o)
+    stats = next(r[6] for r in records if r[0] == o)
     visited = np.load(_level_dir(plan.workdir, depth) / f"visited-{o:04d}.npy", allow_pickle=False)
     incoming = np.concatenate([r[1] for r in records]) if records else np.zeros(0, dtype=np.uint64)
     if len(visited) and len(incoming):
@@ -261,23 +284,21 @@ def _dedup_task(plan: _Plan, depth: int, sometimes_done: frozenset, o: int, item
     if len(incoming):
         first[np.unique(incoming, return_index=True)[1]] = True  # first occurrence, in sender order
     new = first & ~old
-    checker = _Checker(plan.model, sometimes_done)
-    fps, parents, vias, states, found = [], [], [], [], []
+    fps, parents, vias, chunks, found = [], [], [], [], []
     start = 0
-    for _, f, p, v, blob, _ in records:
+    for _, f, p, v, blob, found_on, _ in records:
         mask = new[start:start + len(f)]
         start += len(f)
         if not mask.any():
             continue
-        batch = pickle.loads(blob)
-        for j in np.flatnonzero(mask).tolist():
-            fp = int(f[j])
-            fps.append(fp)
-            parents.append(int(p[j]))
-            vias.append(int(v[j]))
-            states.append(batch[j])
-            found += checker.check_new(batch[j], fp, depth + 1)
-    _write_level(plan, depth + 1, o, visited, fps, parents, vias, states)
+        picked = np.flatnonzero(mask)
+        fps += f[picked].tolist()
+        parents += p[picked].tolist()
+        vias += v[picked].tolist()
+        chunks.append((blob, picked.tolist()))
+        for j in picked.tolist():
+            found += found_on.get(j, ())
+    _write_level(plan, depth + 1, o, visited, fps, parents, vias, chunks)
     yield dict(stats, partition=o, new=len(fps), found=stats["found"] + found,
                visited_bytes=8 * (len(visited) + len(fps)))
 
@@ -359,9 +380,9 @@ def _search(model, sc, plan: _Plan, max_states, stop_on_violation, progress) -> 
         res.level = level
         sc.setJobDescription(f"hoodie-lab explore: level {level}, frontier {frontier:,}")
         job = (sc.parallelize(range(P), P)
-               .mapPartitionsWithIndex(partial(_expand_task, plan, level))
+               .mapPartitionsWithIndex(partial(_expand_task, plan, level, sometimes_done()))
                .partitionBy(P, _identity)
-               .mapPartitionsWithIndex(partial(_dedup_task, plan, level, sometimes_done())))
+               .mapPartitionsWithIndex(partial(_dedup_task, plan, level)))
         sums = job.collect()
         frontier = 0
         cut = False
