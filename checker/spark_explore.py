@@ -22,9 +22,9 @@ dropped there, the others checked against the ``always``/``sometimes`` propertie
 record ``(fingerprints, parent fingerprints, action indices, pickled states, discoveries)``; the shuffle
 (``partitionBy`` on the owner) brings owner ``o`` one record from every sender; task ``o`` of the second stage
 dedups them with numpy, in sender order (first sender wins a tie, as in :mod:`checker.parallel`), against
-``visited-o`` of level ``d``, keeps the discoveries of the new states and writes the level ``d+1`` files. The driver collects one small summary per
-partition (counts, discoveries), deletes level ``d``'s frontier and visited files, and stops after the level
-where a counterexample was found (``stop_on_violation``: the counts then include that whole level) or the
+``visited-o`` of level ``d``, keeps the discoveries of the new states and writes the level ``d+1`` files. The
+driver collects one small summary per partition (counts, discoveries), deletes level ``d``'s frontier and
+visited files, and stops after the level where a counterexample was found (``stop_on_violation``: the counts then include that whole level) or the
 state count passed ``max_states``. Every file a task writes is named by its level, so a retried task
 rewrites the same files from the same inputs.
 
@@ -62,8 +62,8 @@ PARENT_DTYPE = np.dtype([("fp", "<u8"), ("parent", "<u8"), ("via", "<i4")])
 
 class _Pickler(pickle.Pickler):
     """The C pickler, except for functions pickle cannot name (the protocol's states hold closures:
-    ``engine.coordinator``'s commit rule), which go by value through Spark's cloudpickle, once per function.
-    (cloudpickle for the whole list costs a Python-level lookup per object: several times slower.)"""
+    ``engine.coordinator``'s commit rule), which go by value through Spark's cloudpickle, once per code object
+    (cloudpickle alone writes every such function object anew: about 12 % larger lists here, same speed)."""
 
     def __init__(self, file):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
