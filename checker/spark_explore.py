@@ -24,8 +24,8 @@ record ``(fingerprints, parent fingerprints, action indices, pickled states, dis
 dedups them with numpy, in sender order (first sender wins a tie, as in :mod:`checker.parallel`), against
 ``visited-o`` of level ``d``, keeps the discoveries of the new states and writes the level ``d+1`` files. The
 driver collects one small summary per partition (counts, discoveries), deletes level ``d``'s frontier and
-visited files, and stops after the level where a counterexample was found (``stop_on_violation``: the counts then include that whole level) or the
-state count passed ``max_states``. Every file a task writes is named by its level, so a retried task
+visited files, and stops after the level where a counterexample was found (``stop_on_violation``: the counts
+then include that whole level) or the state count passed ``max_states``. Every file a task writes is named by its level, so a retried task
 rewrites the same files from the same inputs.
 
 Fingerprints are :func:`checker.stablefp.stable_hash` of ``model.fingerprint`` (Python's ``hash`` differs
@@ -187,7 +187,8 @@ def _load_frontier(plan: _Plan, depth: int, i: int) -> tuple[np.ndarray, list]:
         batch = pickle.loads(blob)
         states += [batch[j] for j in picked]
     if len(states) != len(fps):
-        raise RuntimeError(f"spark explore: frontier {i} of level {depth}: {len(states)} states, {len(fps)} fingerprints")
+        raise RuntimeError(f"spark explore: frontier {i} of level {depth}: {len(states)} states, "
+                           f"{len(fps)} fingerprints")
     return fps, states
 
 
