@@ -25,8 +25,8 @@ dedups them with numpy, in sender order (first sender wins a tie, as in :mod:`ch
 ``visited-o`` of level ``d``, keeps the discoveries of the new states and writes the level ``d+1`` files. The
 driver collects one small summary per partition (counts, discoveries), deletes level ``d``'s frontier and
 visited files, and stops after the level where a counterexample was found (``stop_on_violation``: the counts
-then include that whole level) or the state count passed ``max_states``. Every file a task writes is named by its level, so a retried task
-rewrites the same files from the same inputs.
+then include that whole level) or the state count passed ``max_states``. Every file a task writes is named by
+its level, so a retried task rewrites the same files from the same inputs.
 
 Fingerprints are :func:`checker.stablefp.stable_hash` of ``model.fingerprint`` (Python's ``hash`` differs
 between the executors' interpreters); with ``symmetry`` the representative is picked by that hash too. Counts
