@@ -1,6 +1,6 @@
 """The explorer as Spark jobs (issue #20 item 3): ``checker/spark_explore.py``, ``hoodie-lab explore --master``.
 
-On ``local[2]`` (one session for the module) the Spark search must give the serial search's counts (distinct
+On ``local[2]`` (the run's one session, the root conftest's ``spark``) the Spark search must give the serial search's counts (distinct
 states, transitions, max depth, terminal and settled states, drained checks) and verdicts (each invariant
 violated, at its shortest depth) on small bounds, with and without symmetry, and a broken variant's
 counterexample must be shortest and replay; a routing that is not a function of the fingerprint is caught by
@@ -53,16 +53,11 @@ def serial(cfg, symmetry: bool = False, **kw) -> dict:
     return summary(res, model)
 
 
-@pytest.fixture(scope="module")
-def sc():
-    """One local[2] session for the module (a Spark start costs 7-20 s here)."""
-    from pipeline.spark import get_spark
-
-    spark = get_spark("local[2]", app_name="test_explore_spark")
-    try:
-        yield spark.sparkContext
-    finally:
-        spark.stop()
+@pytest.fixture()
+def sc(spark):
+    """The run's one local[2] session (the root conftest's ``spark``: a Spark start costs 7-20 s here)."""
+    assert spark.sparkContext.master == "local[2]"
+    return spark.sparkContext
 
 
 def on_spark(sc, cfg, tmp_path, symmetry: bool = False, **kw):
