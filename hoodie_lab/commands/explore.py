@@ -27,6 +27,7 @@ RANGES = {
     "--buffer-size": (1, 100),
     "--max-states": (1, 1_000_000_000),
     "--workers": (0, 64),
+    "--partitions": (1, 4096),
 }
 #: --graph draws at most this many states, and only for bounds at most this big.
 GRAPH_MAX_STATES = 500
@@ -83,6 +84,15 @@ def add_parser(subparsers) -> None:
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="processes searching in parallel (checker/parallel.py: states partitioned by fingerprint, "
                         "level by level; same counts and verdicts); default 1 = the serial search, 0 = all cores")
+    p.add_argument("--master", metavar="URL",
+                   help="run the search as Spark jobs (checker/spark_explore.py: one job per BFS level, the frontier "
+                        "and the visited set in files partitioned by fingerprint; same counts and verdicts) on this "
+                        "master: local[N], local[*] or spark://HOST:PORT")
+    p.add_argument("--partitions", type=int, default=None, metavar="N",
+                   help="with --master: fingerprint partitions (1-4096, default the master's default parallelism)")
+    p.add_argument("--spark-dir", metavar="DIR",
+                   help="with --master: the search's work directory, reachable by every executor (default a new "
+                        "temporary directory; removed at the end)")
     p.add_argument("--graph", metavar="FILE", help="draw the state graph (tiny bounds only) to FILE (.png or .svg)")
     p.add_argument("--liveness", action="store_true",
                    help="judge the temporal properties under fairness (checker.liveness); --variant may name a "
@@ -208,6 +218,7 @@ class _Progress:
         self.every = progress_every()
         self.last_line = time.monotonic()
         self.text = ""
+        self.where = ""  #: replaces ", N workers" (the Spark search: its partitions and master)
         if enabled and self.console.is_terminal:
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -226,7 +237,7 @@ class _Progress:
         from .common import rss_bytes
 
         rss = res.rss or rss_bytes()
-        workers = f", {res.workers} workers" if res.workers > 1 else ""
+        workers = self.where or (f", {res.workers} workers" if res.workers > 1 else "")
         self.text = (f"level {res.level}: {res.states:,} distinct states, {res.transitions:,} transitions, "
                      f"frontier {queue:,}, depth {res.max_depth}, {res.states_per_second:,.0f} states/s, "
                      f"RSS {rss / 2**20:,.0f} MiB{workers}")
@@ -244,7 +255,37 @@ class _Progress:
 
 
 # --------------------------------------------------------------------------- run
+def _check_spark_args(args) -> None:
+    """Refuse, with one line, what the Spark search does not do; then the master itself (a malformed URL or an
+    unreachable standalone master) before anything is started."""
+    master = getattr(args, "master", None)
+    if master is None:
+        for name in ("partitions", "spark_dir"):
+            if getattr(args, name, None) is not None:
+                raise UserError(f"--{name.replace('_', '-')}: only with --master")
+        return
+    if getattr(args, "liveness", False):
+        raise UserError("--master: the liveness search runs locally; drop --master or --liveness")
+    if args.machine != "protocol":
+        raise UserError(f"--master: only for --machine protocol (not {args.machine})")
+    if getattr(args, "workers", 1) != 1:
+        raise UserError("--workers: the Spark search's parallelism is --partitions; use one of --workers, --master")
+    if args.graph:
+        raise UserError("--graph: draws the serial search's state graph; not with --master")
+    if args.exact:
+        raise UserError("--exact: the Spark search keeps 64-bit fingerprints; not with --master")
+    _check_range("--partitions", args.partitions)
+    if args.spark_dir is not None:
+        d = Path(args.spark_dir)
+        if d.exists() and (not d.is_dir() or any(d.iterdir())):
+            raise UserError(f"--spark-dir: {d} must be an empty directory or not exist")
+    from pipeline.spark import check_master
+
+    check_master(master)
+
+
 def run(args) -> int:
+    _check_spark_args(args)
     if getattr(args, "liveness", False):
         if args.machine != "protocol":
             raise UserError("--liveness: only for --machine protocol")
@@ -295,7 +336,9 @@ def run(args) -> int:
     if guess:
         progress.say(f"{guess}; at most {max_states:,} states with --max-states")
     try:
-        if workers == 1:
+        if getattr(args, "master", None):
+            res = _run_spark(args, model, max_states, progress, symmetry is not None)
+        elif workers == 1:
             res = explore(model, max_states=max_states, record_graph=bool(args.graph), progress=progress,
                           compact=not args.exact, symmetry=symmetry)
         else:
@@ -348,6 +391,30 @@ def run(args) -> int:
     return 1 if ce is not None else 0
 
 
+def _run_spark(args, model, max_states, progress, symmetric: bool):
+    """The search as Spark jobs on ``--master`` (:func:`checker.spark_explore.explore_spark`)."""
+    import shutil
+    import tempfile
+
+    from checker.spark_explore import explore_spark
+    from pipeline.spark import get_spark
+
+    progress.say(f"starting Spark ({args.master})… (the first start takes 10-30 s)")
+    spark = get_spark(args.master, app_name="hoodie-lab explore")
+    own_dir = args.spark_dir is None
+    work = Path(tempfile.mkdtemp(prefix="hoodie-lab-explore-")) if own_dir else Path(args.spark_dir)
+    try:
+        sc = spark.sparkContext
+        partitions = args.partitions or sc.defaultParallelism
+        progress.where = f", {partitions} partitions on {args.master}"
+        return explore_spark(model, sc, work, partitions=partitions, max_states=max_states, progress=progress,
+                             symmetric=symmetric)
+    finally:
+        if own_dir:
+            shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+
+
 def _describe_config(cfg) -> str:
     from model.protocol import FAULTS
 
@@ -383,7 +450,9 @@ def _report(name, cfg, model, res, args) -> dict:
         "stop_reason": res.stop_reason,
         "violation": None,
     }
-    if res.workers > 1:
+    if getattr(args, "master", None):
+        rep.update(master=args.master, partitions=res.workers, visited_bytes=res.fpset_bytes)
+    elif res.workers > 1:
         rep.update(rss_bytes=res.rss, fpset_bytes=res.fpset_bytes,
                    memory_bytes_per_state=round(res.rss / max(res.states, 1), 1))
     if ce is not None:
@@ -406,7 +475,10 @@ def _print_text(rep: dict, ce, model) -> None:
     print(f"  {rep['elapsed_s']:.2f} s: {rep['states_per_second']:,.0f} states/s "
           f"({rep['states_per_cpu_second']:,.0f} per CPU second); fingerprints: {rep['fingerprints']}"
           + ("" if rep["fingerprints"] == "exact" else f" (collision probability < {max(rep['collision_probability'], 1e-12):.0e})"))
-    if rep.get("workers", 1) > 1:
+    if rep.get("master"):
+        print(f"  Spark {rep['master']}: one job per level, {rep['partitions']} fingerprint partitions; visited sets "
+              f"{rep['visited_bytes'] / 2**20:,.1f} MiB in files; the CPU figure is the driver's only")
+    elif rep.get("workers", 1) > 1:
         print(f"  {rep['workers']} worker processes (states partitioned by fingerprint); "
               f"{rep['memory_bytes_per_state']:,.0f} bytes resident per state ({rep['rss_bytes'] / 2**20:,.0f} MiB "
               f"over all processes, fingerprint sets {rep['fpset_bytes'] / 2**20:,.1f} MiB)")
