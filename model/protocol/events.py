@@ -231,8 +231,8 @@ WEAK, NONE = "weak", "none"
 #: have no fairness (they may never happen). ``instant-timeout`` has none either: it is the environment's
 #: timer (``write.commit.ack.timeout``), and a design whose progress needs it is what the temporal property
 #: ``writer-unblocked`` reports; nor has ``request-expired`` (the RPC timer of a request behind a slow job).
-#: ``run-job`` is the coordinator's executor thread, weakly fair. ``stop-faults`` is a driver control (the liveness checker applies it first
-#: in every continuation beyond the bound).
+#: ``run-job`` is the coordinator's executor thread, weakly fair. ``stop-faults`` is a driver control (the
+#: liveness checker applies it first in every continuation beyond the bound).
 FAIRNESS: dict[str, str] = {
     "ingest": WEAK, "request-instant": WEAK, "flush": WEAK, "trigger-checkpoint": WEAK, "snapshot-task": WEAK,
     "complete-checkpoint": WEAK, "deliver-ack": WEAK, "clean": WEAK, "deliver-event": WEAK,
