@@ -34,8 +34,9 @@ for a task failover too, where 1.1 keeps its buffers and starts nothing.
 Every kind aborts the pending checkpoint. Global kinds also drop the acks in flight (the old coordinator
 never sees them) and the jobs queued on its executor (``executor_queue``: the commits and requests it had not
 run yet die with it; a task failover keeps them -- a failed attempt's request still runs, its answer lost),
-and stop every heartbeat (the writers died); recommits restart the heartbeats they need (LAZY). Instants no state covers stay pending without a heartbeat: EAGER rolls them back at the next
-``startCommit``, LAZY at the next clean.
+and stop every heartbeat (the writers died); recommits restart the heartbeats they need (LAZY). Instants no
+state covers stay pending without a heartbeat: EAGER rolls them back at the next ``startCommit``, LAZY at the
+next clean.
 """
 
 from __future__ import annotations
