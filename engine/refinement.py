@@ -6,7 +6,8 @@ instants, commit metadata, heartbeats, the logical clock's counters, the pending
 checkpoints, acks in flight, crashes, whether faults stopped, the messages in flight, the executor's jobs --
 so that ``abstract(system) == model.protocol.spec.view(state)`` when both ran the same events. The engine's
 monitors (observations, the coordinator's ``assigned`` / ``max_acked``, the table's ``last_key``, commit log,
-step count, the stalls and expired requests) are history, not state: the refinement suite compares them through the invariant verdicts.
+step count, the stalls and expired requests) are history, not state: the refinement suite compares them
+through the invariant verdicts.
 
 Only runs on the logical clock have an abstract state (the spec's only time).
 """
