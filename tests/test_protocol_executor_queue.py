@@ -168,3 +168,15 @@ def test_engine_refines_the_spec_along_the_stall():
         cfg = variant(name, **{**BOUNDS, "faults": frozenset({"request-timeout", "lost-ack"})})
         path = AFTER_ACK + [E.TriggerCheckpoint(), E.RequestInstant(0), E.RunJob(), DRAIN]
         assert check_refines(cfg, path) is None
+
+
+def test_the_simulation_refuses_a_spec_queue_variant():
+    """The simulation runs the executor's queue itself (``coordinator.request_timeout_s``); a variant with the
+    spec's queue would leave its requests unanswered, so it is refused in one line naming the key."""
+    from lakeio.errors import UserError
+    from sim import config as sim_config
+
+    raw = {"name": "q", "kind": "stream", "protocol": {"async_variant": "hudi-1.1-executor"}}
+    with pytest.raises(UserError, match=r"protocol\.async_variant: 'hudi-1.1-executor' models the coordinator's "
+                                        r"executor queue"):
+        sim_config.from_dict(raw, "test")
