@@ -1,20 +1,22 @@
 """The coordinator's executor as an explicit FIFO queue of jobs (``ProtocolConfig.executor_queue``).
 
 ``StreamWriteOperatorCoordinator`` runs its handlers on one single-threaded executor (``NonThrownExecutor``,
-"meta-event-handle", ``hudi-semantics.md`` 4.1): ``notifyCheckpointComplete(n)`` is
-``executor.execute(() -> { commitInstant(...); scheduleTableServices(committed); ... })``, and
-``handleEventFromOperator`` / the instant requests queue the same way. Hudi 1.1 answers instant requests on a
-second single thread (``instantRequestExecutor``), but a request still waits for the commit and the
-table-service scheduling in front of it: they hold the table's instant lock, and the request's
-``startInstant`` takes it (Hudi #19902: "instant RPC can time out while the instant lock is held"). The model
-therefore keeps one queue -- the order a request observes -- with one job running at a time:
+"meta-event-handle", ``hudi-semantics.md`` 4.1): ``notifyCheckpointComplete(n)`` is ``executor.execute(() -> {
+committed = commitInstants(n); scheduleTableServices(committed); if (committed) syncHiveAsync(); })``, and
+``handleEventFromOperator`` queues the same way. Hudi 1.1 answers instant requests on a second single thread
+(``instantRequestExecutor``, so that a request does not wait behind event handling); a request there still
+waits while the commit or the table-service scheduling holds the instant lock its ``startInstant`` needs (Hudi
+#19902: the instant RPC can time out while the instant lock is held). The model keeps one queue -- the order a
+request observes in that case, and the single executor of the designs where requests share it -- with one job
+running at a time:
 
 * :func:`enqueue` -- a job joins the queue when its message arrives (``deliver-ack``, ``request-instant``);
 * :func:`run_head` -- ``run-job``: the oldest job's effect: a :class:`CommitJob` commits
   (:func:`model.protocol.coordinator.notify_checkpoint_complete`) and, when it committed and
   ``table_service`` is not "none", the tail of the same job, ``scheduleTableServices``, becomes the next job
-  (a :class:`TableServiceJob`); a :class:`RequestJob` runs ``handleInstantRequest`` and grants the instant to
-  the task if it is still the attempt that asked; a :class:`TableServiceJob` only occupies the thread (its
+  (a :class:`TableServiceJob`; ``CompactionUtil.scheduleCompaction`` writes a plan after a commit -- the
+  delta-time trigger that also schedules without one is not modelled); a :class:`RequestJob` runs
+  ``handleInstantRequest`` and grants the instant to the task if it is still the attempt that asked; a :class:`TableServiceJob` only occupies the thread (its
   timeline effect, a compaction plan, is the table machine's, :mod:`model.table_machine`);
 * :func:`mark_overdue` -- a request timed out behind a slow table-service job: the job is past one RPC
   timeout, and how much longer it runs is not modelled (a later request behind it times out only through the
