@@ -275,6 +275,7 @@ def may_run_job(s: State, ev: E.RunJob) -> str | None:
 
 
 def do_run_job(s: State, ev: E.RunJob) -> State:
+    """The oldest job's effect (:func:`model.protocol.executor.run_head`)."""
     return executor.run_head(s)
 
 
