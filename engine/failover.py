@@ -92,6 +92,7 @@ def global_failover(system, recreate_coordinator: bool) -> None:
     cfg = system.config
     system.pending_checkpoint = None
     system.acks_in_flight = ()
+    system.executor = ()  # the jobs queued on the old coordinator's executor die with it
     system.table.stop_all_heartbeats()
     _drop_in_flight(system, range(cfg.parallelism))
     ckp = system.last_completed

@@ -59,8 +59,8 @@ EXPLANATIONS = {
                              "(its ack could commit an entry before the entry's events arrived)",
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
-    "liveness.stall": "after faults stopped, progress resumed only through instant-timeout failovers (more than "
-                      "the configured stall bound)",
+    "liveness.stall": "progress resumed only through timeout failovers (instant timeouts after faults stopped, "
+                      "instant requests expired behind a slow executor job), more than the configured stall bound",
 }
 
 
@@ -220,11 +220,20 @@ def check_liveness(system, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
 def check_stall(system) -> Verdict:
     bound = system.config.stall_bound
     stalls = system.stalls_after_stop
-    if bound < 0 or len(stalls) <= bound:
-        return Verdict("liveness.stall", True, f"{len(stalls)} instant timeout(s) after faults stopped")
+    expired = system.expired_requests
+    n, k = len(stalls), len(expired)
+    if bound < 0 or n + k <= bound:
+        extra = f", {k} request(s) expired behind a slow executor job" if k else ""
+        return Verdict("liveness.stall", True, f"{n} instant timeout(s) after faults stopped{extra}")
+    steps = sorted(stalls + expired)
+    if not k:
+        return Verdict("liveness.stall", False,
+                       f"{n} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at "
+                       f"step {steps[0]}", tuple(f"step {st}" for st in steps[:5]))
     return Verdict("liveness.stall", False,
-                   f"{len(stalls)} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at "
-                   f"step {stalls[0]}", tuple(f"step {st}" for st in stalls[:5]))
+                   f"{n + k} timeout failover(s) ({k} instant request(s) expired behind a slow job of the "
+                   f"coordinator's executor, {n} instant timeout(s) after faults stopped; stall bound {bound}), "
+                   f"first at step {steps[0]}", tuple(f"step {st}" for st in steps[:5]))
 
 
 def check_drained(system, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:

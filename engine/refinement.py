@@ -3,10 +3,11 @@
 :func:`abstract` maps every part of a System to the value the spec (:mod:`model.protocol.spec`) keeps for it
 -- writer tasks, the coordinator's buffers as :class:`BufferEntry` values, the timeline as the tuple of its
 instants, commit metadata, heartbeats, the logical clock's counters, the pending and last completed
-checkpoints, acks in flight, crashes, whether faults stopped, the messages in flight -- so that ``abstract(system) ==
-model.protocol.spec.view(state)`` when both ran the same events. The engine's monitors (observations, the
-coordinator's ``assigned`` / ``max_acked``, the table's ``last_key``, commit log, step count) are history,
-not state: the refinement suite compares them through the invariant verdicts.
+checkpoints, acks in flight, crashes, whether faults stopped, the messages in flight, the executor's jobs --
+so that ``abstract(system) == model.protocol.spec.view(state)`` when both ran the same events. The engine's
+monitors (observations, the coordinator's ``assigned`` / ``max_acked``, the table's ``last_key``, commit log,
+step count, the stalls and expired requests) are history, not state: the refinement suite compares them
+through the invariant verdicts.
 
 Only runs on the logical clock have an abstract state (the spec's only time).
 """
@@ -34,4 +35,4 @@ def abstract(system: System) -> View:
     p = system.pending_checkpoint
     pending = None if p is None else Pending(p.id, p.coordinator_state, tuple(p.tasks))
     return View(writers, coordinator, table, pending, system.last_completed, system.next_checkpoint,
-                tuple(system.acks_in_flight), system.crashes, system.faults_stopped, system.channels)
+                tuple(system.acks_in_flight), system.crashes, system.faults_stopped, system.channels, system.executor)

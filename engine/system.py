@@ -30,6 +30,9 @@ deliver-event(t)       async delivery: a message in flight from t          the c
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
 instant-timeout(t)     blocking, t blocked, no ack in flight               global failover (0.x
                                                                            task failover)
+run-job                executor queue: a job queued, not a slow one with   the oldest job's effect
+                       a live request behind it
+request-expired(t)     executor queue: t's request behind a slow job       task failover; job overdue
 stop-faults            faults not stopped yet (drivers only; not listed)   no more faults
 lose-ack(n)            [lost-ack] n in flight                              drop it
 abort-checkpoint       [abort] one pending (and no task snapshotted yet,  drop it
@@ -54,7 +57,8 @@ from model.errors import RuleViolation
 from model.protocol import events as E
 from model.protocol.config import FAULTS, ProtocolConfig
 from model.protocol.source import Record, Source
-from model.protocol.values import CompletedCheckpoint, TaskSnapshot, WriteMetadataEvent
+from model.protocol.values import (CommitJob, CompletedCheckpoint, RequestJob, TableServiceJob, TaskSnapshot,
+                                   WriteMetadataEvent)
 
 from . import canonical, failover
 from .checkpoint import PendingCheckpoint
@@ -93,6 +97,7 @@ class System:
     __slots__ = ("config", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
                  "next_checkpoint", "acks_in_flight", "last_ack", "crashes", "faults_stopped",
                  "checkpoints_after_stop", "step_count", "observations", "observed_rules", "channels", "stalls_after_stop",
+                 "executor", "expired_requests",
                  "_own_c", "_own_w", "_own_p", "_coordinator_hash", "_writers_hash", "_checkpoints_hash",
                  "_canon_c", "_canon_w", "_canon_k", "_canon_ch", "__dict__")
 
@@ -118,6 +123,9 @@ class System:
         #: per task, the messages in flight (async event delivery), oldest first; immutable tuples
         self.channels: tuple = ((),) * cfg.parallelism
         self.stalls_after_stop: tuple = ()  # steps (1-based) of instant timeouts after faults stopped
+        #: the coordinator's executor queue (executor_queue): immutable tuple of jobs, the running one first
+        self.executor: tuple = ()
+        self.expired_requests: tuple = ()  # steps (1-based) of requests expired behind a slow job
         self._own_c = True
         self._own_w = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
         self._own_p = True  # whether this System owns its pending checkpoint (a clone shares it)
@@ -154,6 +162,8 @@ class System:
         s.observed_rules = self.observed_rules
         s.channels = self.channels
         s.stalls_after_stop = self.stalls_after_stop
+        s.executor = self.executor
+        s.expired_requests = self.expired_requests
         s._own_c = self._own_c = False
         s._own_w = self._own_w = ()
         s._own_p = self._own_p = False
@@ -257,6 +267,8 @@ class System:
         full = w.offset - w.flushed >= self.config.buffer_size
         if w.instant is None:
             if full or waiting:
+                if self.executor and self._queued_request(t) is not None:
+                    return None  # waiting for the answer to its request
                 return "blocked" if self._instant_wait(t) else "request-instant"
             return None
         if waiting and at_barrier:
@@ -265,6 +277,20 @@ class System:
 
     def _crash_budget(self) -> bool:
         return self.crashes < self.config.max_crashes
+
+    def _queued_request(self, t: int) -> int | None:
+        """Position of task ``t``'s request (of its current attempt) in the executor queue, or None."""
+        attempt = self.writers[t].attempt
+        for i, job in enumerate(self.executor):
+            if type(job) is RequestJob and job.task == t and job.attempt == attempt:
+                return i
+        return None
+
+    def _slow_job_ahead(self, position: int) -> bool:
+        for j in self.executor[:position]:
+            if type(j) is TableServiceJob and j.slow and not j.overdue:
+                return True
+        return False
 
     # ------------------------------------------------------------------ guards
     def is_enabled(self, ev: E.Event) -> str | None:
@@ -291,6 +317,8 @@ class System:
             return f"task {ev.task}'s buffer is full; it must flush first"
         if cfg.coordinator_start and w.instant is not None:
             return f"0.x: task {ev.task} is flushing under {w.instant}"
+        if self.executor and self._queued_request(ev.task) is not None:
+            return f"task {ev.task} waits for the answer to its instant request (queued on the coordinator's executor)"
         return None
 
     def _may_request_instant(self, ev):
@@ -300,6 +328,8 @@ class System:
             return f"task {t} already holds instant {w.instant}"
         if not self._needs_instant(t):
             return f"task {t} has nothing to flush (buffer not full, no barrier)"
+        if self.executor and self._queued_request(t) is not None:
+            return f"task {t}'s instant request is already queued on the coordinator's executor"
         if self._instant_wait(t):
             if self.config.coordinator_start:
                 return f"0.x: task {t} is confirming: it waits until the coordinator starts a new instant"
@@ -319,6 +349,9 @@ class System:
             return f"checkpoint {self.pending_checkpoint.id} is pending"
         if self.config.ack_before_next_checkpoint and self.acks_in_flight:
             return (f"the coordinator's executor handles notifyCheckpointComplete({self.acks_in_flight[0]}) before "
+                    f"checkpointCoordinator({self.next_checkpoint}) (one FIFO thread)")
+        if self.config.ack_before_next_checkpoint and any(type(j) is CommitJob for j in self.executor):
+            return (f"a commit queued on the coordinator's executor runs before "
                     f"checkpointCoordinator({self.next_checkpoint}) (one FIFO thread)")
         if self.next_checkpoint > self.config.max_checkpoints and not self.faults_stopped:
             return f"bound: max_checkpoints={self.config.max_checkpoints}"
@@ -362,6 +395,13 @@ class System:
     def _may_request_timeout(self, ev):
         if self.config.coordinator_start:
             return "0.x: writers poll the last pending instant; no instant request goes to the coordinator"
+        if self.config.executor_queue:
+            i = self._queued_request(ev.task)
+            if i is None:
+                return f"no instant request of task {ev.task} queued on the coordinator's executor"
+            if i == 0:
+                return f"task {ev.task}'s instant request is running, not queued behind another job"
+            return self._may_crash(ev)
         why = self._may_request_instant(ev)
         if why is not None:
             return f"no instant request of task {ev.task} in progress ({why})"
@@ -369,6 +409,50 @@ class System:
 
     def _do_request_timeout(self, ev):
         self.crashes += 1
+        failover.task_failover(self, ev.task)
+
+    def _may_run_job(self, ev):
+        if not self.config.executor_queue:
+            return "no executor queue modelled (executor_queue off): jobs take effect when they arrive"
+        if not self.executor:
+            return "the coordinator's executor has no job queued"
+        head = self.executor[0]
+        if type(head) is TableServiceJob and head.slow and not head.overdue:
+            for t in range(self.config.parallelism):
+                if self._queued_request(t) is not None:
+                    return (f"the slow table-service job outlasts the RPC timeout of task {t}'s instant request "
+                            f"queued behind it: the request times out first")
+        return None
+
+    def _do_run_job(self, ev):
+        """The oldest job's effect (:func:`model.protocol.executor.run_head`)."""
+        job = self.executor[0]
+        self.executor = self.executor[1:]
+        kind = type(job)
+        if kind is CommitJob:
+            out = self._notify_checkpoint_complete(job.checkpoint)
+            if self.config.table_service != "none" and any(o == "committed" for _, _, o in out):
+                self.executor = (TableServiceJob(self.config.table_service == "slow"),) + self.executor
+        elif kind is RequestJob:
+            instant = self._c().handle_instant_request(self.table, job.key)
+            if self.writers[job.task].attempt == job.attempt:
+                self._w(job.task).grant(instant)
+
+    def _may_request_expired(self, ev):
+        if not self.config.executor_queue:
+            return "no executor queue modelled (executor_queue off)"
+        i = self._queued_request(ev.task)
+        if i is None:
+            return f"no instant request of task {ev.task} queued on the coordinator's executor"
+        if not self._slow_job_ahead(i):
+            return f"no slow table-service job ahead of task {ev.task}'s request (that one has not timed out behind)"
+        return None
+
+    def _do_request_expired(self, ev):
+        i = self._queued_request(ev.task)
+        self.executor = tuple(TableServiceJob(True, True) if k < i and type(j) is TableServiceJob and j.slow else j
+                              for k, j in enumerate(self.executor))
+        self.expired_requests = self.expired_requests + (self.step_count + 1,)
         failover.task_failover(self, ev.task)
 
     def _may_lose_ack(self, ev):
@@ -426,11 +510,13 @@ class System:
             w = self.writers[t]
             buffered = w.offset - w.flushed
             full = buffered >= cfg.buffer_size
-            if w.offset < cfg.records and not full and not (cstart and w.instant is not None):
+            queued = self.executor and self._queued_request(t) is not None
+            if w.offset < cfg.records and not full and not (cstart and w.instant is not None) and not queued:
                 out.append(_event(E.Ingest, t))
             barrier = pend is not None and pend.tasks[t] is None and w.checkpoint_id != pend.id
             if w.instant is None:
-                if (full or barrier) and not (self._instant_wait(t) if cstart else coord.would_block(w.checkpoint_id)):
+                if ((full or barrier) and not queued
+                        and not (self._instant_wait(t) if cstart else coord.would_block(w.checkpoint_id))):
                     out.append(_event(E.RequestInstant, t))
             else:
                 if full:
@@ -441,7 +527,8 @@ class System:
                 out.append(_event(E.DeliverEvent, t))
         if pend is None:
             if ((self.next_checkpoint <= cfg.max_checkpoints or self.faults_stopped) and not self._bootstrap_in_flight()
-                    and not (cfg.ack_before_next_checkpoint and self.acks_in_flight)):
+                    and not (cfg.ack_before_next_checkpoint
+                             and (self.acks_in_flight or any(type(j) is CommitJob for j in self.executor)))):
                 out.append(_event(E.TriggerCheckpoint))
         elif pend.all_tasks_done():
             out.append(_event(E.CompleteCheckpoint))
@@ -454,10 +541,15 @@ class System:
         if not cfg.eager and self.table.failed_writes() and (cfg.clean_during_restart
                                                              or not self._bootstrap_in_flight()):
             out.append(_event(E.Clean))
+        if self.executor and self._may_run_job(None) is None:
+            out.append(_event(E.RunJob))
         if cfg.blocking and not acks:
             for t in range(P):
                 if self.writer_status(t) == "blocked":
                     out.append(_event(E.InstantTimeout, t))
+        if self.executor:
+            out.extend(_event(E.RequestExpired, t) for t in range(P)
+                       if self._may_request_expired(_event(E.RequestExpired, t)) is None)
         if self.faults_stopped:
             return out
         faults = cfg.faults
@@ -467,7 +559,7 @@ class System:
             out.extend(_event(E.LoseEvent, t) for t in range(P) if chans[t])
         if "request-timeout" in faults and self.crashes < cfg.max_crashes and not cstart:
             out.extend(_event(E.RequestTimeout, t) for t in range(P)
-                       if self._may_request_instant(_event(E.RequestInstant, t)) is None)
+                       if self._may_request_timeout(_event(E.RequestTimeout, t)) is None)
         if "abort" in faults and pend is not None and (cfg.partial_aborts or not self._any_snapshotted(pend)):
             out.append(_event(E.AbortCheckpoint))
         if self.crashes < cfg.max_crashes:
@@ -506,6 +598,10 @@ class System:
         self._w(ev.task).ingest()
 
     def _do_request_instant(self, ev):
+        if self.config.executor_queue:
+            w = self.writers[ev.task]
+            self.executor = self.executor + (RequestJob(ev.task, w.checkpoint_id, w.attempt),)
+            return
         w = self._w(ev.task)
         w.grant(self._c().handle_instant_request(self.table, w.checkpoint_id))
 
@@ -598,13 +694,21 @@ class System:
 
     def _do_deliver_ack(self, ev):
         self.acks_in_flight = tuple(n for n in self.acks_in_flight if n != ev.checkpoint)
-        self.last_ack = max(self.last_ack, ev.checkpoint)
-        out = self._c().notify_checkpoint_complete(self.table, ev.checkpoint)
+        if self.config.executor_queue:
+            self.executor = self.executor + (CommitJob(ev.checkpoint),)
+            return
+        self._notify_checkpoint_complete(ev.checkpoint)
+
+    def _notify_checkpoint_complete(self, n: int) -> list:
+        """``notifyCheckpointComplete(n)`` on the coordinator (at delivery, or as the executor's job)."""
+        self.last_ack = max(self.last_ack, n)
+        out = self._c().notify_checkpoint_complete(self.table, n)
         if self.config.coordinator_start and any(o == "empty-ack" for _, _, o in out):
             # 0.x CommitAckEvent to every task: handleOperatorEvent clears confirming
             for t in range(self.config.parallelism):
                 if self.writers[t].confirming is not None:
                     self._w(t).confirming = None
+        return out
 
     def _do_lose_ack(self, ev):
         self.acks_in_flight = tuple(n for n in self.acks_in_flight if n != ev.checkpoint)
@@ -639,10 +743,13 @@ class System:
         failover.global_failover(self, recreate_coordinator=False)
 
     # ------------------------------------------------------------------- drain
-    def is_quiescent(self) -> bool:
+    def is_quiescent(self, executor: bool = True) -> bool:
         """Nothing in flight: no checkpoint pending, no ack in flight, no buffered or
-        unsnapshotted data in any task, no write statuses waiting in the coordinator."""
+        unsnapshotted data in any task, no write statuses waiting in the coordinator, no job queued on its
+        executor (unless ``executor`` is False)."""
         if self.pending_checkpoint is not None or self.acks_in_flight or any(self.channels):
+            return False
+        if executor and self.executor:
             return False
         for w in self.writers:
             if w.offset != w.flushed or w.interval:
@@ -669,6 +776,18 @@ class System:
                 while self.channels[t]:
                     do(E.DeliverEvent(t))
 
+        def run_jobs():
+            while self.executor and not self._slow_job_ahead(1):
+                do(E.RunJob())
+
+        def answer(t):
+            while self._queued_request(t) is not None:
+                if self._may_request_expired(E.RequestExpired(t)) is None:
+                    do(E.RequestExpired(t))
+                    return False
+                do(E.RunJob())
+            return True
+
         if not self.faults_stopped:
             do(E.StopFaults())
         rounds = 0
@@ -676,7 +795,8 @@ class System:
             deliver_messages()
             while self.acks_in_flight:
                 do(E.DeliverAck(self.acks_in_flight[0]))
-            if self.is_quiescent() or rounds >= max_checkpoints:
+            run_jobs()
+            if self.is_quiescent(executor=False) or rounds >= max_checkpoints:
                 break
             if self.pending_checkpoint is None:
                 do(E.TriggerCheckpoint())
@@ -689,13 +809,21 @@ class System:
                         do(E.InstantTimeout(t))
                         aborted = True
                         break
-                    do(E.RequestInstant(t))
+                    if self._queued_request(t) is None:
+                        do(E.RequestInstant(t))
+                    if not answer(t):
+                        aborted = True
+                        break
                 do(E.SnapshotTask(t))
             rounds += 1
             if aborted:
                 continue
             deliver_messages()
             do(E.CompleteCheckpoint())
+        while self.executor:
+            expired = next((t for t in range(self.config.parallelism)
+                            if self._may_request_expired(E.RequestExpired(t)) is None), None)
+            do(E.RunJob() if expired is None else E.RequestExpired(expired))
         if not self.config.eager and self.table.failed_writes():
             do(E.Clean())
         return out
@@ -796,6 +924,8 @@ class System:
         s.writers = per_task(writers, lambda w: w)
         s._own_w = None
         s.channels = tuple(per_task(self.channels, lambda ch: tuple(msg(m) for m in ch)))
+        s.executor = tuple(RequestJob(p[j.task], j.key, j.attempt) if type(j) is RequestJob else j
+                           for j in self.executor)
         c = self.coordinator.copy()
         c.buffers = {k: EventBuffer.thaw(entry(e.frozen())) for k, e in self.coordinator.buffers.items()}
         c._owned = None
@@ -871,7 +1001,12 @@ class System:
         """The fingerprint's fields that name no task and are not in a part."""
         t = self.table
         return (t.heartbeats, t.last_key, self.next_checkpoint, self.acks_in_flight, self.last_ack, self.crashes,
-                self.faults_stopped, self.observed_rules)
+                self.faults_stopped, self.observed_rules, self._executor_key() if self.executor else ())
+
+    def _executor_names_a_task(self) -> bool:
+        """A queued instant request names its task: the column form does not cover the executor queue, so
+        such a state is canonicalised by renaming instead (commit and table-service jobs name no task)."""
+        return any(type(j) is RequestJob for j in self.executor)
 
     def canonical_fingerprint(self) -> tuple | None:
         """A fingerprint equal for this state and every renaming of its tasks (:meth:`permute_tasks`) and
@@ -879,6 +1014,8 @@ class System:
         task-indexed part names another task (then rename by every permutation instead). Columns are
         sorted by hash: two different columns of equal hash may make two renamings of a state differ (a
         state kept twice, never one lost)."""
+        if self.executor and self._executor_names_a_task():
+            return None
         try:
             parts = self._canonical_parts()
         except canonical.Foreign:
@@ -890,6 +1027,8 @@ class System:
     def canonical_fingerprint_hash(self) -> int | None:
         """A hash of :meth:`canonical_fingerprint` (equal for renamings of a state; None likewise), from the
         parts' cached hashes: each task's column hash from its parts' hashes, sorted."""
+        if self.executor and self._executor_names_a_task():
+            return None
         try:
             parts = self._canonical_parts()
         except canonical.Foreign:
@@ -924,7 +1063,14 @@ class System:
             self.faults_stopped,
             self.observed_rules,
             self.channels,
+            self._executor_key() if self.executor else (),
         )
+
+    def _executor_key(self) -> tuple:
+        """The executor's jobs for the fingerprint: a request as (task, key, whether its attempt is the task's
+        current one) -- the writers' keys keep only ``attempt > 0``, so an attempt number would not do."""
+        return tuple(("request", j.task, j.key, j.attempt == self.writers[j.task].attempt)
+                     if type(j) is RequestJob else j for j in self.executor)
 
     def __repr__(self) -> str:
         return (f"System({self.config.mode}, tv{self.config.table_version}, step {self.step_count}, "
@@ -942,6 +1088,8 @@ class System:
             if ch:
                 lines.append(f"  in flight from task {t}: "
                              f"{[f'ack(ckp {m.checkpoint_id})' if type(m) is TaskSnapshot else str(m) for m in ch]}")
+        if self.executor:
+            lines.append(f"  coordinator executor: {[str(j) for j in self.executor]}")
         lines.append(f"  timeline: {[str(i) for i in self.table.timeline.instants()]}")
         lines.append(f"  heartbeats: {sorted(self.table.heartbeats)}")
         if self.last_completed:
@@ -970,6 +1118,8 @@ _ACTIONS = {
     "deliver-event": ("_may_deliver_event", "_do_deliver_event"),
     "lose-event": ("_may_lose_event", "_do_lose_event"),
     "request-timeout": ("_may_request_timeout", "_do_request_timeout"),
+    "run-job": ("_may_run_job", "_do_run_job"),
+    "request-expired": ("_may_request_expired", "_do_request_expired"),
 }
 assert set(_ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
 _GUARDS = {k: getattr(System, g) for k, (g, _) in _ACTIONS.items()}

@@ -43,7 +43,7 @@ def all_candidates(cfg: ProtocolConfig, next_checkpoint: int) -> list[E.Event]:
     out: list[E.Event] = []
     for kind, cls in E.EVENT_TYPES.items():
         if kind in ("ingest", "request-instant", "flush", "snapshot-task", "instant-timeout", "crash-task",
-                    "deliver-event", "lose-event", "request-timeout"):
+                    "deliver-event", "lose-event", "request-timeout", "request-expired"):
             out += [cls(t) for t in tasks]
         elif kind in ("deliver-ack", "lose-ack"):
             out += [cls(n) for n in ckps]

@@ -46,6 +46,7 @@ CASES = [
     ("liveness.stall", "blocking-lost-ack-stall"),
     ("liveness.stall", "coordinator-start-lost-ack-stall"),
     ("liveness.stall", "no-commit-ack"),
+    ("liveness.stall", "table-service-on-executor"),
     ("I12.state-coverage", "hudi-0.x-coordinator-start"),  # (its data loss: test_protocol_coordinator_start)
     ("exactly-once.drained", "checkpoint-overtakes-notification"),
 ]
@@ -94,7 +95,7 @@ def test_broken_variant_is_caught(invariant, name, capsys):
 
 
 @pytest.mark.parametrize("name,faults", [("hudi-1.1", None), ("hudi-1.1-blocking", None),
-                                         ("hudi-1.1-async-events", None),
+                                         ("hudi-1.1-async-events", None), ("hudi-1.1-executor", None),
                                          # its finding needs a lost notification (see the variant)
                                          ("hudi-0.x-coordinator-start", ("abort", "task-crash", "coordinator-crash",
                                                                          "full-restart"))])

@@ -27,7 +27,7 @@ from lakeio.traces import load_trace, write_trace
 from model.invariants.protocol import check_drained, check_step
 from model.protocol import ProtocolConfig, spec
 from model.protocol import events as E
-from model.protocol.state import committed_offsets
+from model.protocol.state import committed_offsets, queued_request
 
 #: Steps executed by every machine in this process (all suites).
 STEPS = {"count": 0}
@@ -37,7 +37,7 @@ SUITE_BOUNDS = dict(parallelism=2, records=4, buffer_size=2, max_checkpoints=5, 
 
 _KINDS = ("ingest", "request-instant", "flush", "trigger-checkpoint", "snapshot-task", "complete-checkpoint",
           "deliver-ack", "clean", "instant-timeout", "lose-ack", "abort-checkpoint", "crash-task",
-          "crash-coordinator", "restart-job")
+          "crash-coordinator", "restart-job", "run-job", "request-expired")
 
 
 def counterexample_dir() -> Path:
@@ -167,6 +167,16 @@ class ProtocolMachine(RuleBasedStateMachine):
     def instant_timeout(self, data):
         self._step(data, "instant-timeout")
 
+    @precondition(_has("run-job"))
+    @rule(data=st.data())
+    def run_job(self, data):
+        self._step(data, "run-job")
+
+    @precondition(_has("request-expired"))
+    @rule(data=st.data())
+    def request_expired(self, data):
+        self._step(data, "request-expired")
+
     # faults
     @precondition(_has("lose-ack"))
     @rule(data=st.data())
@@ -213,6 +223,11 @@ class ProtocolMachine(RuleBasedStateMachine):
                 ev = next((e for e in spec.enabled(self.state) if e.kind == kind and e.task == t), None)
                 if ev is not None:
                     self._apply(ev)
+                # executor queue: the coordinator runs the jobs up to the task's request (unless a slow job
+                # holds it: the run_job / request_expired rules decide then)
+                while (kind == "request-instant" and queued_request(self.state, t) is not None
+                       and "run-job" in self._enabled()):
+                    self._apply(E.RunJob())
         for t in range(self.CONFIG.parallelism):  # async event delivery: the messages in flight arrive
             while self.state.channels[t]:
                 self._apply(E.DeliverEvent(t))

@@ -57,10 +57,14 @@ def any_design(draw):
         "coordinator_snapshot", "snapshot_all_null_entries", "reset_keeps_memory", "resend_on_global_failover",
         "idempotent_recommit", "share_instant_per_key", "commit_guard", "partial_aborts",
         "allow_commit_on_empty_batch", "ack_behind_events", "drop_failed_attempt_events", "clean_during_restart",
-        "coordinator_starts_instants", "ack_before_next_checkpoint", "commit_ack_events")}
+        "coordinator_starts_instants", "ack_before_next_checkpoint", "commit_ack_events", "executor_queue")}
     if flags["coordinator_starts_instants"] and choice["mode"] == "blocking":
         # 0.x coordinator-started instants are modelled with sync delivery and region failover only
         choice.update(event_delivery="sync", task_failover="region")
+    if choice["mode"] != "async":  # the executor queue is modelled for async instant generation only
+        flags["executor_queue"] = False
+    if not flags["executor_queue"]:  # a table-service job runs on the executor queue
+        choice["table_service"] = "none"
     return ProtocolConfig(**choice, **flags, parallelism=draw(st.integers(1, 3)),
                           max_checkpoints=draw(st.integers(1, 3)), records=draw(st.integers(0, 3)),
                           buffer_size=draw(st.integers(1, 2)), faults=draw(st.frozensets(st.sampled_from(FAULTS))),
@@ -135,6 +139,8 @@ EXHAUSTIVE = [
     ("hudi-0.x-coordinator-start", _TWO, ("abort", "coordinator-crash"), 3000),
     ("checkpoint-overtakes-notification", _SMALL, ("coordinator-crash", "lost-ack"), 4000),
     ("no-commit-ack", _SMALL, ("task-crash",), 3000),
+    ("hudi-1.1-executor", _SMALL, ("lost-ack", "request-timeout", "task-crash"), 4500),
+    ("table-service-on-executor", _TWO, ("request-timeout", "task-crash"), 2500),
 ]
 if DEEP:
     EXHAUSTIVE += [

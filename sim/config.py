@@ -489,6 +489,10 @@ def _cross_checks(exp: Experiment) -> None:
         if p["protocol"][key] not in VARIANTS:
             raise UserError(f"{src}: protocol.{key}: {p['protocol'][key]!r} is not a protocol variant; "
                             f"allowed: {', '.join(VARIANTS)}")
+        if VARIANTS[p["protocol"][key]].overrides.get("executor_queue"):
+            raise UserError(f"{src}: protocol.{key}: {p['protocol'][key]!r} models the coordinator's executor queue "
+                            f"in the spec (executor_queue); the simulation runs that queue itself on the "
+                            f"coordinator's threads: pick a variant without it")
     if not exp.modes:
         raise UserError(f"{src}: modes: must name at least one of {', '.join(MODES)}")
     if p["source"]["burst_rate_rps"] > 0 and p["source"]["burst_every_s"] > 0 and \

@@ -59,8 +59,8 @@ EXPLANATIONS = {
                              "(its ack could commit an entry before the entry's events arrived)",
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
-    "liveness.stall": "after faults stopped, progress resumed only through instant-timeout failovers (more than "
-                      "the configured stall bound)",
+    "liveness.stall": "progress resumed only through timeout failovers (instant timeouts after faults stopped, "
+                      "instant requests expired behind a slow executor job), more than the configured stall bound",
 }
 
 #: Commit outcomes in which the instant was on the timeline (and so was committed, once or again).
@@ -272,14 +272,23 @@ def check_stall(s: State) -> Verdict:
     """Once faults stopped, at most ``config.stall_bound`` instant timeouts (-1: not judged). A run that
     resumes only through a ``write.commit.ack.timeout`` failover (blocking mode after a lost ack: the
     buffered instant is never committed, the next barrier's instant request waits on the CommitGuard) is a
-    liveness violation, not quiescence."""
+    liveness violation, not quiescence. Requests that expired behind a slow job of the coordinator's executor
+    (``request-expired``, ``executor_queue``) count too, whenever they happened: no fault caused them."""
     bound = s.config.stall_bound
     n = len(s.history.stalls)
-    if bound < 0 or n <= bound:
-        return Verdict("liveness.stall", True, f"{n} instant timeout(s) after faults stopped")
+    k = len(s.history.expired)
+    if bound < 0 or n + k <= bound:
+        extra = f", {k} request(s) expired behind a slow executor job" if k else ""
+        return Verdict("liveness.stall", True, f"{n} instant timeout(s) after faults stopped{extra}")
+    steps = sorted(s.history.stalls + s.history.expired)
+    if not k:
+        return Verdict("liveness.stall", False,
+                       f"{n} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at step "
+                       f"{steps[0]}", tuple(f"step {st}" for st in steps[:5]))
     return Verdict("liveness.stall", False,
-                   f"{n} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at step "
-                   f"{s.history.stalls[0]}", tuple(f"step {st}" for st in s.history.stalls[:5]))
+                   f"{n + k} timeout failover(s) ({k} instant request(s) expired behind a slow job of the "
+                   f"coordinator's executor, {n} instant timeout(s) after faults stopped; stall bound {bound}), "
+                   f"first at step {steps[0]}", tuple(f"step {st}" for st in steps[:5]))
 
 
 def check_drained(s: State, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:

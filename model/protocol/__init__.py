@@ -11,6 +11,8 @@ readable protocol, one module per concern:
   they use live in :mod:`~model.protocol.writer`, :mod:`~model.protocol.coordinator`,
   :mod:`~model.protocol.table`, :mod:`~model.protocol.failover` and :mod:`~model.protocol.channels` (messages
   between the tasks and the coordinator: handled at once, or in flight with ``event_delivery="async"``);
+* :mod:`~model.protocol.executor` -- the coordinator's executor as a FIFO queue of jobs (commits, instant
+  requests, table-service scheduling; ``executor_queue``), one running at a time;
 * :mod:`~model.protocol.spec` -- Next: :func:`enabled` (derived from the guards), :func:`step`,
   :func:`drain`, :func:`view`, and :data:`SPEC`, the spec as a :class:`~model.protocol.machine.Machine`;
 * :mod:`model.invariants.protocol` -- the properties, pure predicates over state and history.
@@ -58,6 +60,7 @@ Events -- :mod:`model.protocol.events` (frozen dataclasses with a ``kind`` strin
     normal:  Ingest(task)  RequestInstant(task)  Flush(task)  TriggerCheckpoint()
              SnapshotTask(task)  CompleteCheckpoint()  DeliverAck(checkpoint)  Clean()
              InstantTimeout(task)  StopFaults()  DeliverEvent(task) [event_delivery="async"]
+             RunJob()  RequestExpired(task) [executor_queue]
     faults:  LoseAck(checkpoint) ["lost-ack"]; DeliverAck of a newer ack first ["late-ack"];
              AbortCheckpoint() ["abort"]; CrashTask(task) ["task-crash"];
              CrashCoordinator() ["coordinator-crash"]; RestartJob() ["full-restart"];
@@ -103,8 +106,10 @@ from .events import (
     LoseAck,
     LoseEvent,
     RequestInstant,
+    RequestExpired,
     RequestTimeout,
     RestartJob,
+    RunJob,
     SnapshotTask,
     StopFaults,
     TriggerCheckpoint,
@@ -120,6 +125,7 @@ from .spec import SPEC, DRAIN_LIMIT, drain, enabled, guard, init, step, task_ste
 __all__ = [
     "ALL_FAULTS", "FAULTS", "ProtocolConfig", "EVENT_TYPES", "Event", "event_from_dict",
     "AbortCheckpoint", "Clean", "CompleteCheckpoint", "CrashCoordinator", "CrashTask", "DeliverAck", "DeliverEvent", "LoseEvent", "RequestTimeout",
+    "RequestExpired", "RunJob",
     "Flush", "Ingest", "InstantTimeout", "LoseAck", "RequestInstant", "RestartJob", "SnapshotTask",
     "StopFaults", "TriggerCheckpoint", "Record", "Source", "BOOTSTRAP_INSTANT", "DEFAULT_EPOCH_MS", "BufferEntry",
     "CompletedCheckpoint", "TaskSnapshot", "WriteMetadataEvent", "WriteStatus", "empty_bootstrap", "logical_time",

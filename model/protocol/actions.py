@@ -11,7 +11,8 @@ action                 enabled when                                        effec
 =====================  ==================================================  =======================
 ingest(t)              split not exhausted, buffer not full                read one record
 request-instant(t)     no grant, buffer full or barrier waiting, and the   grant := coordinator's
-                       coordinator would not block (blocking mode)         instant for t's key
+                       coordinator would not block (blocking mode); no     instant for t's key (with
+                       request of t queued (executor queue)                the queue: request queued)
 flush(t)               grant held and buffer full                          eager flush, event sent
 trigger-checkpoint     none pending, id <= max_checkpoints (or draining),  pending := n; coordinator
                        no ack in flight if ack_before_next_checkpoint
@@ -20,7 +21,10 @@ snapshot-task(t)       barrier waiting at t and grant held                 flush
                                                                            state replaced, id := n
 complete-checkpoint    every task snapshotted                              tasks-first: coordinator
                                                                            snapshot; ack n in flight
-deliver-ack(n)         n in flight and the oldest (any with late-ack)      commit keys < n
+deliver-ack(n)         n in flight and the oldest (any with late-ack)      commit keys < n (with the
+                                                                           queue: commit job queued)
+run-job                executor queue: a job queued, and not a slow job    the oldest job's effect
+                       with a request of a live attempt behind it
 deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
                                                                            the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
@@ -35,8 +39,9 @@ crash-coordinator      [coordinator-crash] crash budget left               coord
 restart-job            [full-restart] crash budget left                    global failover
 lose-event(t)          [lost-event] a message in flight from t, budget     drop it; t fails: task
                                                                            failover
-request-timeout(t)     [request-timeout] t's request would be granted,     t fails: task failover
-                       budget left (not 0.x: no request RPC)
+request-timeout(t)     [request-timeout] t's request would be granted      t fails: task failover
+                       (executor queue: t's request queued behind another
+                       job), budget left (not 0.x: no request RPC)
 =====================  ==================================================  =======================
 """
 
@@ -45,12 +50,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, NamedTuple
 
-from . import coordinator, events as E, failover, table, writer
+from . import coordinator, events as E, executor, failover, table, writer
 from .channels import receive, send
 from .state import (CheckpointCoverage, Pending, State, barrier_waiting, bootstrap_in_flight, buffer_full,
-                    failed_writes, has_statuses, instant_wait, late_keys, needs_instant, snapshotted,
-                    writer_status)
-from .values import CompletedCheckpoint, TaskSnapshot
+                    failed_writes, has_statuses, instant_wait, late_keys, needs_instant, queued_request,
+                    slow_job_ahead, snapshotted, writer_status)
+from .values import CommitJob, CompletedCheckpoint, RequestJob, TableServiceJob, TaskSnapshot
 
 
 def faults_on(s: State, fault: str) -> bool:
@@ -78,6 +83,9 @@ def may_ingest(s: State, ev: E.Ingest) -> str | None:
         # 0.x: instantToWrite(hasData) and the write it returns an instant for are one step of the task
         # thread; no record is read in between (the instant was chosen for the data buffered then)
         return f"0.x: task {ev.task} is flushing under {w.instant}"
+    if cfg.executor_queue and queued_request(s, ev.task) is not None:
+        # Correspondent#requestInstantTime is a blocking RPC on the task thread: no record is read meanwhile
+        return f"task {ev.task} waits for the answer to its instant request (queued on the coordinator's executor)"
     return None
 
 
@@ -97,6 +105,8 @@ def may_request_instant(s: State, ev: E.RequestInstant) -> str | None:
         return f"task {t} already holds instant {w.instant}"
     if not needs_instant(s, t):
         return f"task {t} has nothing to flush (buffer not full, no barrier)"
+    if s.config.executor_queue and queued_request(s, t) is not None:
+        return f"task {t}'s instant request is already queued on the coordinator's executor"
     if instant_wait(s, t):
         if s.config.coordinator_start:
             return f"0.x: task {t} is confirming: it waits until the coordinator starts a new instant"
@@ -105,8 +115,12 @@ def may_request_instant(s: State, ev: E.RequestInstant) -> str | None:
 
 
 def do_request_instant(s: State, ev: E.RequestInstant) -> State:
-    """``StreamWriteOperatorCoordinator.handleInstantRequest``: the key's instant or a new one."""
+    """``StreamWriteOperatorCoordinator.handleInstantRequest``: the key's instant or a new one. With the
+    executor queue the request joins the queue (``handleCoordinationRequest`` -> ``execute``) and is answered
+    when it runs (:func:`model.protocol.executor.run_head`)."""
     w = s.writers[ev.task]
+    if s.config.executor_queue:
+        return executor.enqueue(s, RequestJob(ev.task, w.checkpoint_id, w.attempt))
     s, instant = coordinator.handle_instant_request(s, w.checkpoint_id)
     return _set_writer(s, writer.grant(s.writers[ev.task], instant))
 
@@ -137,6 +151,9 @@ def may_trigger_checkpoint(s: State, ev: E.TriggerCheckpoint) -> str | None:
         return f"checkpoint {s.pending.id} is pending"
     if s.config.ack_before_next_checkpoint and s.acks_in_flight:
         return (f"the coordinator's executor handles notifyCheckpointComplete({s.acks_in_flight[0]}) before "
+                f"checkpointCoordinator({s.next_checkpoint}) (one FIFO thread)")
+    if s.config.ack_before_next_checkpoint and any(type(j) is CommitJob for j in s.executor):
+        return (f"a commit queued on the coordinator's executor runs before "
                 f"checkpointCoordinator({s.next_checkpoint}) (one FIFO thread)")
     if s.next_checkpoint > s.config.max_checkpoints and not s.faults_stopped:
         return f"bound: max_checkpoints={s.config.max_checkpoints}"
@@ -215,8 +232,11 @@ def may_deliver_ack(s: State, ev: E.DeliverAck) -> str | None:
 
 
 def do_deliver_ack(s: State, ev: E.DeliverAck) -> State:
-    """``StreamWriteOperatorCoordinator.notifyCheckpointComplete(n)`` -> ``commitInstants(n)``."""
+    """``StreamWriteOperatorCoordinator.notifyCheckpointComplete(n)`` -> ``commitInstants(n)``; with the
+    executor queue ``executor.execute(...)`` queues the commit (:class:`CommitJob`), run by ``run-job``."""
     s = replace(s, acks_in_flight=tuple(n for n in s.acks_in_flight if n != ev.checkpoint))
+    if s.config.executor_queue:
+        return executor.enqueue(s, CommitJob(ev.checkpoint))
     return coordinator.notify_checkpoint_complete(s, ev.checkpoint)
 
 
@@ -234,6 +254,52 @@ def do_deliver_event(s: State, ev: E.DeliverEvent) -> State:
     message = s.channels[t][0]
     s = replace(s, channels=s.channels[:t] + (s.channels[t][1:],) + s.channels[t + 1:])
     return receive(s, t, message)
+
+
+# ------------------------------------------------------------------------------------------- run-job
+def may_run_job(s: State, ev: E.RunJob) -> str | None:
+    """``NonThrownExecutor``: the executor thread takes the oldest job. A slow table-service job outlasts the
+    RPC timeout of every request queued behind it, so it cannot end before such a request (of a live attempt)
+    has timed out (``request-expired``), unless one already did (the job is overdue)."""
+    if not s.config.executor_queue:
+        return "no executor queue modelled (executor_queue off): jobs take effect when they arrive"
+    if not s.executor:
+        return "the coordinator's executor has no job queued"
+    head = s.executor[0]
+    if type(head) is TableServiceJob and head.slow and not head.overdue:
+        for t in range(s.config.parallelism):
+            if queued_request(s, t) is not None:
+                return (f"the slow table-service job outlasts the RPC timeout of task {t}'s instant request "
+                        f"queued behind it: the request times out first")
+    return None
+
+
+def do_run_job(s: State, ev: E.RunJob) -> State:
+    """The oldest job's effect (:func:`model.protocol.executor.run_head`)."""
+    return executor.run_head(s)
+
+
+# ------------------------------------------------------------------------------------- request-expired(t)
+def may_request_expired(s: State, ev: E.RequestExpired) -> str | None:
+    """``Correspondent#requestInstantTime``'s RPC timeout (Flink's ask timeout) passes while the request waits
+    behind a slow table-service job (``scheduleTableServices`` longer than the timeout, Hudi #19902): certain,
+    so no fault budget; once per slow job (it is overdue afterwards)."""
+    if not s.config.executor_queue:
+        return "no executor queue modelled (executor_queue off)"
+    i = queued_request(s, ev.task)
+    if i is None:
+        return f"no instant request of task {ev.task} queued on the coordinator's executor"
+    if not slow_job_ahead(s, i):
+        return f"no slow table-service job ahead of task {ev.task}'s request (that one has not timed out behind)"
+    return None
+
+
+def do_request_expired(s: State, ev: E.RequestExpired) -> State:
+    """The RPC fails in the task: a task failover. History: a stall whenever it happens (no fault caused it:
+    the design's own job outlasted the timeout, and progress resumes only through the failover)."""
+    s = executor.mark_overdue(s, queued_request(s, ev.task))
+    s = replace(s, history=replace(s.history, expired=s.history.expired + (s.history.steps,)))
+    return failover.task_failover(s, ev.task)
 
 
 # ------------------------------------------------------------------------------------- lose-event(t)
@@ -259,18 +325,26 @@ def may_request_timeout(s: State, ev: E.RequestTimeout) -> str | None:
     job -- a commit, ``scheduleCompaction``/``scheduleClustering``, or the table lock they hold (Hudi #19902)
     -- longer than the RPC timeout, and the task fails.
 
-    Why the executor's queue is not spelled out here: the spec has no durations, so "queued behind a job
-    slower than the timeout" cannot be told from "queued"; and a commit's effect is one step (``deliver-ack``)
-    while the job's tail (its I/O, the table-service scheduling) has no state of its own. The fault therefore
-    may hit any request the coordinator would grant -- a superset of the queued ones, sound for every safety
-    verdict (a design that survives it survives the real subset). The one ordering of that executor that
-    changes verdicts is spelled out: ``checkpointCoordinator(n+1)`` after ``notifyCheckpointComplete(n)``
-    (``ProtocolConfig.ack_before_next_checkpoint``). The simulation runs the queue for real in simulated time
-    and times a queued request out after ``coordinator.request_timeout_s`` (:func:`sim.engine.expire_request`).
+    With ``executor_queue`` (:mod:`model.protocol.executor`) the queue is spelled out: the request is a job,
+    and the fault may hit it only while another job is ahead of it (a commit or table-service scheduling
+    slowed by storage; behind a table-service job declared slow the timeout is certain, ``request-expired``).
+    Without it (the default, which keeps the explorer's counts of the other designs) the spec has no queue:
+    a commit is one step (``deliver-ack``) and the fault may hit any request the coordinator would grant -- a
+    superset of the queued ones, sound for every safety verdict (a design that survives it survives the real
+    subset); the ordering ``checkpointCoordinator(n+1)`` after ``notifyCheckpointComplete(n)`` is
+    ``ProtocolConfig.ack_before_next_checkpoint``. The simulation runs the queue in simulated time and times
+    a queued request out after ``coordinator.request_timeout_s`` (:func:`sim.engine.expire_request`).
     A request the coordinator would refuse (blocking mode's ``CommitGuard``) times out through
     ``instant-timeout``. 0.x writers send no request (they poll the last pending instant)."""
     if s.config.coordinator_start:
         return "0.x: writers poll the last pending instant; no instant request goes to the coordinator"
+    if s.config.executor_queue:
+        i = queued_request(s, ev.task)
+        if i is None:
+            return f"no instant request of task {ev.task} queued on the coordinator's executor"
+        if i == 0:
+            return f"task {ev.task}'s instant request is running, not queued behind another job"
+        return may_crash(s, ev)
     why = may_request_instant(s, E.RequestInstant(ev.task))
     if why is not None:
         return f"no instant request of task {ev.task} in progress ({why})"
@@ -405,6 +479,8 @@ ACTIONS: dict[str, Action] = {
     "deliver-event": Action(may_deliver_event, do_deliver_event),
     "lose-event": Action(may_lose_event, do_lose_event),
     "request-timeout": Action(may_request_timeout, do_request_timeout),
+    "run-job": Action(may_run_job, do_run_job),
+    "request-expired": Action(may_request_expired, do_request_expired),
 }
 assert set(ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
 

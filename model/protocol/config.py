@@ -28,6 +28,7 @@ _CHOICES = {
     "task_state": ("replace", "append"),
     "task_failover": ("region", "single"),
     "event_delivery": ("sync", "async"),
+    "table_service": ("none", "bounded", "slow"),
 }
 _BOUNDS = {
     "parallelism": (1, 256),
@@ -133,6 +134,18 @@ class ProtocolConfig:
       the slow restart where the heartbeat expires first.
     * ``drop_failed_attempt_events`` -- async delivery: events of a failed attempt are dropped on
       failover (True, Flink); False is the broken design that still delivers them afterwards.
+    * ``executor_queue`` -- async mode only: the coordinator's executor is an explicit FIFO queue of jobs
+      (``StreamWriteOperatorCoordinator``'s single-threaded ``NonThrownExecutor``; :mod:`model.protocol.executor`):
+      ``deliver-ack(n)`` queues the commit of checkpoint n (``notifyCheckpointComplete -> executor.execute``),
+      ``request-instant(t)`` queues the task's instant request, and ``run-job`` runs the oldest job, one at a
+      time; the task waits (its thread is in the RPC) until its request has run. A request can time out only
+      while another job is ahead of it. False (default): a commit and an instant request take effect in the
+      step that delivers them, and the ``request-timeout`` fault may hit any grantable request.
+    * ``table_service`` -- with ``executor_queue``: ``"none"``, no table-service job (the scheduling is off the
+      executor); ``"bounded"``, a commit that committed is followed on the executor by ``scheduleTableServices``
+      (compaction / clean scheduling), which ends within the RPC timeout of a request queued behind it;
+      ``"slow"``, that job outlasts the timeout (compaction scheduled and run inline on the executor thread, no
+      async offload): a request queued behind it times out (``request-expired``, not a fault) and its task fails.
 
     Bounds: ``stall_bound`` -- instant timeouts (``write.commit.ack.timeout`` failovers) a run may need
     after faults stopped before ``liveness.stall`` fails: progress that resumes only through a
@@ -168,6 +181,8 @@ class ProtocolConfig:
     ack_behind_events: bool = True
     drop_failed_attempt_events: bool = True
     clean_during_restart: bool = False
+    executor_queue: bool = False
+    table_service: str = "none"
     parallelism: int = 2
     max_checkpoints: int = 3
     records: int = 4
@@ -192,6 +207,12 @@ class ProtocolConfig:
         for f in fields(self):
             if f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
                 raise ValueError(f"{f.name}: {getattr(self, f.name)!r} is not true/false")
+        if self.executor_queue and self.mode != "async":
+            raise ValueError("executor_queue: modelled for async instant generation only (blocking mode's "
+                             "CommitGuard wait on the request thread is not a job of the queue)")
+        if self.table_service != "none" and not self.executor_queue:
+            raise ValueError(f"table_service: {self.table_service!r} needs executor_queue (a table-service job "
+                             "runs on the coordinator's executor queue)")
         if self.coordinator_starts_instants and self.mode == "blocking":
             if self.event_delivery != "sync":
                 raise ValueError("coordinator_starts_instants: not modelled with event_delivery='async' "

@@ -25,6 +25,11 @@ Normal actions
                                  (``CommitGuard`` / ``write.commit.ack.timeout``) -> global failover;
                                  0.x coordinator-started instants: the writer's wait for a new instant
                                  (``instantToWrite``'s ``TimeWait``) -> the task fails, task failover
+    ``run-job``                  executor queue: the coordinator's executor runs its oldest job (a
+                                 commit, an instant request, a table-service scheduling)
+    ``request-expired(task)``    executor queue: the task's instant request, queued behind a slow
+                                 table-service job, outlasts its RPC timeout; the task fails (certain
+                                 once the job is slow, so not a fault; not fair: the environment's timer)
     ``stop-faults``              from here on no fault is enabled (drain)
 
 Faults (enabled by ``ProtocolConfig.faults``)
@@ -33,7 +38,8 @@ Faults (enabled by ``ProtocolConfig.faults``)
     ``crash-coordinator`` [coordinator-crash], ``restart-job`` [full-restart],
     ``lose-event(task)`` [lost-event] (async event delivery only),
     ``request-timeout(task)`` [request-timeout]: the task's instant request, queued on the coordinator's
-    executor behind a slow commit or table service, times out; the task fails
+    executor behind a slow commit or table service, times out; the task fails (with ``executor_queue``: only
+    while another job is ahead of it in the queue)
 """
 
 from __future__ import annotations
@@ -121,6 +127,17 @@ class InstantTimeout(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class RunJob(Event):
+    kind: ClassVar[str] = "run-job"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestExpired(Event):
+    task: int
+    kind: ClassVar[str] = "request-expired"
+
+
+@dataclass(frozen=True, slots=True)
 class StopFaults(Event):
     kind: ClassVar[str] = "stop-faults"
 
@@ -175,7 +192,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Ingest, RequestInstant, Flush, TriggerCheckpoint, SnapshotTask, CompleteCheckpoint,
                 DeliverAck, Clean, InstantTimeout, StopFaults, LoseAck, AbortCheckpoint, CrashTask,
-                CrashCoordinator, RestartJob, DeliverEvent, LoseEvent, RequestTimeout)
+                CrashCoordinator, RestartJob, DeliverEvent, LoseEvent, RequestTimeout, RunJob, RequestExpired)
 }
 
 
@@ -213,12 +230,13 @@ WEAK, NONE = "weak", "none"
 #: message in flight is weakly fair (an RPC is eventually delivered unless lost, which is a fault). Faults
 #: have no fairness (they may never happen). ``instant-timeout`` has none either: it is the environment's
 #: timer (``write.commit.ack.timeout``), and a design whose progress needs it is what the temporal property
-#: ``writer-unblocked`` reports. ``stop-faults`` is a driver control (the liveness checker applies it first
-#: in every continuation beyond the bound).
+#: ``writer-unblocked`` reports; nor has ``request-expired`` (the RPC timer of a request behind a slow job).
+#: ``run-job`` is the coordinator's executor thread, weakly fair. ``stop-faults`` is a driver control (the
+#: liveness checker applies it first in every continuation beyond the bound).
 FAIRNESS: dict[str, str] = {
     "ingest": WEAK, "request-instant": WEAK, "flush": WEAK, "trigger-checkpoint": WEAK, "snapshot-task": WEAK,
     "complete-checkpoint": WEAK, "deliver-ack": WEAK, "clean": WEAK, "deliver-event": WEAK,
-    "instant-timeout": NONE, "stop-faults": NONE,
+    "run-job": WEAK, "instant-timeout": NONE, "request-expired": NONE, "stop-faults": NONE,
     "lose-ack": NONE, "abort-checkpoint": NONE, "crash-task": NONE, "crash-coordinator": NONE,
     "restart-job": NONE, "lose-event": NONE, "request-timeout": NONE,
 }

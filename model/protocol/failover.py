@@ -32,9 +32,11 @@ recommits the pending instant they carry and starts a new one (``handleBootstrap
 for a task failover too, where 1.1 keeps its buffers and starts nothing.
 
 Every kind aborts the pending checkpoint. Global kinds also drop the acks in flight (the old coordinator
-never sees them) and stop every heartbeat (the writers died); recommits restart the heartbeats they need
-(LAZY). Instants no state covers stay pending without a heartbeat: EAGER rolls them back at the next
-``startCommit``, LAZY at the next clean.
+never sees them) and the jobs queued on its executor (``executor_queue``: the commits and requests it had not
+run yet die with it; a task failover keeps them -- a failed attempt's request still runs, its answer lost),
+and stop every heartbeat (the writers died); recommits restart the heartbeats they need (LAZY). Instants no
+state covers stay pending without a heartbeat: EAGER rolls them back at the next ``startCommit``, LAZY at the
+next clean.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def global_failover(s: State, recreate_coordinator: bool) -> State:
     """Coordinator failover (``recreate_coordinator``: a new coordinator, tasks at attempt 0) or same-graph
     global failover (the coordinator object survives, tasks at attempt + 1)."""
     cfg = s.config
-    s = table.stop_all_heartbeats(replace(s, pending=None, acks_in_flight=()))
+    s = table.stop_all_heartbeats(replace(s, pending=None, acks_in_flight=(), executor=()))
     s = _drop_in_flight(s, range(cfg.parallelism))
     ckp = s.last_completed
     keep = False if recreate_coordinator else cfg.reset_keeps_memory

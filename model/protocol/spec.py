@@ -27,8 +27,8 @@ from . import actions, events as E
 from .actions import guard
 from .config import ProtocolConfig
 from .state import (State, View, committed_offsets, committed_records, describe, emitted_offsets,  # noqa: F401
-                    emitted_records, failed_writes, initial_state, is_quiescent, pending_instants, table_view,
-                    instant_wait, would_block, writer_status)
+                    emitted_records, failed_writes, initial_state, is_quiescent, pending_instants, queued_request,
+                    slow_job_ahead, table_view, instant_wait, would_block, writer_status)
 
 #: Checkpoints the drain may run before giving up (liveness is judged separately).
 DRAIN_LIMIT = 5
@@ -44,7 +44,8 @@ def init(config: ProtocolConfig | None = None, seed: int = 0, time_source=None) 
 
 def candidates(s: State) -> list[E.Event]:
     """Every event that could be enabled in ``s``, in the listing order: per task ingest, request-instant,
-    flush, snapshot-task; then trigger, complete, the acks in flight, clean, the timeouts; then the faults."""
+    flush, snapshot-task, deliver-event; then trigger, complete, the acks in flight, clean, run-job, the
+    timeouts; then the faults."""
     P = range(s.config.parallelism)
     out: list[E.Event] = []
     for t in P:
@@ -52,7 +53,9 @@ def candidates(s: State) -> list[E.Event]:
     out += [E.TriggerCheckpoint(), E.CompleteCheckpoint()]
     out += [E.DeliverAck(n) for n in s.acks_in_flight]
     out.append(E.Clean())
+    out.append(E.RunJob())
     out += [E.InstantTimeout(t) for t in P]
+    out += [E.RequestExpired(t) for t in P]
     out += [E.LoseAck(n) for n in s.acks_in_flight]
     out += [E.LoseEvent(t) for t in P]
     out += [E.RequestTimeout(t) for t in P]
@@ -100,7 +103,12 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
     and the acks, oldest first; complete or trigger a checkpoint, each task getting an instant and
     snapshotting in task order (then the messages in flight again); a task blocked (blocking mode, the ack
     that would free it lost) times out. Gives up after ``max_checkpoints`` checkpoints; then a LAZY clean if
-    failed writes remain."""
+    failed writes remain.
+
+    With the executor queue: the executor runs its jobs after the acks are delivered, but stops before a slow
+    table-service job (the tasks are faster than it: a request they send meanwhile waits behind it); a task's
+    request is answered by running the jobs up to it, or times out behind a slow job (``request-expired``, a
+    stall). Once the run is quiescent the jobs left run too."""
     out: list[E.Event] = []
 
     def do(ev: E.Event) -> None:
@@ -113,6 +121,19 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
             while s.channels[t]:
                 do(E.DeliverEvent(t))
 
+    def run_jobs() -> None:
+        while s.executor and not slow_job_ahead(s, 1):
+            do(E.RunJob())
+
+    def answer(t: int) -> bool:
+        """Run the jobs until task t's request ran (True), or until it expired behind a slow job (False)."""
+        while queued_request(s, t) is not None:
+            if guard(s, E.RequestExpired(t)) is None:
+                do(E.RequestExpired(t))
+                return False
+            do(E.RunJob())
+        return True
+
     if not s.faults_stopped:
         do(E.StopFaults())
     rounds = 0
@@ -120,7 +141,8 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
         deliver_messages()
         while s.acks_in_flight:
             do(E.DeliverAck(s.acks_in_flight[0]))
-        if is_quiescent(s) or rounds >= max_checkpoints:
+        run_jobs()
+        if is_quiescent(s, executor=False) or rounds >= max_checkpoints:
             break
         if s.pending is None:
             do(E.TriggerCheckpoint())
@@ -133,13 +155,20 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
                     do(E.InstantTimeout(t))
                     aborted = True
                     break
-                do(E.RequestInstant(t))
+                if queued_request(s, t) is None:
+                    do(E.RequestInstant(t))
+                if not answer(t):
+                    aborted = True
+                    break
             do(E.SnapshotTask(t))
         rounds += 1
         if aborted:
             continue
         deliver_messages()
         do(E.CompleteCheckpoint())
+    while s.executor:
+        expired = next((t for t in range(s.config.parallelism) if guard(s, E.RequestExpired(t)) is None), None)
+        do(E.RunJob() if expired is None else E.RequestExpired(expired))
     if not s.config.eager and failed_writes(s):
         do(E.Clean())
     return s, out

@@ -22,7 +22,8 @@ from typing import NamedTuple
 from ..instant import State as InstantState
 from .config import ProtocolConfig
 from .source import Record, Source
-from .values import BufferEntry, CompletedCheckpoint, TaskSnapshot, WriteMetadataEvent  # noqa: F401 - vocabulary
+from .values import (BufferEntry, CommitJob, CompletedCheckpoint, RequestJob, TableServiceJob,  # noqa: F401
+                     TaskSnapshot, WriteMetadataEvent)
 
 # ------------------------------------------------------------------------------------------- variables
 
@@ -164,6 +165,7 @@ class History:
     rollbacks: tuple = ()          # instants rolled back, in order
     checkpoints: tuple = ()        # tuple[CheckpointCoverage]
     stalls: tuple = ()             # steps of the instant timeouts taken after faults stopped
+    expired: tuple = ()            # steps of the requests that expired behind a slow executor job (any time)
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,7 @@ class View:
     crashes: int
     faults_stopped: bool
     channels: tuple = ()
+    executor: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -203,10 +206,14 @@ class State:
     #: :class:`WriteMetadataEvent` (bootstrap-flagged when sent at (re)start) or the task's checkpoint
     #: acknowledgement, a :class:`TaskSnapshot`. Always empty with ``event_delivery="sync"``.
     channels: tuple = ()
+    #: the coordinator's executor (``executor_queue``): its jobs in order, the running one first
+    #: (:class:`CommitJob`, :class:`RequestJob`, :class:`TableServiceJob`). Always empty without the queue.
+    executor: tuple = ()
 
     def view(self) -> View:
         return View(self.writers, self.coordinator, self.table, self.pending, self.last_completed,
-                    self.next_checkpoint, self.acks_in_flight, self.crashes, self.faults_stopped, self.channels)
+                    self.next_checkpoint, self.acks_in_flight, self.crashes, self.faults_stopped, self.channels,
+                    self.executor)
 
 
 def initial_state(config: ProtocolConfig | None = None, seed: int = 0) -> State:
@@ -337,10 +344,26 @@ def writer_status(s: State, t: int) -> str:
     return "running"
 
 
-def is_quiescent(s: State) -> bool:
+def queued_request(s: State, t: int) -> int | None:
+    """The position in the executor's queue of task ``t``'s instant request of its current attempt (0: it is
+    running), None when it has none queued."""
+    attempt = s.writers[t].attempt
+    for i, job in enumerate(s.executor):
+        if type(job) is RequestJob and job.task == t and job.attempt == attempt:
+            return i
+    return None
+
+
+def slow_job_ahead(s: State, position: int) -> bool:
+    """A slow table-service job no request timed out behind yet is ahead of ``position`` in the queue."""
+    return any(type(j) is TableServiceJob and j.slow and not j.overdue for j in s.executor[:position])
+
+
+def is_quiescent(s: State, executor: bool = True) -> bool:
     """Nothing in flight: no checkpoint pending, no ack in flight, no buffered or unsnapshotted data in any
-    task, no write statuses waiting in the coordinator."""
-    if s.pending is not None or s.acks_in_flight or any(s.channels):
+    task, no write statuses waiting in the coordinator, no job queued on its executor (unless ``executor`` is
+    False: the drain asks whether the run is done but for the jobs still queued)."""
+    if s.pending is not None or s.acks_in_flight or any(s.channels) or (executor and s.executor):
         return False
     if any(w.offset != w.flushed or w.interval for w in s.writers):
         return False
@@ -422,6 +445,8 @@ def describe(s: State) -> str:
     for t, ch in enumerate(s.channels):
         if ch:
             lines.append(f"  in flight from task {t}: {[_message(m) for m in ch]}")
+    if s.executor:
+        lines.append(f"  coordinator executor: {[str(j) for j in s.executor]}")
     lines.append(f"  timeline: {[str(i) for i in s.table.timeline]}")
     lines.append(f"  heartbeats: {sorted(s.table.heartbeats)}")
     if s.last_completed:

@@ -7,6 +7,7 @@ suite can compare states built by different executors field by field.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..instant import format_millis
@@ -99,3 +100,46 @@ def logical_time(created: int, since: int, epoch_ms: int = DEFAULT_EPOCH_MS) -> 
     if since >= 1000:
         raise OverflowError("more than 999 completions between two requested times")
     return format_millis(epoch_ms + 1000 * created + since)
+
+
+# ------------------------------------------------------------------ the coordinator's executor's jobs
+# ``StreamWriteOperatorCoordinator`` runs its handlers as jobs of one single-threaded executor
+# (``NonThrownExecutor``, "meta-event-handle"): ``executor.execute(...)`` queues them, one runs at a time, in
+# order (``ProtocolConfig.executor_queue``). Frozen dataclasses (not tuples): jobs of different kinds never
+# compare equal.
+
+@dataclass(frozen=True, slots=True)
+class CommitJob:
+    """``notifyCheckpointComplete(checkpoint)`` queued on the executor: ``commitInstants(checkpoint)``."""
+
+    checkpoint: int
+
+    def __str__(self) -> str:
+        return f"commit(ckp {self.checkpoint})"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestJob:
+    """Task ``task``'s instant request (``Correspondent.requestInstantTime(key)``) of execution attempt
+    ``attempt``, queued behind the jobs before it; ``handleInstantRequest(key)`` answers it when it runs (the
+    answer to an attempt that failed meanwhile reaches no one)."""
+
+    task: int
+    key: int
+    attempt: int
+
+    def __str__(self) -> str:
+        return f"request(task {self.task}, key {self.key}, attempt {self.attempt})"
+
+
+@dataclass(frozen=True, slots=True)
+class TableServiceJob:
+    """``scheduleTableServices`` (compaction / clean scheduling) run on the executor after a commit.
+    ``slow``: it outlasts an instant request's RPC timeout; ``overdue``: a request queued behind it already
+    timed out (how much longer it runs is unknown)."""
+
+    slow: bool
+    overdue: bool = False
+
+    def __str__(self) -> str:
+        return f"table-service({'slow' if self.slow else 'bounded'}{', overdue' if self.overdue else ''})"

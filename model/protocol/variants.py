@@ -66,6 +66,14 @@ _V = [
              "coordinator_starts_instants": True, "coordinator_snapshot": False,
              "ack_before_next_checkpoint": True, "stall_bound": 1},
             ("I12.state-coverage", "exactly-once.drained"), ("lost-ack", "coordinator-crash")),
+    Variant("hudi-1.1-executor",
+            "Hudi 1.1 with the coordinator's executor as an explicit FIFO queue (one job at a time, "
+            "NonThrownExecutor): the commit of a checkpoint (notifyCheckpointComplete), each instant request "
+            "(handleInstantRequest) and, after a commit, the table-service scheduling (scheduleTableServices) "
+            "are jobs; a task waits for the answer to its request; the scheduling is bounded (ends within the "
+            "RPC timeout of a request queued behind it), so a request times out only through the "
+            "request-timeout fault while another job is ahead of it. Stall bound 0 holds.",
+            {"executor_queue": True, "table_service": "bounded"}),
     Variant("hudi-1.1-partial-abort",
             "Hudi 1.1 where a checkpoint may abort after some tasks snapshotted it: those tasks "
             "advanced their last-known checkpoint id, the others did not, so one key's entry collects "
@@ -197,6 +205,14 @@ _V = [
              "coordinator_starts_instants": True, "coordinator_snapshot": False,
              "ack_before_next_checkpoint": False, "stall_bound": 1},
             ("I12.state-coverage", "exactly-once.drained"), ("coordinator-crash",)),
+    Variant("table-service-on-executor",
+            "Hudi 1.1 with the executor queue where the table service is scheduled (and run) inline on the "
+            "coordinator's executor thread, with no async offload: the job outlasts the RPC timeout, so an "
+            "instant request the tasks send after a commit waits behind it, times out and fails its task "
+            "(Hudi #19902's shape); progress resumes only through that failover, a stall (bound 0). No fault "
+            "needed. hudi-1.1-executor (bounded scheduling) holds the same bound.",
+            {"executor_queue": True, "table_service": "slow", "stall_bound": 0},
+            ("liveness.stall",), ()),
     Variant("unbounded-task-state",
             "Tasks append each interval's write metadata to their state instead of replacing it.",
             {"task_state": "append"}, ("bounded-state", "I12.state-coverage"), ()),
