@@ -89,6 +89,10 @@ def _event(kind: type, *args) -> E.Event:
     return kind(*args)
 
 
+#: marks a cached canonical part as stale (``None`` is a value: no pending checkpoint)
+_STALE = object()
+
+
 class System:
     """The protocol state machine. See the module docstring for the actions."""
 
@@ -210,8 +214,8 @@ class System:
             self._own_p = True
         self._checkpoints_hash = None
         k = self._canon_k
-        if k is not None:  # the completed checkpoint's part stays
-            self._canon_k = (None, None, k[2], k[3], None)
+        if k is not None:  # the completed checkpoint's part stays; the pending one's is unknown (not "no pending
+            self._canon_k = (_STALE, None, k[2], k[3], None)  # checkpoint", which None would say)
         return self.pending_checkpoint
 
     # ------------------------------------------------------------------ helpers
