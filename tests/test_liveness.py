@@ -83,6 +83,36 @@ def test_no_clean_lasso_is_a_cycle_of_checkpoints_delivering_acks():
     assert "deliver-ack" in kinds and "trigger-checkpoint" in kinds and "clean" not in kinds
 
 
+def test_pending_while_acks_lasso_delivers_acks_on_its_cycle():
+    """pending-while-acks: the lasso's cycle delivers an ack (the premise []<>deliver-ack) while the
+    obligation -- an instant requested before the lost ack -- stays pending in every cycle state."""
+    v, r = run("no-clean-rollback")
+    lasso = r.violations[T.PENDING_WHILE_ACKS]
+    assert lasso.prefix and lasso.cycle
+    assert "deliver-ack" in [ev.kind for ev in lasso.cycle] and "clean" not in [ev.kind for ev in lasso.cycle]
+    assert any(ev.kind == "lose-ack" for ev in lasso.prefix)
+    # the obligation is open in every state of the cycle: replay the prefix, then the cycle once around
+    s = spec.init(v.config(**BOUND))
+    for ev in lasso.prefix:
+        s = spec.step(s, ev)
+    for ev in lasso.cycle:
+        assert lasso.obligation in T.open_obligations(s)[T.PENDING_WHILE_ACKS]
+        assert ev in spec.enabled(s)
+        s = spec.step(s, ev)
+    assert lasso.obligation in T.unresolved_instants(s)
+
+
+def test_pending_while_acks_needs_acks_on_the_cycle():
+    """A stuttering end keeps an instant pending but delivers no ack: no-request-retry breaks instant-resolved,
+    not pending-while-acks; hudi-1.1 holds both, also with two writers."""
+    _, r = run("no-request-retry")
+    assert T.INSTANT_RESOLVED in r.violations and r.violations[T.INSTANT_RESOLVED].cycle == []
+    assert T.PENDING_WHILE_ACKS not in r.violations
+    for extra in ({}, dict(parallelism=2, records=1)):
+        _, ok = run("hudi-1.1", **extra)
+        assert ok.holds and T.PENDING_WHILE_ACKS not in ok.violations
+
+
 def test_weak_fairness_makes_the_difference():
     """The same design with clean weakly fair (hudi-1.1) holds what no-clean-rollback breaks."""
     _, fair = run("hudi-1.1")
