@@ -85,6 +85,7 @@ class LivenessResult:
     complete: bool = True         #: False when max_states truncated the search
     violations: dict = field(default_factory=dict)  #: property -> shortest Lasso
     graph: object = None
+    visited: list = field(default_factory=list)  #: check_model_liveness: the states by graph node
 
     @property
     def holds(self) -> bool:
@@ -288,6 +289,7 @@ def check_model_liveness(model: LiveModel, *, max_states: int | None = None) -> 
             stutter.add(nid)
             g.add_edge(nid, nid, ev=None)
     res.states = len(states)
+    res.visited = states
     _judge(res, g, states, parent, via, stutter, lambda n: weak_sets.get(n, frozenset()), model.obligations,
            model.properties, model.kind, model.format_action)
     res.elapsed = time.perf_counter() - t0

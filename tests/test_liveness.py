@@ -162,3 +162,173 @@ def test_report_liveness_section(tmp_path):
     html = "".join(s.paragraphs)
     assert s.ok and "UNEXPECTED" not in html and "no-clean-rollback" in html
     assert len(s.figures) == 3 and all(p.exists() for p in s.figures)
+
+
+# ------------------------------------------------------------------- the async indexer (model/mdt)
+from checker.archival import ArchivalLiveModel  # noqa: E402
+from checker.indexing import IndexingLiveModel  # noqa: E402
+from checker.liveness import check_model_liveness  # noqa: E402
+from model import archival as A  # noqa: E402
+from model import archival_machine as am  # noqa: E402
+from model.mdt import machine as mm  # noqa: E402
+from model.mdt.variants import INDEXING_LIVENESS_VARIANTS  # noqa: E402
+
+
+def run_indexing(name, unfair=None, **extra):
+    v = INDEXING_LIVENESS_VARIANTS[name]
+    cfg = v.config(**extra)
+    return cfg, check_model_liveness(IndexingLiveModel(cfg, v.unfair if unfair is None else unfair))
+
+
+def run_archival(name, unfair=None, **extra):
+    v = am.ARCHIVAL_LIVENESS_VARIANTS[name]
+    cfg = v.config(**extra)
+    return cfg, check_model_liveness(ArchivalLiveModel(cfg, v.unfair if unfair is None else unfair))
+
+
+def test_indexing_and_archival_steps_declare_fairness_and_faults_have_none():
+    full = mm.IndexingConfig(writers=1, failures=1, timeouts=1, drop=True, mdt_compaction=True)
+    assert {a[1] for a in mm.candidate_actions(full)} == set(mm.FAIRNESS)
+    assert mm.FAIRNESS["fail"] == mm.NONE and mm.FAIRNESS["timeout"] == mm.WEAK
+    assert mm.fairness(("i", "catchup")) == mm.WEAK and mm.fairness(("i", "catchup"), frozenset({"catchup"})) == mm.NONE
+    cfg = am.MachineConfig(crashes=1)
+    assert {a[1] for a in am.candidate_actions(cfg)} == set(am.FAIRNESS)
+    assert am.FAIRNESS["fail"] == am.FAIRNESS["crash"] == am.NONE
+    with pytest.raises(ValueError, match="unknown indexing step"):
+        IndexingLiveModel(full, frozenset({"nope"}))
+    with pytest.raises(ValueError, match="unknown archival step"):
+        ArchivalLiveModel(cfg, frozenset({"nope"}))
+
+
+@pytest.mark.parametrize("name", [n for n, v in INDEXING_LIVENESS_VARIANTS.items() if not v.breaks])
+def test_indexing_correct_designs_resolve_every_index_build(name):
+    _, r = run_indexing(name, writers=1)
+    assert r.complete and r.fair_components > 0
+    assert r.holds, {p: l.describe() for p, l in r.violations.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n, v in INDEXING_LIVENESS_VARIANTS.items() if not v.breaks])
+def test_indexing_correct_designs_resolve_every_index_build_at_their_bound(name):
+    """At the variants' own bounds (two writers for the hudi-1.x designs: up to 16 k states)."""
+    _, r = run_indexing(name)
+    assert r.complete and r.holds, {p: l.describe() for p, l in r.violations.items()}
+
+
+@pytest.mark.parametrize("name", [n for n, v in INDEXING_LIVENESS_VARIANTS.items() if v.breaks])
+def test_indexing_broken_design_caught_with_replayable_lasso(name):
+    cfg, r = run_indexing(name)
+    v = INDEXING_LIVENESS_VARIANTS[name]
+    assert set(r.violations) == set(v.breaks)
+    lasso = r.violations[T.INDEX_BUILD_RESOLVED]
+    s = mm.initial_state(cfg)
+    for a in lasso.prefix:
+        s = mm.step(cfg, s, a)
+    assert s.fingerprint() == lasso.last_state.fingerprint()
+    assert lasso.obligation in T.pending_index_builds(s) and s.idx[0] == "catching-up"
+    # the lasso stutters: no weakly fair step is enabled, the indexing instant stays inflight
+    assert lasso.cycle == []
+    assert all(mm.fairness(a, v.unfair) == mm.NONE for a, _ in mm.enabled(cfg, s))
+    assert mm.refusal(cfg, s, ("i", "catchup")).startswith("waiting for the live writer")
+
+
+def test_indexer_holding_the_lock_deadlocks_with_the_writer_it_waits_for():
+    cfg, r = run_indexing("indexer-holds-lock")
+    s = r.violations[T.INDEX_BUILD_RESOLVED].last_state
+    assert s.lock == mm.INDEXER
+    assert mm.refusal(cfg, s, ("w1", "commit")) == "the table lock is held by i"
+    # the same design with a catch-up timeout (weakly fair: the executor's own timer) resolves by aborting;
+    # with the timeout not fair it is the deadlock again
+    _, timed = run_indexing("indexer-holds-lock-times-out")
+    assert timed.holds
+    _, unfair = run_indexing("indexer-holds-lock-times-out", unfair=frozenset({"timeout"}))
+    assert T.INDEX_BUILD_RESOLVED in unfair.violations
+
+
+def test_heartbeat_check_is_what_frees_the_catchup_from_a_dead_writer():
+    """Same bound, same unfair rollback: Hudi's catch-up skips the dead writer's instant; without the heartbeat
+    check it waits for it forever (and a fair cleaner's rollback would free it: the instant is gone)."""
+    _, hudi = run_indexing("hudi-1.x-failures", writers=1)
+    assert hudi.holds
+    _, broken = run_indexing("catchup-ignores-heartbeat")
+    lasso = broken.violations[T.INDEX_BUILD_RESOLVED]
+    assert any(a[1] == "fail" for a in lasso.prefix)
+    _, fair_cleaner = run_indexing("catchup-ignores-heartbeat", unfair=frozenset())
+    assert fair_cleaner.holds
+
+
+# ------------------------------------------------------------------- archival (model/archival.py)
+def test_archival_correct_design_holds():
+    _, r = run_archival("hudi")
+    assert r.complete and r.fair_components > 0
+    assert r.holds, {p: l.describe() for p, l in r.violations.items()}
+    # the bound reaches the states the properties are about: over keep.max, and a running job
+    assert any(T.over_keep_max(s.history, am.SMALL) for s in r.visited) and any(s.history.job for s in r.visited)
+
+
+@pytest.mark.parametrize("name", [n for n, v in am.ARCHIVAL_LIVENESS_VARIANTS.items() if v.breaks])
+def test_archival_broken_design_caught_with_replayable_lasso(name):
+    cfg, r = run_archival(name)
+    v = am.ARCHIVAL_LIVENESS_VARIANTS[name]
+    assert set(r.violations) == set(v.breaks)
+    for prop in v.breaks:
+        lasso = r.violations[prop]
+        s = am.initial_state(cfg)
+        for a in lasso.prefix:
+            s = am.step(cfg, s, a)
+        assert s == lasso.last_state
+        assert lasso.obligation in T.archival_obligations(s.history, cfg.archival)[prop]
+        assert lasso.cycle == []
+        assert all(am.fairness(a, v.unfair) == am.NONE for a, _ in am.enabled(cfg, s))
+
+
+def test_archival_blocked_by_a_failed_write_only_the_cleaner_frees():
+    cfg, r = run_archival("no-failed-write-rollback")
+    s = r.violations[T.ARCHIVAL_BOUNDED].last_state
+    d = A.decide(A.active_timeline(s.history), cfg.archival)
+    assert d.triggered and not d.archives and d.retention[0][0] == "earliest-pending-write"
+    assert [a for a, _ in am.enabled(cfg, s)] == [("c", "rollback")]
+    _, fair = run_archival("no-failed-write-rollback", unfair=frozenset())
+    assert fair.holds
+
+
+def test_each_machine_temporal_property_has_a_broken_variant():
+    assert {p for v in INDEXING_LIVENESS_VARIANTS.values() for p in v.breaks} == set(T.INDEXING_TEMPORAL)
+    assert {p for v in am.ARCHIVAL_LIVENESS_VARIANTS.values() for p in v.breaks} == set(T.ARCHIVAL_TEMPORAL)
+
+
+def test_draw_machine_lasso(tmp_path):
+    _, r = run_indexing("indexer-holds-lock")
+    out = tmp_path / "lasso.png"
+    draw_lasso(r.violations[T.INDEX_BUILD_RESOLVED], str(out))
+    assert out.stat().st_size > 1000
+
+
+def test_cli_explore_liveness_indexing_and_archival(tmp_path, capsys):
+    base = ["explore", "--liveness", "--out", str(tmp_path)]
+    assert _cli(*base, "--machine", "indexing", "--writers", "1") == 0
+    assert "holds     index-build-resolved" in capsys.readouterr().out
+    assert _cli(*base, "--machine", "indexing", "--variant", "indexer-holds-lock") == 1
+    out = capsys.readouterr().out
+    assert "VIOLATED  index-build-resolved" in out and "5. i catchup" in out and "then forever: stutter" in out
+    assert _cli(*base, "--machine", "archival", "--variant", "archiver-stalls", "--json") == 1
+    import json
+
+    rep = json.loads(capsys.readouterr().out)
+    assert set(rep["violations"]) == {"archival-bounded", "archival-finishes"}
+    assert rep["violations"]["archival-finishes"]["prefix"][-1] == "a archive"
+    assert _cli(*base, "--machine", "archival") == 0
+    assert "holds     archival-finishes" in capsys.readouterr().out
+
+
+def test_cli_machine_liveness_bad_arguments(tmp_path, capsys):
+    base = ["explore", "--liveness", "--out", str(tmp_path)]
+    assert _cli(*base, "--machine", "archival", "--variant", "nope") == 2
+    assert "--variant: unknown archival variant 'nope'" in capsys.readouterr().err
+    assert _cli(*base, "--machine", "indexing", "--variant", "nope") == 2
+    assert "--variant: unknown indexing variant 'nope'" in capsys.readouterr().err
+    assert _cli(*base, "--machine", "archival", "--failures", "5") == 2
+    assert "--failures" in capsys.readouterr().err
+    assert _cli(*base, "--machine", "archival", "--records", "2") == 2
+    assert _cli("explore", "--machine", "archival", "--out", str(tmp_path)) == 2
+    assert _cli(*base, "--machine", "table") == 2
