@@ -301,45 +301,67 @@ def _judge(res, g, states, parent, via, stutter, weak_enabled, obligations, prop
            format_action=None) -> None:
     """Find the fair components of ``g`` and, per property, the shortest lasso whose cycle keeps one
     obligation open in every state (and takes an event of :data:`model.invariants.temporal.CYCLE_REQUIRES`'s
-    kind when the property names one); ``res.violations`` gets them in ``properties`` order."""
+    kind when the property names one); ``res.violations`` gets them in ``properties`` order.
+
+    As TLC does for ``p ~> q``: inside a fair component with several states, per open obligation ``x`` the
+    states where ``x`` is open are taken apart and their own strongly connected components judged (under weak
+    fairness a part of an unfair component is never fair, so only fair components are taken apart), and a
+    stuttering state inside a larger component is a fair behaviour of its own."""
     import networkx as nx
 
     depth = _depths(parent)
     best: dict[str, Lasso] = {}
+
+    def consider(prop, x, comp) -> None:
+        entry = min(comp, key=lambda n: (depth[n], n))
+        need = T.CYCLE_REQUIRES.get(prop)
+        if need is None:
+            cycle_ids = _cycle(g, comp, entry, stutter)
+        else:
+            cycle_ids = _cycle_taking(g, comp, entry, lambda ev: ev is not None and kind_of(ev) == need)
+            if cycle_ids is None:
+                return
+        key = (depth[entry], len(cycle_ids))
+        old = best.get(prop)
+        if old is not None and (len(old.prefix), len(old.cycle_ids)) <= key:
+            return
+        ids = _path(parent, entry)
+        best[prop] = Lasso(prop, x, [via[i] for i in ids[1:]],
+                           [g.edges[a, b]["ev"] for a, b in zip(cycle_ids, cycle_ids[1:] + cycle_ids[:1])
+                            if g.edges[a, b]["ev"] is not None],
+                           ids, cycle_ids, states[entry], format_action)
+
+    def single(n) -> None:  # a fair one-state component (stuttering, or a fair self-loop)
+        ob = obligations(states[n])
+        for prop in properties:
+            if ob[prop]:
+                consider(prop, sorted(ob[prop], key=repr)[0], {n})
+
     for comp in nx.strongly_connected_components(g):
         if len(comp) == 1:
             (n,) = comp
             if n not in stutter and not g.has_edge(n, n):
                 continue
         res.components += 1
-        if not _fair(g, comp, weak_enabled):
+        fair = _fair(g, comp, weak_enabled)
+        res.fair_components += fair
+        if len(comp) == 1:
+            if fair:
+                single(next(iter(comp)))
             continue
-        res.fair_components += 1
-        entry = min(comp, key=lambda n: (depth[n], n))
-        open_all = None
-        for n in sorted(comp):
-            ob = obligations(states[n])
-            open_all = {p: ob[p] for p in properties} if open_all is None else \
-                {p: open_all[p] & ob[p] for p in open_all}
+        for n in sorted(comp & stutter):
+            single(n)
+        if not fair:
+            continue
+        obs = {n: obligations(states[n]) for n in comp}
         for prop in properties:
-            if not open_all[prop]:
-                continue
-            need = T.CYCLE_REQUIRES.get(prop)
-            if need is None:
-                cycle_ids = _cycle(g, comp, entry, stutter)
-            else:
-                cycle_ids = _cycle_taking(g, comp, entry, lambda ev: ev is not None and kind_of(ev) == need)
-                if cycle_ids is None:
-                    continue
-            key = (depth[entry], len(cycle_ids))
-            old = best.get(prop)
-            if old is not None and (len(old.prefix), len(old.cycle_ids)) <= key:
-                continue
-            ids = _path(parent, entry)
-            best[prop] = Lasso(prop, sorted(open_all[prop], key=repr)[0], [via[i] for i in ids[1:]],
-                               [g.edges[a, b]["ev"] for a, b in zip(cycle_ids, cycle_ids[1:] + cycle_ids[:1])
-                                if g.edges[a, b]["ev"] is not None],
-                               ids, cycle_ids, states[entry], format_action)
+            for x in sorted(frozenset().union(*(obs[n][prop] for n in comp)), key=repr):
+                part = [n for n in comp if x in obs[n][prop]]
+                for sub in nx.strongly_connected_components(g.subgraph(part)):
+                    if len(sub) == 1 and not g.has_edge(*(2 * tuple(sub))):
+                        continue
+                    if _fair(g, sub, weak_enabled):
+                        consider(prop, x, sub)
     res.violations = {p: best[p] for p in properties if p in best}
 
 

@@ -332,3 +332,52 @@ def test_cli_machine_liveness_bad_arguments(tmp_path, capsys):
     assert _cli(*base, "--machine", "archival", "--records", "2") == 2
     assert _cli("explore", "--machine", "archival", "--out", str(tmp_path)) == 2
     assert _cli(*base, "--machine", "table") == 2
+
+
+# ------------------------------------------------------------------- the checker on a toy graph
+from checker.liveness import LiveModel  # noqa: E402
+
+
+class Toy(LiveModel):
+    """States 0..3; actions u, v, w weakly fair, f a fault. The whole graph is one fair component in which no
+    obligation is open everywhere: only judging the states where an obligation is open finds the lassos."""
+
+    properties = ("toy",)
+
+    def __init__(self, edges, open_):
+        self.edges, self.open = edges, open_
+
+    def init_states(self):
+        return [0]
+
+    def successors(self, s):
+        return self.edges[s]
+
+    def weak(self, a):
+        return a != "f"
+
+    def obligations(self, s):
+        return {"toy": frozenset(self.open.get(s, ()))}
+
+
+EDGES = {0: [("u", 1), ("v", 2)], 1: [("u", 0)], 2: [("v", 0), ("w", 3)], 3: [("f", 0)]}
+
+
+def test_checker_judges_the_part_of_a_component_where_the_obligation_stays_open():
+    r = check_model_liveness(Toy(EDGES, {0: {"x"}, 1: {"x"}}))
+    assert r.fair_components == 1
+    lasso = r.violations["toy"]
+    assert (lasso.obligation, lasso.prefix, lasso.cycle) == ("x", [], ["u", "u"])
+
+
+def test_checker_a_part_whose_always_enabled_action_leaves_it_is_not_fair():
+    edges = {**EDGES, 1: [("u", 0), ("v", 2)]}  # v now enabled in 0 and 1, taken only out of {0, 1}
+    r = check_model_liveness(Toy(edges, {0: {"x"}, 1: {"x"}}))
+    assert r.violations == {}
+
+
+def test_checker_a_stuttering_state_inside_a_component_is_a_fair_end():
+    r = check_model_liveness(Toy(EDGES, {3: {"y"}}))  # in 3 only the fault f is enabled: it may stutter
+    lasso = r.violations["toy"]
+    assert (lasso.obligation, lasso.prefix, lasso.cycle) == ("y", ["v", "w"], [])
+    assert check_model_liveness(Toy({**EDGES, 3: [("u", 0)]}, {3: {"y"}})).violations == {}
