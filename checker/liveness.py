@@ -14,12 +14,22 @@ component (``networkx.strongly_connected_components``) with a cycle is checked f
 fairness a component is fair when every weakly fair event enabled in all its states is taken by one of its
 edges (stuttering takes none, so a stuttering state is fair only where no weakly fair event is enabled). A
 temporal property (:mod:`model.invariants.temporal`) fails when some obligation is open in every state of a
-fair component: the behaviour reaching it and looping there keeps the obligation open forever. The report
-is a lasso: the shortest path found into the component (prefix) and its cycle, replayable as a trace file
-(``hoodie_lab.commands.explore_liveness.write_lasso``: the events replay the prefix, the cycle is in the header).
+fair component -- judged per obligation on the part of a component where it is open, whose own components
+are checked for fairness again -- the behaviour reaching it and looping there keeps the obligation open
+forever. A property listed in :data:`model.invariants.temporal.CYCLE_REQUIRES` (``pending-while-acks``) fails
+only on a cycle that also takes an event of the kind it names (its ``□◇`` premise; stuttering takes none).
+The report is a lasso: the shortest path found into the component (prefix) and its cycle, replayable as a
+trace file (``hoodie_lab.commands.explore_liveness.write_lasso``: the events replay the prefix, the cycle is
+in the header).
 
-The protocol's graph is acyclic (the history counts steps), so its fair components are the stuttering ends;
-the SCC check is general and also runs on any model listed here.
+The protocol's graph is acyclic (the history counts steps) except for the idle checkpoint rounds its fair
+continuations close; its fair components are those rounds and the stuttering ends.
+
+:func:`check_model_liveness` runs the same judge over any machine given as a :class:`LiveModel` adapter (the
+checker owns the graph; the model owns the rules, its fairness per step and its obligations): the metadata
+table's async indexer (:class:`checker.indexing.IndexingLiveModel`) and archival beside writers and a cleaner
+(:class:`checker.archival.ArchivalLiveModel`). Their bounds are their own (each process's work is bounded), so
+they need no continuation: a state where no weakly fair step is enabled stutters.
 """
 
 from __future__ import annotations

@@ -58,10 +58,13 @@ WEAK, NONE = "weak", "none"
 
 #: Fairness per step (TLA+ ``WF_vars(A)``). A writer's own steps are weakly fair; ``fail`` and ``crash`` are
 #: faults (none). The cleaner's rollback of a failed write is weakly fair (LAZY: run by the table services after
-#: commits, ``BaseHoodieTableServiceClient#rollbackFailedWrites``). The archiver's ``start`` is weakly fair: it
-#: runs after every commit (``BaseHoodieWriteClient#autoArchiveOnCommit``, ``hoodie.archive.automatic``) or as
-#: an async table service, so while the decision archives something it is eventually taken; its ``step`` is
-#: weakly fair (the run goes on unless the process crashes).
+#: commits, ``BaseHoodieTableServiceClient#rollbackFailedWrites``). The archiver's ``archive`` (start a run) is
+#: weakly fair: while the decision archives something a run is eventually started. Hudi starts runs after
+#: commits (``BaseHoodieWriteClient#autoArchiveOnCommit``, ``hoodie.archive.automatic``; async:
+#: ``hoodie.archive.async``) or on demand (hudi-cli ``archive``): the fairness assumes one of them keeps coming
+#: after a crashed run or a rollback that lifts the retention -- a table whose writes stop right after a
+#: crashed inline archival stays over keep.max until its next commit. Its ``step`` is weakly fair (the run
+#: goes on unless the process crashes).
 FAIRNESS: dict[str, str] = {"start": WEAK, "complete": WEAK, "fail": NONE, "rollback": WEAK, "archive": WEAK,
                             "step": WEAK, "crash": NONE}
 
