@@ -12,8 +12,10 @@ from __future__ import annotations
 from model import archival_machine as am
 from model.invariants import temporal as T
 
+from .liveness import LiveModel
 
-class ArchivalLiveModel:
+
+class ArchivalLiveModel(LiveModel):
     def __init__(self, config: am.MachineConfig, unfair: frozenset = frozenset()):
         unknown = set(unfair) - set(am.FAIRNESS)
         if unknown:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from model.mdt import machine as mm
 
 from .explorer import Model, Property
+from .liveness import LiveModel
 
 
 class IndexingModel(Model):
@@ -60,7 +61,7 @@ class IndexingModel(Model):
 __all__ = ["IndexingModel"]
 
 
-class IndexingLiveModel:
+class IndexingLiveModel(LiveModel):
     """The indexing machine for :func:`checker.liveness.check_model_liveness` (a
     :class:`checker.liveness.LiveModel`): the spec's enabled steps and next states, weak fairness from
     :data:`model.mdt.machine.FAIRNESS` minus ``unfair``, the obligations of
