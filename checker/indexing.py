@@ -14,6 +14,7 @@ from __future__ import annotations
 from model.mdt import machine as mm
 
 from .explorer import Model, Property
+from .liveness import LiveModel
 
 
 class IndexingModel(Model):
@@ -58,3 +59,41 @@ class IndexingModel(Model):
 
 
 __all__ = ["IndexingModel"]
+
+
+class IndexingLiveModel(LiveModel):
+    """The indexing machine for :func:`checker.liveness.check_model_liveness` (a
+    :class:`checker.liveness.LiveModel`): the spec's enabled steps and next states, weak fairness from
+    :data:`model.mdt.machine.FAIRNESS` minus ``unfair``, the obligations of
+    :func:`model.invariants.temporal.indexing_obligations`."""
+
+    def __init__(self, config: mm.IndexingConfig, unfair: frozenset = frozenset()):
+        from model.invariants import temporal as T
+
+        unknown = set(unfair) - set(mm.FAIRNESS)
+        if unknown:
+            raise ValueError(f"unfair: unknown indexing step(s) {sorted(unknown)}; known: {sorted(mm.FAIRNESS)}")
+        self.config, self.unfair = config, frozenset(unfair)
+        self.properties = T.INDEXING_TEMPORAL
+        self.obligations = T.indexing_obligations
+
+    def init_states(self):
+        return [mm.initial_state(self.config)]
+
+    def successors(self, state):
+        return mm.enabled(self.config, state)
+
+    def weak(self, action) -> bool:
+        return mm.fairness(action, self.unfair) == mm.WEAK
+
+    def kind(self, action) -> str:
+        return action[1]
+
+    def key(self, state):
+        return state.fingerprint()
+
+    def format_action(self, action) -> str:
+        return mm.format_action(action)
+
+
+__all__ += ["IndexingLiveModel"]

@@ -44,11 +44,13 @@ def add_parser(subparsers) -> None:
         description=__doc__.splitlines()[0] + " Unspecified design options come from --variant "
         "(default hudi-1.1; --mode blocking without --variant means hudi-1.1-blocking).")
     p.add_argument("--variant", metavar="NAME", help="named protocol variant (default hudi-1.1)")
-    p.add_argument("--machine", choices=("protocol", "table", "concurrency", "indexing"), default="protocol",
+    p.add_argument("--machine", choices=("protocol", "table", "concurrency", "indexing", "archival"),
+                   default="protocol",
                    help="the writer-coordinator protocol (default), the table-level state machine "
                         "(hoodie_lab/commands/explore_table.py), many processes on one timeline "
-                        "(explore_concurrency.py) or the metadata table with the async indexer "
-                        "(explore_indexing.py); their options are listed below")
+                        "(explore_concurrency.py), the metadata table with the async indexer "
+                        "(explore_indexing.py) or archival beside writers and a cleaner (--liveness only); "
+                        "their options are listed below")
     from .explore_concurrency import add_concurrency_arguments
     from .explore_indexing import add_indexing_arguments
     from .explore_table import add_table_arguments
@@ -96,7 +98,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--graph", metavar="FILE", help="draw the state graph (tiny bounds only) to FILE (.png or .svg)")
     p.add_argument("--liveness", action="store_true",
                    help="judge the temporal properties under fairness (checker.liveness); --variant may name a "
-                        "liveness variant (model.protocol.variants.LIVENESS_VARIANTS)")
+                        "liveness variant (model.protocol.variants.LIVENESS_VARIANTS; --machine indexing: "
+                        "model.mdt.variants.INDEXING_LIVENESS_VARIANTS; --machine archival: "
+                        "model.archival_machine.ARCHIVAL_LIVENESS_VARIANTS)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                    help=f"directory for the counterexample trace (default {DEFAULT_OUT})")
@@ -287,11 +291,18 @@ def _check_spark_args(args) -> None:
 def run(args) -> int:
     _check_spark_args(args)
     if getattr(args, "liveness", False):
+        if args.machine in ("indexing", "archival"):
+            from .explore_liveness import run_machine_liveness
+
+            return run_machine_liveness(args)
         if args.machine != "protocol":
-            raise UserError("--liveness: only for --machine protocol")
+            raise UserError("--liveness: for --machine protocol, indexing or archival")
         from .explore_liveness import run_liveness
 
         return run_liveness(args, build_config, _check_range)
+    if args.machine == "archival":
+        raise UserError("--machine archival: only with --liveness (archival's safety invariants are checked by "
+                        "properties/test_history_props.py)")
     if args.machine == "table":
         from .explore_table import run_table
 

@@ -5,7 +5,15 @@ fairness declared per event kind, over the explored graph (:mod:`checker.livenes
 plus the actions it does not take fairly) or any protocol variant (every own step weakly fair). Each violated
 property's shortest lasso is written as a trace (prefix events; the cycle in the header) under ``--out``;
 ``--graph FILE`` draws the first lasso with its cycle in red. Exit 1 when a property is violated or the
-check is incomplete (``--max-states`` reached, a continuation cut)."""
+check is incomplete (``--max-states`` reached, a continuation cut).
+
+``--machine indexing --liveness`` judges ``index-build-resolved`` over the MDT + async indexer machine
+(:class:`checker.indexing.IndexingLiveModel`; ``--variant``: :data:`model.mdt.variants.INDEXING_LIVENESS_VARIANTS`
+or any indexing variant, every own step fair; the indexing options apply), ``--machine archival --liveness``
+``archival-bounded`` and ``archival-finishes`` over writers, a cleaner and the archiver
+(:class:`checker.archival.ArchivalLiveModel`; ``--variant``: :data:`model.archival_machine.ARCHIVAL_LIVENESS_VARIANTS`;
+``--writers``, ``--failures``). Their lassos are printed as numbered steps (``--json``: as data), as
+``explore --machine indexing`` prints its counterexamples: the trace format is the protocol's."""
 
 from __future__ import annotations
 
@@ -80,6 +88,119 @@ def run_liveness(args, build_config, _check_range) -> int:
             else:
                 print(f"  VIOLATED  {lasso.describe()}")
                 print(f"            lasso trace: {traces[prop]} (replay: hoodie-lab replay {traces[prop]})")
+        if args.graph and res.violations:
+            print(f"  lasso drawn to {args.graph}")
+    return 0 if res.holds else 1
+
+
+#: Options of the protocol and the other machines that mean nothing to the archival machine (None unless given).
+_NOT_ARCHIVAL = ("faults", "mode", "records", "buffer_size", "table_version", "mdt_partition", "timeouts", "retries",
+                 "mdt_compaction", "drop", "ticks", "publish", "storage", "generator", "resolution_ms", "plan_lookup",
+                 "rollback", "table_type", "index", "failed_writes", "conflict_strategy", "compaction_scheduling",
+                 "commits", "keys", "buckets", "compactions", "cleans", "clean_policy", "writer_crashes",
+                 "concurrency_mode", "lock_provider")
+
+
+def _indexing_model(args):
+    from dataclasses import replace
+
+    from checker.indexing import IndexingLiveModel
+    from model.mdt.variants import INDEXING_LIVENESS_VARIANTS, INDEXING_VARIANTS
+
+    from .explore_indexing import OTHER_MACHINES, build_indexing_config
+
+    for opt in OTHER_MACHINES:
+        if getattr(args, opt, None) is not None:
+            raise UserError(f"--{opt.replace('_', '-')}: not an option of --machine indexing")
+    name = args.variant or "hudi-1.x"
+    lv = INDEXING_LIVENESS_VARIANTS.get(name)
+    if lv is None and name not in INDEXING_VARIANTS:
+        known = sorted(set(INDEXING_VARIANTS) | set(INDEXING_LIVENESS_VARIANTS))
+        raise UserError(f"--variant: unknown indexing variant {name!r}; known: {', '.join(known)}")
+    args.variant = lv.base if lv is not None else name
+    try:
+        _, _, cfg = build_indexing_config(args)
+    finally:
+        args.variant = name
+    unfair, breaks = frozenset(), ()
+    if lv is not None:
+        unfair, breaks = lv.unfair, lv.breaks
+        given = {"writers": args.writers, "failures": getattr(args, "failures", None),
+                 "timeouts": getattr(args, "timeouts", None), "retries": getattr(args, "retries", None),
+                 "mdt_compaction": getattr(args, "mdt_compaction", None), "drop": getattr(args, "drop", None)}
+        keep = {k: v for k, v in lv.overrides.items() if given.get(k) is None}  # the command line wins
+        try:
+            cfg = replace(cfg, **keep)
+        except ValueError as exc:
+            raise UserError(f"--variant {name}: {exc}") from None
+    return name, unfair, breaks, IndexingLiveModel(cfg, unfair)
+
+
+def _archival_model(args):
+    from checker.archival import ArchivalLiveModel
+    from model.archival_machine import ARCHIVAL_LIVENESS_VARIANTS
+
+    for opt in _NOT_ARCHIVAL:
+        if getattr(args, opt, None) is not None:
+            raise UserError(f"--{opt.replace('_', '-')}: not an option of --machine archival")
+    name = args.variant or "hudi"
+    lv = ARCHIVAL_LIVENESS_VARIANTS.get(name)
+    if lv is None:
+        raise UserError(f"--variant: unknown archival variant {name!r}; known: {', '.join(ARCHIVAL_LIVENESS_VARIANTS)}")
+    extra = {}
+    if args.writers is not None:
+        extra["writers"] = args.writers
+    if getattr(args, "failures", None) is not None:
+        extra["failures"] = args.failures
+    try:
+        cfg = lv.config(**extra)
+    except ValueError as exc:
+        flag = "--failures" if "failures" in str(exc) else "--writers"
+        raise UserError(f"{flag}: {exc}") from None
+    return name, lv.unfair, lv.breaks, ArchivalLiveModel(cfg, lv.unfair)
+
+
+def run_machine_liveness(args) -> int:
+    """``explore --machine indexing|archival --liveness``: the temporal properties of that machine."""
+    from checker.liveness import check_model_liveness, draw_lasso
+    from model.invariants.temporal import DESCRIPTIONS
+
+    if args.graph and Path(args.graph).suffix.lower() not in (".png", ".svg"):
+        raise UserError(f"--graph: {args.graph}: the file name must end in .png or .svg")
+    if args.max_states is not None and not 1 <= args.max_states <= 1_000_000_000:
+        raise UserError(f"--max-states: {args.max_states} is out of range; allowed 1..1,000,000,000")
+    build = _indexing_model if args.machine == "indexing" else _archival_model
+    name, unfair, breaks, model = build(args)
+    res = check_model_liveness(model, max_states=args.max_states)
+    fmt = model.format_action
+    report = {"machine": args.machine, "variant": name, "unfair": sorted(unfair), "must_break": list(breaks),
+              "states": res.states, "transitions": res.transitions, "fair_components": res.fair_components,
+              "components": res.components, "complete": res.complete, "cpu_s": round(res.cpu, 3),
+              "violations": {p: {"prefix": [fmt(a) for a in l.prefix], "cycle": [fmt(a) for a in l.cycle] or "stutter",
+                                 "obligation": repr(l.obligation), "detail": l.describe()}
+                             for p, l in res.violations.items()}}
+    if args.graph and res.violations:
+        draw_lasso(next(iter(res.violations.values())), args.graph)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"liveness of --machine {args.machine} {name} (unfair: {', '.join(sorted(unfair)) or 'none'}): "
+              f"{res.states:,} states, {res.fair_components:,} fair components, {res.cpu:.2f} CPU s")
+        if not res.complete:
+            print("  INCOMPLETE: --max-states reached")
+        for prop in model.properties:
+            lasso = res.violations.get(prop)
+            if lasso is None:
+                print(f"  holds     {prop}: {DESCRIPTIONS[prop]}")
+                continue
+            print(f"  VIOLATED  {lasso.describe()}")
+            for i, a in enumerate(lasso.prefix, start=1):
+                print(f"    {i:3d}. {fmt(a)}")
+            loop = ", ".join(fmt(a) for a in lasso.cycle) or "stutter"
+            print(f"    then forever: {loop}")
+        if res.violations:
+            print(f"  (replay: model.{'mdt.machine' if args.machine == 'indexing' else 'archival_machine'}.step "
+                  "from initial_state, the steps above)")
         if args.graph and res.violations:
             print(f"  lasso drawn to {args.graph}")
     return 0 if res.holds else 1

@@ -127,6 +127,8 @@ class IndexingConfig:
       inflight file, broken);
     * ``mdt_compaction`` / ``compaction_input``: one MDT compaction merging ``valid-only`` log entries
       (``getValidInstantTimestamps``) or ``all-logs`` (broken);
+    * ``heartbeat_check``: the catch-up skips a pending instant whose writer's heartbeat expired
+      (``False``, broken for liveness: it waits for every pending instant, also a dead writer's);
     * bounds: ``writers``, ``failures``, ``timeouts`` (catch-up timeouts), ``retries`` (schedules after
       an abort), ``drop`` (the index may be dropped once built).
     """
@@ -150,6 +152,7 @@ class IndexingConfig:
     timeouts: int = 0
     retries: int = 0
     drop: bool = False
+    heartbeat_check: bool = True
 
     def __post_init__(self):
         checks = [
@@ -260,6 +263,29 @@ def candidate_actions(cfg: IndexingConfig) -> list[tuple[str, str]]:
     if cfg.mdt_compaction:
         out.append((COMPACTOR, "compact"))
     return out
+
+
+WEAK, NONE = "weak", "none"
+
+#: Fairness per step (TLA+ ``WF_vars(A)``: a step continuously enabled from some point on is eventually
+#: taken), judged by :func:`checker.liveness.check_model_liveness` (issue #22). A writer's own steps are
+#: weakly fair (``BaseHoodieWriteClient#startCommit`` .. ``#commitStats`` run to the end unless the writer
+#: dies); ``fail`` is a fault (none). The rollback of a failed write is the LAZY cleaner's
+#: (``BaseHoodieTableServiceClient#rollbackFailedWrites``, run by the table services after commits): weakly
+#: fair. The indexer's steps after scheduling are weakly fair (``HoodieIndexer`` runs
+#: ``RunIndexActionExecutor#execute`` to the end), and so is its ``timeout``: the executor's own timer
+#: (``indexingCatchupTaskFuture.get(hoodie.metadata.index.check.timeout.seconds)`` -> ``#abort``), which fires
+#: whenever the catch-up keeps waiting. ``schedule`` and ``drop`` are a user's decisions (none): a table need
+#: not be indexed. The MDT compaction is a table service (weakly fair).
+FAIRNESS: dict[str, str] = {
+    "start": WEAK, "write": WEAK, "commit": WEAK, "complete": WEAK, "fail": NONE, "rollback": WEAK,
+    "schedule": NONE, "execute": WEAK, "catchup": WEAK, "timeout": WEAK, "drop": NONE, "compact": WEAK,
+}
+
+
+def fairness(action: tuple[str, str], unfair: frozenset = frozenset()) -> str:
+    """The fairness of ``action``'s step; steps named in ``unfair`` lose theirs (a liveness variant's design)."""
+    return NONE if action[1] in unfair else FAIRNESS[action[1]]
 
 
 def format_action(action: tuple[str, str]) -> str:
@@ -395,7 +421,9 @@ def _catchup_head(cfg: IndexingConfig, state: IndexingState) -> tuple[str, bool,
     inst = next((i for i in state.dt.find(t) if i.action is not IDX), None)
     dt_state = None if inst is None else ("completed" if inst.is_completed else "pending")
     writer = next((p for p in state.procs if p[2] == t), None)
-    alive = writer is not None and writer[1] not in (FAILED, ROLLED_BACK)
+    # HoodieHeartbeatClient#isHeartbeatExpired of the instant's writer; without the check (broken design) the
+    # catch-up takes every pending instant for a live writer's
+    alive = writer is not None and writer[1] not in (FAILED, ROLLED_BACK) if cfg.heartbeat_check else True
     m = state.mdt_tl.get(t, DC)
     part = state.mdt_partition(cfg.partition)
     wrote = part is not None and any(lg[0] == t and lg[1] in ("w", "i") for lg in part[2])
@@ -612,5 +640,5 @@ __all__ = [
     "IndexingConfig", "IndexingState", "Refused", "initial_state", "candidate_actions", "format_action", "step",
     "refusal", "enabled", "verdicts", "readable", "index_built", "describe", "INDEXER", "ROLLBACKER", "COMPACTOR",
     "BEFORE_LOCK", "IN_LOCK", "CONTIGUOUS", "LAST_COMPLETED", "SHORT", "HELD", "MDT_FIRST", "DT_FIRST",
-    "VALID_ONLY", "ALL_LOGS", "T0",
+    "VALID_ONLY", "ALL_LOGS", "T0", "FAIRNESS", "WEAK", "NONE", "fairness",
 ]

@@ -129,3 +129,60 @@ _V = [
 INDEXING_VARIANTS: dict[str, IndexingVariant] = {v.name: v for v in _V}
 
 __all__ = ["IndexingVariant", "INDEXING_VARIANTS"]
+
+
+@dataclass(frozen=True)
+class IndexingLivenessVariant:
+    """A design of the indexing machine judged by the temporal property ``index-build-resolved``
+    (:mod:`model.invariants.temporal`): an indexing variant (``base``) with config ``overrides`` and the steps
+    that are *not* weakly fair in it (``unfair``: names of :data:`model.mdt.machine.FAIRNESS`). ``breaks``: the
+    temporal properties it must violate (empty: it must satisfy all) at its bound."""
+
+    name: str
+    description: str
+    base: str = "hudi-1.x"
+    overrides: dict = field(default_factory=dict)
+    unfair: frozenset = frozenset()
+    breaks: tuple = ()
+
+    def config(self, **extra) -> IndexingConfig:
+        return INDEXING_VARIANTS[self.base].config(**{**self.overrides, **extra})
+
+
+_L = [
+    IndexingLivenessVariant("hudi-1.x", "Hudi 1.x's indexer beside two writers, every own step weakly fair."),
+    IndexingLivenessVariant(
+        "hudi-1.x-failures",
+        "hudi-1.x with a writer that dies mid-commit and no rollback of it (the cleaner's rollback not fair): the "
+        "catch-up skips the dead writer's instant (heartbeat expired) and finishes. MDT compaction off (15,959 "
+        "states at 2 writers; with --mdt-compaction it holds too: 98,425 states).",
+        base="hudi-1.x-failures", overrides={"mdt_compaction": False}, unfair=frozenset({"rollback"})),
+    IndexingLivenessVariant(
+        "hudi-1.x-abort-retry",
+        "hudi-1.x where the catch-up may time out (abort) and the index is scheduled again.",
+        base="hudi-1.x-abort-retry", overrides={"drop": False}),
+    IndexingLivenessVariant(
+        "indexer-holds-lock-times-out",
+        "The indexer holds the table lock through its catch-up, as indexer-holds-lock, but its catch-up timeout "
+        "(hoodie.metadata.index.check.timeout.seconds, weakly fair) aborts the build: safety's I17.writers-not-"
+        "blocked still breaks, the build still resolves.",
+        base="indexer-holds-lock", overrides={"timeouts": 1}),
+    IndexingLivenessVariant(
+        "indexer-holds-lock",
+        "The indexer takes the table lock at build time and holds it through the catch-up, with no catch-up "
+        "timeout: the catch-up waits for a live writer that waits for the lock to commit -- a deadlock; the "
+        "indexing instant stays inflight forever.",
+        base="indexer-holds-lock", overrides={"timeouts": 0}, breaks=("index-build-resolved",)),
+    IndexingLivenessVariant(
+        "catchup-ignores-heartbeat",
+        "The catch-up waits for every pending instant without checking its writer's heartbeat "
+        "(HoodieHeartbeatClient#isHeartbeatExpired), no catch-up timeout, and the failed write is never rolled "
+        "back (the cleaner's rollback not fair, e.g. hoodie.clean.automatic=false): a writer that died mid-commit "
+        "keeps the index build waiting forever.",
+        base="hudi-1.x-failures", overrides={"writers": 1, "heartbeat_check": False, "mdt_compaction": False},
+        unfair=frozenset({"rollback"}), breaks=("index-build-resolved",)),
+]
+
+INDEXING_LIVENESS_VARIANTS: dict[str, IndexingLivenessVariant] = {v.name: v for v in _L}
+
+__all__ += ["IndexingLivenessVariant", "INDEXING_LIVENESS_VARIANTS"]
