@@ -238,3 +238,52 @@ def test_fast_key_reader_equals_the_avro_decoder(tmp_path):
                 n += 1
     assert n >= 3
     assert mdt._avro_keys(b"\0\0\0\7\0\0\0\1") is None  # another block version: not read by the fast path
+
+
+def _dict_record_index(table, slices):
+    """The record index built record by record (the merge ``record_index_columns`` must equal)."""
+    out = {}
+    for s in slices:
+        for k, p in mdt.slice_keys(table.base_path, s).items():
+            out[k] = (p, s.file_id, s.base_instant)
+    return out
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_columnar_record_index_build_equals_the_record_by_record_merge(tmp_path, table_type):
+    """The indexer's build (``record_index_columns``: base-only slices read as two parquet columns, slices with
+    log files through ``slice_keys``; a later slice's entry for a key wins) gives the same index and the same
+    base HFile bytes as merging ``slice_keys`` record by record -- also when a key sits in two slices."""
+    path = tmp_path / "t"
+    make_table(path, table_type=table_type, commits=6)
+    t = read_table(path)
+    slices = t.view().latest_merged_file_slices()
+    if table_type == "MERGE_ON_READ":
+        assert any(s.log_files for s in slices) and any(not s.log_files for s in slices)
+    for order in (slices, slices[::-1], slices + slices[:2]):  # a key in two slices: the later wins
+        want = _dict_record_index(t, order)
+        keys, locs, idx = mdt.record_index_columns(t.base_path, order)
+        got = dict(zip(keys.to_pylist(), (locs[i] for i in idx)))
+        assert got == want and keys.to_pylist() == sorted(want)
+        vals = [mdt.encode(mdt._record(mdt.TYPE_RECORD_INDEX, rli=mdt.rli_info(*loc))) for loc in locs]
+        assert mdt.base_hfile_columns(keys, vals, idx) == mdt.base_hfile(mdt.rli_cells(want))
+    empty = mdt.record_index_columns(t.base_path, [])
+    assert len(empty[0]) == 0 and mdt.base_hfile_columns(*empty) == mdt.base_hfile([])
+
+
+def test_commit_entries_without_keys_reads_no_data_file(tmp_path):
+    """With no record index written, a commit's MDT entries are its files only: no data file is opened (the
+    same files, no keys), so a missing data file does not matter then."""
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    t = clock()
+    w.start(t)
+    r = w.write_batch(t, batch(random.Random(5), 20, 60, 9), "upsert")
+    full = mdt.commit_entries(path, t, r.write_stats)
+    assert full[1]
+    for s in r.write_stats:
+        os.unlink(path / s["path"])
+    files_only = mdt.commit_entries(path, t, r.write_stats, keys=False)
+    assert files_only == (full[0], {}, {}, full[3])
+    with pytest.raises(FileNotFoundError):
+        mdt.commit_entries(path, t, r.write_stats)
