@@ -7,22 +7,29 @@ write path the pipeline's coordinator calls), then copied twice so both runs sta
 
 * ``--mode pipeline`` (default): after a warm-up run, the real Spark pipeline (async coordinator,
   ``--pipeline-records`` records in ``--pipeline-batches`` batches, 30 % updates) writes into copy A alone,
-  then into copy B with ``hoodie-lab index --type record_index`` started as a separate process when the
-  pipeline starts. Throughput = records per batch / the mean gap between consecutive commits (their completion
-  times; the first commit left out): alone over the whole run, beside over the gaps that ended while the
-  indexer process was running. The whole runs' records/s are printed too.
+  then into copy B with ``hoodie-lab index --type record_index`` started as a separate process once
+  ``--indexer-after`` commits of the run completed (the pipeline in its steady state; the same timeline
+  watcher polls in both runs). Throughput alone = records per batch / the mean gap between consecutive
+  commits (their completion times; the first commit left out). Throughput beside = over the indexer's
+  window (its process's start to its exit): each commit gap overlapping the window counts with the share of
+  its batch that falls inside (records committed at a steady rate between two commits), over the part of the
+  window the gaps cover (:func:`window_rps`). Also printed: over the gaps that *ended* in the window (the
+  earlier measure) and over the whole runs.
 * ``--mode writer``: no Spark; the writer commits ``--commits`` upserts of ``--batch`` records alone on A, then
   on B beside the indexer until the indexer ends; throughput over the commits made while it was alive.
 
 The indexer runs in its own session (``setsid``): a separate job, as Hudi's ``HoodieIndexer`` is; with the
 kernel's autogroup scheduling a child in the benchmark's own session would split the writer's CPU share.
+``--indexer-nice N``: the indexer's process and its session's autogroup at nice N (a background job at low
+priority; default 0, not niced).
 Figures: records/s alone and beside the indexer and their ratio; the indexer's build and catch-up seconds,
 records indexed, catch-up decisions; whether the audit of B holds (``MDT.record-index``: the index equals a
 rebuild). Target: the ratio is >= 0.90; exit 1 when it is not or the audit fails. The figures depend on the
 machine's load: say what else ran.
 
     python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer] [--records N] [--seed S]
-        [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--keep]
+        [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--indexer-after K]
+        [--indexer-nice N] [--keep]
 """
 
 from __future__ import annotations
@@ -121,7 +128,7 @@ def run_writer(path: Path, clock: Clock, *, existing: int, batch: int, commits: 
     return out
 
 
-def _indexer(table: Path) -> subprocess.Popen:
+def _indexer(table: Path, nice: int = 0) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     cmd = [sys.executable, "-m", "hoodie_lab.cli", "index", str(table), "--type", "record_index",
            "--concurrency-mode", "optimistic_concurrency_control", "--lock-provider", "filesystem",
@@ -129,23 +136,65 @@ def _indexer(table: Path) -> subprocess.Popen:
     # its own session: a separate job, as Hudi's HoodieIndexer is (with the kernel's autogroup scheduling a
     # child in the benchmark's session would split the benchmark's CPU share instead of taking its own)
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=(lambda: _lower_priority(nice)) if nice else None)
 
 
-def _commit_gaps(table: Path, after: float = 0.0, until: float = float("inf")) -> list[float]:
-    """Seconds between consecutive data commits (their completion times, wall clock) of the pipeline's run,
-    the first one left out (it includes the query's start); only gaps ending in [after, until]."""
+def _lower_priority(nice: int) -> None:
+    """In the indexer's process (after ``setsid``): ``nice`` it, and its session's autogroup too -- with
+    autogroup scheduling a process's nice value only ranks it within its own session's group, the group's
+    (``/proc/self/autogroup``) ranks the group against the others (sched(7))."""
+    os.nice(nice)
+    try:
+        with open("/proc/self/autogroup", "w") as fh:
+            fh.write(str(nice))
+    except OSError:
+        pass  # no autogroup scheduling: the process's nice value is what counts
+
+
+def _commit_gaps(table: Path, after: float = 0.0) -> list[tuple[float, float]]:
+    """(start, end) in wall-clock seconds of the intervals between consecutive data commits (their
+    completion times) of the pipeline's run, those completed at or after ``after``: the first commit's
+    interval is left out (it includes the query's start)."""
     from lakeio.ondisk.reader import read_table
     from model.instant import to_millis
 
     done = sorted(c for c in (to_millis(i.completion_time) / 1000 for i in read_table(table).timeline.completed()
                               if i.action.value == "deltacommit") if c >= after)  # the run's own commits
-    return [b - a for a, b in zip(done, done[1:]) if b <= until]
+    return list(zip(done, done[1:]))
+
+
+def window_rps(gaps: list[tuple[float, float]], per_batch: float, start: float, end: float) -> tuple[float, float]:
+    """The pipeline's records/s over the window [start, end]: every commit gap overlapping it counts with the
+    share of the gap inside the window (its batch's records committed at a steady rate between the two
+    commits), over the part of the window the gaps cover; and that covered part in seconds."""
+    recs = covered = 0.0
+    for a, b in gaps:
+        ov = min(b, end) - max(a, start)
+        if ov > 0 and b > a:
+            recs += per_batch * ov / (b - a)
+            covered += ov
+    return (recs / covered if covered else float("nan")), covered
+
+
+def _after_commits(table: Path, start: float, n: int, stop) -> None:
+    """Wait until ``n`` data commits completed on ``table`` since ``start`` (polls the timeline folder every
+    20 ms: completed files ``<requested>_<completion>.deltacommit``; gives up when ``stop`` is set)."""
+    from model.instant import to_millis
+
+    tl = table / ".hoodie" / "timeline"
+    while not stop.is_set():
+        done = sum(1 for x in os.listdir(tl) if x.endswith(".deltacommit") and "_" in x
+                   and to_millis(x[:-len(".deltacommit")].split("_")[1][:17]) / 1000 >= start)
+        if done >= n:
+            return
+        time.sleep(0.02)
 
 
 def pipeline_runs(tmp: Path, a: Path, b: Path, args) -> dict:
-    """Both pipeline runs; records/s over the whole run and per commit gap (alone: every gap of the run;
-    beside: the gaps that ended while the indexer was running)."""
+    """Both pipeline runs (the same watcher polls the timeline in both); in the second the indexer starts
+    once ``--indexer-after`` commits of the run completed (the pipeline in its steady state). Records/s over
+    the whole run, alone over every commit gap of the run, beside over the indexer's window (from its start
+    to its exit; :func:`window_rps`) and over the gaps that ended in the window."""
     import threading
 
     from pipeline.job import prepare_run, run_job
@@ -156,34 +205,45 @@ def pipeline_runs(tmp: Path, a: Path, b: Path, args) -> dict:
     prepare_run(warm, mode="async", table_type="mor", table_version=8, records=2_000, batches=2, seed=args.seed)
     run_job(warm, spark=spark, progress=None)
     per_batch = args.pipeline_records / args.pipeline_batches
-    res: dict = {}
+    res: dict = {"per_batch": per_batch}
     for table, beside in ((a, False), (b, True)):
         root = tmp / f"run-{'beside' if beside else 'alone'}"
         prepare_run(root, mode="async", table_type="mor", table_version=8, records=args.pipeline_records,
                     batches=args.pipeline_batches, seed=args.seed, table=str(table))
         start = time.time()
-        if beside:
-            proc = _indexer(table)
-            box: dict = {}
+        box: dict = {}
+        stop = threading.Event()
 
-            def wait():
-                box["out"], box["err"] = proc.communicate()
-                box["end"] = time.time()
+        def watch(table=table, start=start, beside=beside):
+            _after_commits(table, start, args.indexer_after, stop)
+            if not beside or stop.is_set():
+                return
+            box["start"] = time.time()
+            proc = box["proc"] = _indexer(table, args.indexer_nice)
+            box["out"], box["err"] = proc.communicate()
+            box["end"] = time.time()
 
-            th = threading.Thread(target=wait)
-            th.start()
+        th = threading.Thread(target=watch)
+        th.start()
         s = run_job(root, spark=spark, progress=None)
+        stop.set()  # the alone run's watcher (and a beside run that ended before its start) stop here
+        th.join()
         key = "beside" if beside else "alone"
         res[f"{key}_run_rps"] = args.pipeline_records / s["seconds"]
         res[f"{key}_seconds"] = time.time() - start
-        if beside:
-            th.join()
-            gaps = _commit_gaps(table, start, box["end"])
-            res.update(proc=proc, out=box["out"], err=box["err"], idx_wall=box["end"] - start)
-        else:
-            gaps = _commit_gaps(table, start)
+        gaps = _commit_gaps(table, start)
         res[f"{key}_gaps"] = gaps
-        res[f"{key}_rps"] = per_batch / (sum(gaps) / len(gaps)) if gaps else float("nan")
+        if beside:
+            if "proc" not in box:
+                raise SystemExit("the pipeline ended before the indexer was to start: nothing measured")
+            ws, we = box["start"], box["end"]
+            res.update(proc=box["proc"], out=box["out"], err=box["err"], idx_wall=we - ws, idx_start=ws - start)
+            res["beside_rps"], res["covered"] = window_rps(gaps, per_batch, ws, we)
+            ended = [y - x for x, y in gaps if ws <= y <= we]
+            res["ended_gaps"] = len(ended)
+            res["ended_rps"] = per_batch / (sum(ended) / len(ended)) if ended else float("nan")
+        else:
+            res["alone_rps"] = per_batch / (sum(y - x for x, y in gaps) / len(gaps)) if gaps else float("nan")
     return res
 
 
@@ -197,6 +257,10 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=20_000)
     ap.add_argument("--commits", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--indexer-after", type=int, default=2,
+                    help="start the indexer when this many pipeline commits of the run completed (pipeline mode)")
+    ap.add_argument("--indexer-nice", type=int, default=0,
+                    help="run the indexer at this nice value (and its session's autogroup); 0: not niced")
     ap.add_argument("--keep", action="store_true", help="keep the tables (printed)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -204,7 +268,8 @@ def main(argv=None) -> int:
         args.pipeline_records, args.pipeline_batches = 10_000, 4
     from lakeio.audit import audit_table
 
-    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed})", flush=True)
+    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); indexer nice "
+          f"{args.indexer_nice}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-indexing-"))
     try:
         clock = Clock()
@@ -218,11 +283,11 @@ def main(argv=None) -> int:
             r = pipeline_runs(tmp, a, b, args)
             proc, out, err = r["proc"], r["out"], r["err"]
             rps_alone, rps_beside = r["alone_rps"], r["beside_rps"]
-            what = (f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches; throughput "
-                    f"per commit gap: {len(r['alone_gaps'])} gaps alone, {len(r['beside_gaps'])} while the "
-                    f"indexer ran)")
-            if not r["beside_gaps"]:
-                print("no pipeline commit completed while the indexer ran: no overlap measured")
+            what = (f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches; alone over "
+                    f"its {len(r['alone_gaps'])} commit gaps; beside over the indexer's window, "
+                    f"{r['covered']:.1f} of its {r['idx_wall']:.1f} s covered by commit gaps)")
+            if not r["covered"]:
+                print("no pipeline commit gap overlapped the indexer's window: no overlap measured")
                 return 1
         else:
             wclock = Clock()
@@ -232,7 +297,7 @@ def main(argv=None) -> int:
             rps_alone = len(alone) * args.batch / sum(e - s for s, e, _ in alone)
             wclock2 = Clock()
             wclock2.ms = clock.ms + 1000
-            proc = _indexer(b)
+            proc = _indexer(b, args.indexer_nice)
             beside = run_writer(b, wclock2, existing=args.records, batch=args.batch, commits=args.commits,
                                 seed=args.seed, while_alive=lambda: proc.poll() is None)
             out, err = proc.communicate()
@@ -253,9 +318,12 @@ def main(argv=None) -> int:
         print(f"{what}: alone {rps_alone:,.0f} records/s, beside the indexer {rps_beside:,.0f} records/s "
               f"({ratio:.1%})")
         if args.mode == "pipeline":
+            ended = r["ended_rps"] / rps_alone
+            print(f"over the {r['ended_gaps']} commit gaps that ended while the indexer ran: "
+                  f"{r['ended_rps']:,.0f} records/s ({ended:.1%})")
             print(f"whole runs: alone {r['alone_run_rps']:,.0f} records/s in {r['alone_seconds']:.1f} s, beside "
                   f"{r['beside_run_rps']:,.0f} records/s in {r['beside_seconds']:.1f} s; the indexer process "
-                  f"ran {r['idx_wall']:.1f} s of it")
+                  f"ran {r['idx_wall']:.1f} s of it, from {r['idx_start']:.1f} s on")
         print(f"indexer: {rep['base_records']:,} records built in {rep['build_s']:.1f} s, catch-up "
               f"{rep['catchup_s']:.1f} s over {len(rep['decisions'])} instants ({counts})")
         t0 = time.perf_counter()
@@ -266,6 +334,7 @@ def main(argv=None) -> int:
         print(f"target throughput >= 90 % beside the indexer: {'met' if target else 'NOT met'}")
         if args.keep:
             print(f"tables kept in {tmp}")
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0 if target and ok else 1
     finally:
         if not args.keep:
