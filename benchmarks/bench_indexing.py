@@ -29,7 +29,7 @@ machine's load: say what else ran.
 
     python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer] [--records N] [--seed S]
         [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--indexer-after K]
-        [--indexer-nice N] [--keep]
+        [--rounds R] [--indexer-nice N] [--keep]
 """
 
 from __future__ import annotations
@@ -190,13 +190,57 @@ def _after_commits(table: Path, start: float, n: int, stop) -> None:
         time.sleep(0.02)
 
 
-def pipeline_runs(tmp: Path, a: Path, b: Path, args) -> dict:
-    """Both pipeline runs (the same watcher polls the timeline in both); in the second the indexer starts
-    once ``--indexer-after`` commits of the run completed (the pipeline in its steady state). Records/s over
-    the whole run, alone over every commit gap of the run, beside over the indexer's window (from its start
-    to its exit; :func:`window_rps`) and over the gaps that ended in the window."""
+def _pipeline_run(tmp: Path, name: str, table: Path, args, spark, beside: bool) -> dict:
+    """One pipeline run into ``table``; with ``beside`` the indexer starts once ``--indexer-after`` commits of
+    the run completed (the same timeline watcher polls in both kinds of run)."""
     import threading
 
+    from pipeline.job import prepare_run, run_job
+
+    per_batch = args.pipeline_records / args.pipeline_batches
+    root = tmp / f"run-{name}"
+    prepare_run(root, mode="async", table_type="mor", table_version=8, records=args.pipeline_records,
+                batches=args.pipeline_batches, seed=args.seed, table=str(table))
+    start = time.time()
+    box: dict = {}
+    stop = threading.Event()
+
+    def watch():
+        _after_commits(table, start, args.indexer_after, stop)
+        if not beside or stop.is_set():
+            return
+        box["start"] = time.time()
+        proc = box["proc"] = _indexer(table, args.indexer_nice)
+        box["out"], box["err"] = proc.communicate()
+        box["end"] = time.time()
+
+    th = threading.Thread(target=watch)
+    th.start()
+    s = run_job(root, spark=spark, progress=None)
+    stop.set()  # the alone run's watcher (and a beside run that ended before its start) stop here
+    th.join()
+    res = {"run_rps": args.pipeline_records / s["seconds"], "seconds": time.time() - start}
+    gaps = res["gaps"] = _commit_gaps(table, start)
+    if not beside:
+        res["rps"] = per_batch / (sum(y - x for x, y in gaps) / len(gaps)) if gaps else float("nan")
+        return res
+    if "proc" not in box:
+        raise SystemExit("the pipeline ended before the indexer was to start: nothing measured")
+    ws, we = box["start"], box["end"]
+    res.update(proc=box["proc"], out=box["out"], err=box["err"], idx_wall=we - ws, idx_start=ws - start)
+    res["rps"], res["covered"] = window_rps(gaps, per_batch, ws, we)
+    res["window_records"] = res["rps"] * res["covered"] if res["covered"] else 0.0
+    ended = [y - x for x, y in gaps if ws <= y <= we]
+    res["ended_gaps"] = len(ended)
+    res["ended_rps"] = per_batch / (sum(ended) / len(ended)) if ended else float("nan")
+    return res
+
+
+def pipeline_rounds(tmp: Path, src: Path, args) -> list[tuple[dict, dict, Path]]:
+    """``--rounds`` pairs of pipeline runs, each into fresh copies of ``src``: alone, then beside the indexer,
+    the order swapped every other round (a load that drifts during a pair then counts against both sides).
+    Records/s over the whole run; alone over every commit gap of the run; beside over the indexer's window
+    (its process's start to its exit; :func:`window_rps`) and over the gaps that ended in it."""
     from pipeline.job import prepare_run, run_job
     from pipeline.spark import get_spark
 
@@ -204,47 +248,29 @@ def pipeline_runs(tmp: Path, a: Path, b: Path, args) -> dict:
     warm = tmp / "run-warm-up"  # Spark's first query pays its start-up: not counted
     prepare_run(warm, mode="async", table_type="mor", table_version=8, records=2_000, batches=2, seed=args.seed)
     run_job(warm, spark=spark, progress=None)
-    per_batch = args.pipeline_records / args.pipeline_batches
-    res: dict = {"per_batch": per_batch}
-    for table, beside in ((a, False), (b, True)):
-        root = tmp / f"run-{'beside' if beside else 'alone'}"
-        prepare_run(root, mode="async", table_type="mor", table_version=8, records=args.pipeline_records,
-                    batches=args.pipeline_batches, seed=args.seed, table=str(table))
-        start = time.time()
-        box: dict = {}
-        stop = threading.Event()
+    out = []
+    for i in range(args.rounds):
+        a, b = tmp / f"alone-{i}", tmp / f"beside-{i}"
+        shutil.copytree(src, a)
+        shutil.copytree(src, b)
+        got = {}
+        for beside in ((False, True) if i % 2 == 0 else (True, False)):
+            got[beside] = _pipeline_run(tmp, f"{'beside' if beside else 'alone'}-{i}", b if beside else a, args,
+                                        spark, beside)
+        out.append((got[False], got[True], b))
+        if i < args.rounds - 1:
+            shutil.rmtree(a, ignore_errors=True)
+            shutil.rmtree(b, ignore_errors=True)
+    return out
 
-        def watch(table=table, start=start, beside=beside):
-            _after_commits(table, start, args.indexer_after, stop)
-            if not beside or stop.is_set():
-                return
-            box["start"] = time.time()
-            proc = box["proc"] = _indexer(table, args.indexer_nice)
-            box["out"], box["err"] = proc.communicate()
-            box["end"] = time.time()
 
-        th = threading.Thread(target=watch)
-        th.start()
-        s = run_job(root, spark=spark, progress=None)
-        stop.set()  # the alone run's watcher (and a beside run that ended before its start) stop here
-        th.join()
-        key = "beside" if beside else "alone"
-        res[f"{key}_run_rps"] = args.pipeline_records / s["seconds"]
-        res[f"{key}_seconds"] = time.time() - start
-        gaps = _commit_gaps(table, start)
-        res[f"{key}_gaps"] = gaps
-        if beside:
-            if "proc" not in box:
-                raise SystemExit("the pipeline ended before the indexer was to start: nothing measured")
-            ws, we = box["start"], box["end"]
-            res.update(proc=box["proc"], out=box["out"], err=box["err"], idx_wall=we - ws, idx_start=ws - start)
-            res["beside_rps"], res["covered"] = window_rps(gaps, per_batch, ws, we)
-            ended = [y - x for x, y in gaps if ws <= y <= we]
-            res["ended_gaps"] = len(ended)
-            res["ended_rps"] = per_batch / (sum(ended) / len(ended)) if ended else float("nan")
-        else:
-            res["alone_rps"] = per_batch / (sum(y - x for x, y in gaps) / len(gaps)) if gaps else float("nan")
-    return res
+def _indexer_line(out: str) -> str:
+    rep = json.loads(out)
+    counts: dict[str, int] = {}
+    for _, d in rep["decisions"]:
+        counts[d] = counts.get(d, 0) + 1
+    return (f"indexer: {rep['base_records']:,} records built in {rep['build_s']:.1f} s, catch-up "
+            f"{rep['catchup_s']:.1f} s over {len(rep['decisions'])} instants ({counts})")
 
 
 def main(argv=None) -> int:
@@ -259,6 +285,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--indexer-after", type=int, default=2,
                     help="start the indexer when this many pipeline commits of the run completed (pipeline mode)")
+    ap.add_argument("--rounds", type=int, default=1, help="pairs of pipeline runs (pipeline mode)")
     ap.add_argument("--indexer-nice", type=int, default=0,
                     help="run the indexer at this nice value (and its session's autogroup); 0: not niced")
     ap.add_argument("--keep", action="store_true", help="keep the tables (printed)")
@@ -276,20 +303,39 @@ def main(argv=None) -> int:
         src = tmp / "src"
         built = build_table(src, args.records, 100_000, clock)
         print(f"table: {args.records:,} records in {built:.1f} s ({src})", flush=True)
-        a, b = tmp / "alone", tmp / "beside"
-        shutil.copytree(src, a)
-        shutil.copytree(src, b)
         if args.mode == "pipeline":
-            r = pipeline_runs(tmp, a, b, args)
-            proc, out, err = r["proc"], r["out"], r["err"]
-            rps_alone, rps_beside = r["alone_rps"], r["beside_rps"]
-            what = (f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches; alone over "
-                    f"its {len(r['alone_gaps'])} commit gaps; beside over the indexer's window, "
-                    f"{r['covered']:.1f} of its {r['idx_wall']:.1f} s covered by commit gaps)")
-            if not r["covered"]:
-                print("no pipeline commit gap overlapped the indexer's window: no overlap measured")
-                return 1
+            rounds = pipeline_rounds(tmp, src, args)
+            per_batch = args.pipeline_records / args.pipeline_batches
+            for i, (al, be, _) in enumerate(rounds):
+                if be["proc"].returncode != 0:
+                    print(f"indexer failed (exit {be['proc'].returncode}): {be['err'].strip()}")
+                    return 1
+                if not be["covered"]:
+                    print(f"round {i + 1}: no pipeline commit gap overlapped the indexer's window: no overlap measured")
+                    return 1
+                print(f"round {i + 1} ({'alone first' if i % 2 == 0 else 'beside first'}): alone "
+                      f"{al['rps']:,.0f} records/s over its {len(al['gaps'])} commit gaps; beside the indexer "
+                      f"{be['rps']:,.0f} records/s over its window ({be['rps'] / al['rps']:.1%}; {be['covered']:.1f} "
+                      f"of the indexer's {be['idx_wall']:.1f} s covered by commit gaps, from {be['idx_start']:.1f} s "
+                      f"on); over the {be['ended_gaps']} gaps that ended in it {be['ended_rps']:,.0f} "
+                      f"({be['ended_rps'] / al['rps']:.1%}); whole runs {al['run_rps']:,.0f} and {be['run_rps']:,.0f} "
+                      f"({be['run_rps'] / al['run_rps']:.1%})")
+                print(f"  {_indexer_line(be['out'])}")
+            gaps_alone = [g for al, _, _ in rounds for g in al["gaps"]]
+            rps_alone = per_batch * len(gaps_alone) / sum(y - x for x, y in gaps_alone)
+            covered = sum(be["covered"] for _, be, _ in rounds)
+            rps_beside = sum(be["window_records"] for _, be, _ in rounds) / covered
+            ratio = rps_beside / rps_alone
+            each = ", ".join(f"{be['rps'] / al['rps']:.1%}" for al, be, _ in rounds)
+            print(f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches, {len(rounds)} "
+                  f"round(s)), pooled: alone {rps_alone:,.0f} records/s over {len(gaps_alone)} commit gaps, beside "
+                  f"the indexer {rps_beside:,.0f} records/s over {covered:.1f} s of its windows ({ratio:.1%}); "
+                  f"per round {each}")
+            b = rounds[-1][2]
         else:
+            a, b = tmp / "alone", tmp / "beside"
+            shutil.copytree(src, a)
+            shutil.copytree(src, b)
             wclock = Clock()
             wclock.ms = clock.ms + 1000
             alone = run_writer(a, wclock, existing=args.records, batch=args.batch, commits=args.commits,
@@ -305,31 +351,18 @@ def main(argv=None) -> int:
             if not during:
                 print("the indexer finished before the writer's first commit: no overlap measured")
                 return 1
+            if proc.returncode != 0:
+                print(f"indexer failed (exit {proc.returncode}): {err.strip()}")
+                return 1
             rps_beside = len(during) * args.batch / sum(e - s for s, e in during)
-            what = f"writer ({args.batch:,}-record commits; {len(during)} while the indexer ran)"
-        if proc.returncode != 0:
-            print(f"indexer failed (exit {proc.returncode}): {err.strip()}")
-            return 1
-        rep = json.loads(out)
-        ratio = rps_beside / rps_alone
-        counts: dict[str, int] = {}
-        for _, d in rep["decisions"]:
-            counts[d] = counts.get(d, 0) + 1
-        print(f"{what}: alone {rps_alone:,.0f} records/s, beside the indexer {rps_beside:,.0f} records/s "
-              f"({ratio:.1%})")
-        if args.mode == "pipeline":
-            ended = r["ended_rps"] / rps_alone
-            print(f"over the {r['ended_gaps']} commit gaps that ended while the indexer ran: "
-                  f"{r['ended_rps']:,.0f} records/s ({ended:.1%})")
-            print(f"whole runs: alone {r['alone_run_rps']:,.0f} records/s in {r['alone_seconds']:.1f} s, beside "
-                  f"{r['beside_run_rps']:,.0f} records/s in {r['beside_seconds']:.1f} s; the indexer process "
-                  f"ran {r['idx_wall']:.1f} s of it, from {r['idx_start']:.1f} s on")
-        print(f"indexer: {rep['base_records']:,} records built in {rep['build_s']:.1f} s, catch-up "
-              f"{rep['catchup_s']:.1f} s over {len(rep['decisions'])} instants ({counts})")
+            ratio = rps_beside / rps_alone
+            print(f"writer ({args.batch:,}-record commits; {len(during)} while the indexer ran): alone "
+                  f"{rps_alone:,.0f} records/s, beside the indexer {rps_beside:,.0f} records/s ({ratio:.1%})")
+            print(_indexer_line(out))
         t0 = time.perf_counter()
         res = audit_table(str(b))
         ok = next(v for v in res.verdicts if v.invariant == "MDT.record-index").holds and res.exit_code == 0
-        print(f"audit of the indexed table: {'holds' if ok else 'VIOLATED'} ({time.perf_counter() - t0:.1f} s)")
+        print(f"audit of the (last) indexed table: {'holds' if ok else 'VIOLATED'} ({time.perf_counter() - t0:.1f} s)")
         target = ratio >= 0.90
         print(f"target throughput >= 90 % beside the indexer: {'met' if target else 'NOT met'}")
         if args.keep:
