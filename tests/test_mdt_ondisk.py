@@ -287,3 +287,38 @@ def test_commit_entries_without_keys_reads_no_data_file(tmp_path):
     assert files_only == (full[0], {}, {}, full[3])
     with pytest.raises(FileNotFoundError):
         mdt.commit_entries(path, t, r.write_stats)
+
+
+def test_fast_key_reader_reads_long_keys_and_refuses_other_layouts(tmp_path):
+    """Keys of 63+ bytes have multi-byte length varints (and non-ASCII keys count bytes, not characters): the
+    all-records-at-once reader gives what fastavro gives; a truncated or re-laid-out block is not read by it."""
+    import pyarrow as pa
+
+    from lakeio.hudiformat.logfile import AVRO_DATA_BLOCK, read_log_file
+
+    path = tmp_path / "t"
+    w = writer(path)
+    clock = Clock()
+    keys = [("é" * (i % 90)) + f"key-{i:04d}-" + "x" * (i * 7 % 300) for i in range(120)]
+
+    def recs(ts):
+        return pa.table({"key": keys, "ts": [ts] * len(keys), "partition": [f"p{i % 3}" for i in range(len(keys))],
+                         "v": [float(i) for i in range(len(keys))], "_hoodie_is_deleted": [False] * len(keys)})
+
+    commit(w, clock, recs(0))
+    commit(w, clock, recs(1))  # updates: Avro data blocks in log files
+    n = 0
+    for f in path.rglob(".*.log.*"):
+        if ".hoodie" in f.parts:
+            continue
+        for b in read_log_file(str(f)):
+            if b.block_type == AVRO_DATA_BLOCK:
+                slow = [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
+                assert mdt._avro_keys(b.content) == slow
+                assert any(len(k.encode()) > 63 for k, _ in slow)
+                assert mdt._avro_keys(b.content[:len(b.content) // 2]) is None  # truncated: not guessed
+                bad = bytearray(b.content)
+                bad[12] = 4  # the first record's first field: a union branch that is not null/string
+                assert mdt._avro_keys(bytes(bad)) is None
+                n += 1
+    assert n >= 3

@@ -490,43 +490,65 @@ _META_UNION = ["null", "string"]
 def _avro_keys(content: bytes) -> list[tuple[str, str]] | None:
     """(record key, partition path) of an Avro data block read from the first four fields of each record
     (``_hoodie_commit_time``, ``_hoodie_commit_seqno``, ``_hoodie_record_key``, ``_hoodie_partition_path``,
-    each a ``["null","string"]`` union) and skipping the rest by the record's length prefix; ``None`` when
-    the block is not laid out that way."""
+    each a ``["null","string"]`` union: branch 0 null, branch 2 = zigzag 2 for the string's zigzag-varint length
+    and bytes) and skipping the rest by the record's length prefix; ``None`` when the block is not laid out
+    that way. The fields are parsed for all records at once (numpy), not record by record."""
     import struct as _s
+
+    import numpy as np
 
     if len(content) < 8:
         return None
     version, count = _s.unpack_from(">II", content, 0)
     if version != lf.BLOCK_VERSION:
         return None
-    out, i = [], 8
-    for _ in range(count):
-        (n,) = _s.unpack_from(">I", content, i)
-        j, end, vals = i + 4, i + 4 + n, []
-        for _f in range(4):
-            branch = content[j]
-            j += 1
-            if branch == 0:
-                vals.append(None)
-                continue
-            if branch != 2:
-                return None
-            ln, shift = 0, 0
-            while True:
-                b = content[j]
-                j += 1
-                ln |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
-            ln = (ln >> 1) ^ -(ln & 1)
-            vals.append(content[j:j + ln].decode())
-            j += ln
-        if j > end or vals[2] is None:
+    starts = np.empty(count, dtype=np.int64)
+    ends = np.empty(count, dtype=np.int64)
+    i, unpack = 8, _s.Struct(">I").unpack_from
+    try:
+        for r in range(count):  # the records' length prefixes: one read each
+            (n,) = unpack(content, i)
+            starts[r], ends[r] = i + 4, i + 4 + n
+            i += 4 + n
+    except _s.error:
+        return None
+    if count and ends[-1] > len(content):
+        return None
+    buf = np.frombuffer(content, dtype=np.uint8)
+    pos = starts.copy()
+    fields = []
+    for _f in range(4):
+        if count and (pos >= ends).any():
             return None
-        out.append((vals[2], vals[3]))
-        i = end
-    return out
+        branch = buf[pos] if count else np.zeros(0, dtype=np.uint8)
+        if ((branch != 0) & (branch != 2)).any():
+            return None
+        pos = pos + 1
+        is_str = branch == 2
+        ln = np.zeros(count, dtype=np.int64)
+        shift = 0
+        more = is_str.copy()
+        while more.any():  # the zigzag varint of each string's length, all records at once
+            if shift > 63 or (pos[more] >= ends[more]).any():
+                return None
+            b = buf[pos[more]].astype(np.int64)
+            ln[more] |= (b & 0x7F) << shift
+            pos[more] += 1
+            cont = np.zeros(count, dtype=bool)
+            cont[more] = (b & 0x80) != 0
+            more = cont
+            shift += 7
+        ln = (ln >> 1) ^ -(ln & 1)
+        if (ln < 0).any() or (pos + ln > ends).any():
+            return None
+        fields.append((pos, ln, is_str))
+        pos = pos + ln
+    (kp, kl, ks), (pp, pl, ps) = fields[2], fields[3]
+    if not ks.all():
+        return None
+    keys = [content[a:a + n].decode() for a, n in zip(kp.tolist(), kl.tolist())]
+    parts = [content[a:a + n].decode() if st else None for a, n, st in zip(pp.tolist(), pl.tolist(), ps.tolist())]
+    return list(zip(keys, parts))
 
 
 def block_keys(block, partition: str) -> list[tuple[str, str]]:
