@@ -354,7 +354,7 @@ def write_hfile_columns(keys, values, file_info: dict[str, bytes] | None = None,
         if pc.any(same).as_py():
             first = pc.index(same, True).as_py()
             raise ValueError(f"duplicate HFile key {karr[first].as_py()!r}")
-    rows = karr.cast(pa.binary())
+    rows, varr = karr.cast(pa.large_binary()), varr.cast(pa.large_binary())  # 64-bit offsets: no 2 GiB limit
     rlen = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype(np.int64)
     vlen = pc.binary_length(varr).to_numpy(zero_copy_only=False).astype(np.int64)
     if n and rlen.max() > 0x7FFF:
@@ -363,14 +363,14 @@ def write_hfile_columns(keys, values, file_info: dict[str, bytes] | None = None,
     # a cell: i32 key length, i32 value length, u16 row length, row, family/timestamp/type, value, vlong 0
     head = np.empty(n, dtype=[("k", ">i4"), ("v", ">i4"), ("r", ">u2")])
     head["k"], head["v"], head["r"] = rlen + 12, vlen, rlen
-    head_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(np.arange(0, 10 * n + 1, 10,
-                                                                                   dtype=np.int32)),
-                                                      pa.py_buffer(head.tobytes())])
-    joined = pc.binary_join_element_wise(head_arr, rows, pa.scalar(_KEY_SUFFIX, pa.binary()), varr,
-                                         pa.scalar(b"\0", pa.binary()), pa.scalar(b"", pa.binary()))
+    lb = pa.large_binary()
+    head_arr = pa.Array.from_buffers(lb, n, [None, pa.py_buffer(np.arange(0, 10 * n + 1, 10, dtype=np.int64)),
+                                             pa.py_buffer(head.tobytes())])
+    joined = pc.binary_join_element_wise(head_arr, rows, pa.scalar(_KEY_SUFFIX, lb), varr, pa.scalar(b"\0", lb),
+                                         pa.scalar(b"", lb))
     _, offs, payload = joined.buffers()
-    ends = np.frombuffer(offs, dtype=np.int32, count=n + 1, offset=4 * joined.offset)[1:].astype(np.int64)
-    base = int(np.frombuffer(offs, dtype=np.int32, count=1, offset=4 * joined.offset)[0]) if n else 0
+    ends = np.frombuffer(offs, dtype=np.int64, count=n + 1, offset=8 * joined.offset)[1:].copy()
+    base = int(np.frombuffer(offs, dtype=np.int64, count=1, offset=8 * joined.offset)[0]) if n else 0
     ends -= base
     buf = memoryview(payload)[base:base + int(ends[-1])] if n else memoryview(b"")
     out = bytearray()
