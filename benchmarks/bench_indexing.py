@@ -285,7 +285,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--indexer-after", type=int, default=2,
                     help="start the indexer when this many pipeline commits of the run completed (pipeline mode)")
-    ap.add_argument("--rounds", type=int, default=1, help="pairs of pipeline runs (pipeline mode)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="pairs of pipeline runs (pipeline mode; default 3, --quick 1)")
     ap.add_argument("--indexer-nice", type=int, default=0,
                     help="run the indexer at this nice value (and its session's autogroup); 0: not niced")
     ap.add_argument("--keep", action="store_true", help="keep the tables (printed)")
@@ -293,6 +294,14 @@ def main(argv=None) -> int:
     if args.quick:
         args.records, args.commits, args.batch = 100_000, 10, 5_000
         args.pipeline_records, args.pipeline_batches = 10_000, 4
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
+    if args.rounds < 1:
+        ap.error(f"--rounds: {args.rounds}: at least 1")
+    if not 0 <= args.indexer_nice <= 19:
+        ap.error(f"--indexer-nice: {args.indexer_nice}: 0 to 19 (a lower priority only)")
+    if args.indexer_after < 0:
+        ap.error(f"--indexer-after: {args.indexer_after}: not negative")
     from lakeio.audit import audit_table
 
     print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); indexer nice "

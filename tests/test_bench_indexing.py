@@ -30,3 +30,12 @@ def test_window_rps_counts_the_share_of_each_gap_inside_the_window():
     # no overlap: nothing measured
     rps, covered = bi.window_rps(gaps, 100, 5.0, 6.0)
     assert covered == 0 and math.isnan(rps)
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--indexer-nice", "-5"], ["--indexer-nice", "20"],
+                                  ["--indexer-after", "-1"]])
+def test_bad_arguments_exit_2_before_anything_runs(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        bi.main(argv)
+    assert e.value.code == 2
+    assert argv[0] in capsys.readouterr().err
