@@ -317,6 +317,9 @@ def test_fast_key_reader_reads_long_keys_and_refuses_other_layouts(tmp_path):
                 assert mdt._avro_keys(b.content) == slow
                 assert any(len(k.encode()) > 63 for k, _ in slow)
                 assert mdt._avro_keys(b.content[:len(b.content) // 2]) is None  # truncated: not guessed
+                huge = bytearray(b.content)
+                huge[4:8] = b"\xff\xff\xff\xff"  # a record count the block cannot hold: not allocated, not read
+                assert mdt._avro_keys(bytes(huge)) is None
                 bad = bytearray(b.content)
                 bad[12] = 4  # the first record's first field: a union branch that is not null/string
                 assert mdt._avro_keys(bytes(bad)) is None

@@ -500,7 +500,7 @@ def _avro_keys(content: bytes) -> list[tuple[str, str]] | None:
     if len(content) < 8:
         return None
     version, count = _s.unpack_from(">II", content, 0)
-    if version != lf.BLOCK_VERSION:
+    if version != lf.BLOCK_VERSION or count > (len(content) - 8) // 8:  # a record takes >= 8 bytes
         return None
     starts = np.empty(count, dtype=np.int64)
     ends = np.empty(count, dtype=np.int64)
