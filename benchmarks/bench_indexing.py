@@ -7,22 +7,29 @@ write path the pipeline's coordinator calls), then copied twice so both runs sta
 
 * ``--mode pipeline`` (default): after a warm-up run, the real Spark pipeline (async coordinator,
   ``--pipeline-records`` records in ``--pipeline-batches`` batches, 30 % updates) writes into copy A alone,
-  then into copy B with ``hoodie-lab index --type record_index`` started as a separate process when the
-  pipeline starts. Throughput = records per batch / the mean gap between consecutive commits (their completion
-  times; the first commit left out): alone over the whole run, beside over the gaps that ended while the
-  indexer process was running. The whole runs' records/s are printed too.
+  then into copy B with ``hoodie-lab index --type record_index`` started as a separate process once
+  ``--indexer-after`` commits of the run completed (the pipeline in its steady state; the same timeline
+  watcher polls in both runs). Throughput alone = records per batch / the mean gap between consecutive
+  commits (their completion times; the first commit left out). Throughput beside = over the indexer's
+  window (its process's start to its exit): each commit gap overlapping the window counts with the share of
+  its batch that falls inside (records committed at a steady rate between two commits), over the part of the
+  window the gaps cover (:func:`window_rps`). Also printed: over the gaps that *ended* in the window (the
+  earlier measure) and over the whole runs.
 * ``--mode writer``: no Spark; the writer commits ``--commits`` upserts of ``--batch`` records alone on A, then
   on B beside the indexer until the indexer ends; throughput over the commits made while it was alive.
 
 The indexer runs in its own session (``setsid``): a separate job, as Hudi's ``HoodieIndexer`` is; with the
 kernel's autogroup scheduling a child in the benchmark's own session would split the writer's CPU share.
+``--indexer-nice N``: the indexer's process and its session's autogroup at nice N (a background job at low
+priority; default 0, not niced).
 Figures: records/s alone and beside the indexer and their ratio; the indexer's build and catch-up seconds,
 records indexed, catch-up decisions; whether the audit of B holds (``MDT.record-index``: the index equals a
 rebuild). Target: the ratio is >= 0.90; exit 1 when it is not or the audit fails. The figures depend on the
 machine's load: say what else ran.
 
     python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer] [--records N] [--seed S]
-        [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--keep]
+        [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--indexer-after K]
+        [--rounds R] [--indexer-nice N] [--keep]
 """
 
 from __future__ import annotations
@@ -121,7 +128,7 @@ def run_writer(path: Path, clock: Clock, *, existing: int, batch: int, commits: 
     return out
 
 
-def _indexer(table: Path) -> subprocess.Popen:
+def _indexer(table: Path, nice: int = 0) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     cmd = [sys.executable, "-m", "hoodie_lab.cli", "index", str(table), "--type", "record_index",
            "--concurrency-mode", "optimistic_concurrency_control", "--lock-provider", "filesystem",
@@ -129,25 +136,111 @@ def _indexer(table: Path) -> subprocess.Popen:
     # its own session: a separate job, as Hudi's HoodieIndexer is (with the kernel's autogroup scheduling a
     # child in the benchmark's session would split the benchmark's CPU share instead of taking its own)
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=(lambda: _lower_priority(nice)) if nice else None)
 
 
-def _commit_gaps(table: Path, after: float = 0.0, until: float = float("inf")) -> list[float]:
-    """Seconds between consecutive data commits (their completion times, wall clock) of the pipeline's run,
-    the first one left out (it includes the query's start); only gaps ending in [after, until]."""
+def _lower_priority(nice: int) -> None:
+    """In the indexer's process (after ``setsid``): ``nice`` it, and its session's autogroup too -- with
+    autogroup scheduling a process's nice value only ranks it within its own session's group, the group's
+    (``/proc/self/autogroup``) ranks the group against the others (sched(7))."""
+    os.nice(nice)
+    try:
+        with open("/proc/self/autogroup", "w") as fh:
+            fh.write(str(nice))
+    except OSError:
+        pass  # no autogroup scheduling: the process's nice value is what counts
+
+
+def _commit_gaps(table: Path, after: float = 0.0) -> list[tuple[float, float]]:
+    """(start, end) in wall-clock seconds of the intervals between consecutive data commits (their
+    completion times) of the pipeline's run, those completed at or after ``after``: the first commit's
+    interval is left out (it includes the query's start)."""
     from lakeio.ondisk.reader import read_table
     from model.instant import to_millis
 
     done = sorted(c for c in (to_millis(i.completion_time) / 1000 for i in read_table(table).timeline.completed()
                               if i.action.value == "deltacommit") if c >= after)  # the run's own commits
-    return [b - a for a, b in zip(done, done[1:]) if b <= until]
+    return list(zip(done, done[1:]))
 
 
-def pipeline_runs(tmp: Path, a: Path, b: Path, args) -> dict:
-    """Both pipeline runs; records/s over the whole run and per commit gap (alone: every gap of the run;
-    beside: the gaps that ended while the indexer was running)."""
+def window_rps(gaps: list[tuple[float, float]], per_batch: float, start: float, end: float) -> tuple[float, float]:
+    """The pipeline's records/s over the window [start, end]: every commit gap overlapping it counts with the
+    share of the gap inside the window (its batch's records committed at a steady rate between the two
+    commits), over the part of the window the gaps cover; and that covered part in seconds."""
+    recs = covered = 0.0
+    for a, b in gaps:
+        ov = min(b, end) - max(a, start)
+        if ov > 0 and b > a:
+            recs += per_batch * ov / (b - a)
+            covered += ov
+    return (recs / covered if covered else float("nan")), covered
+
+
+def _after_commits(table: Path, start: float, n: int, stop) -> None:
+    """Wait until ``n`` data commits completed on ``table`` since ``start`` (polls the timeline folder every
+    20 ms: completed files ``<requested>_<completion>.deltacommit``; gives up when ``stop`` is set)."""
+    from model.instant import to_millis
+
+    tl = table / ".hoodie" / "timeline"
+    while not stop.is_set():
+        done = sum(1 for x in os.listdir(tl) if x.endswith(".deltacommit") and "_" in x
+                   and to_millis(x[:-len(".deltacommit")].split("_")[1][:17]) / 1000 >= start)
+        if done >= n:
+            return
+        time.sleep(0.02)
+
+
+def _pipeline_run(tmp: Path, name: str, table: Path, args, spark, beside: bool) -> dict:
+    """One pipeline run into ``table``; with ``beside`` the indexer starts once ``--indexer-after`` commits of
+    the run completed (the same timeline watcher polls in both kinds of run)."""
     import threading
 
+    from pipeline.job import prepare_run, run_job
+
+    per_batch = args.pipeline_records / args.pipeline_batches
+    root = tmp / f"run-{name}"
+    prepare_run(root, mode="async", table_type="mor", table_version=8, records=args.pipeline_records,
+                batches=args.pipeline_batches, seed=args.seed, table=str(table))
+    start = time.time()
+    box: dict = {}
+    stop = threading.Event()
+
+    def watch():
+        _after_commits(table, start, args.indexer_after, stop)
+        if not beside or stop.is_set():
+            return
+        box["start"] = time.time()
+        proc = box["proc"] = _indexer(table, args.indexer_nice)
+        box["out"], box["err"] = proc.communicate()
+        box["end"] = time.time()
+
+    th = threading.Thread(target=watch)
+    th.start()
+    s = run_job(root, spark=spark, progress=None)
+    stop.set()  # the alone run's watcher (and a beside run that ended before its start) stop here
+    th.join()
+    res = {"run_rps": args.pipeline_records / s["seconds"], "seconds": time.time() - start}
+    gaps = res["gaps"] = _commit_gaps(table, start)
+    if not beside:
+        res["rps"] = per_batch / (sum(y - x for x, y in gaps) / len(gaps)) if gaps else float("nan")
+        return res
+    if "proc" not in box:
+        raise SystemExit("the pipeline ended before the indexer was to start: nothing measured")
+    ws, we = box["start"], box["end"]
+    res.update(proc=box["proc"], out=box["out"], err=box["err"], idx_wall=we - ws, idx_start=ws - start)
+    res["rps"], res["covered"] = window_rps(gaps, per_batch, ws, we)
+    res["window_records"] = res["rps"] * res["covered"] if res["covered"] else 0.0
+    ended = [y - x for x, y in gaps if ws <= y <= we]
+    res["ended_gaps"] = len(ended)
+    res["ended_rps"] = per_batch / (sum(ended) / len(ended)) if ended else float("nan")
+    return res
+
+
+def pipeline_rounds(tmp: Path, src: Path, args) -> list[tuple[dict, dict, Path]]:
+    """``--rounds`` pairs of pipeline runs, each into fresh copies of ``src``: alone, then beside the indexer,
+    the order swapped every other round (a load that drifts during a pair then counts against both sides).
+    Records/s over the whole run; alone over every commit gap of the run; beside over the indexer's window
+    (its process's start to its exit; :func:`window_rps`) and over the gaps that ended in it."""
     from pipeline.job import prepare_run, run_job
     from pipeline.spark import get_spark
 
@@ -155,36 +248,29 @@ def pipeline_runs(tmp: Path, a: Path, b: Path, args) -> dict:
     warm = tmp / "run-warm-up"  # Spark's first query pays its start-up: not counted
     prepare_run(warm, mode="async", table_type="mor", table_version=8, records=2_000, batches=2, seed=args.seed)
     run_job(warm, spark=spark, progress=None)
-    per_batch = args.pipeline_records / args.pipeline_batches
-    res: dict = {}
-    for table, beside in ((a, False), (b, True)):
-        root = tmp / f"run-{'beside' if beside else 'alone'}"
-        prepare_run(root, mode="async", table_type="mor", table_version=8, records=args.pipeline_records,
-                    batches=args.pipeline_batches, seed=args.seed, table=str(table))
-        start = time.time()
-        if beside:
-            proc = _indexer(table)
-            box: dict = {}
+    out = []
+    for i in range(args.rounds):
+        a, b = tmp / f"alone-{i}", tmp / f"beside-{i}"
+        shutil.copytree(src, a)
+        shutil.copytree(src, b)
+        got = {}
+        for beside in ((False, True) if i % 2 == 0 else (True, False)):
+            got[beside] = _pipeline_run(tmp, f"{'beside' if beside else 'alone'}-{i}", b if beside else a, args,
+                                        spark, beside)
+        out.append((got[False], got[True], b))
+        if i < args.rounds - 1:
+            shutil.rmtree(a, ignore_errors=True)
+            shutil.rmtree(b, ignore_errors=True)
+    return out
 
-            def wait():
-                box["out"], box["err"] = proc.communicate()
-                box["end"] = time.time()
 
-            th = threading.Thread(target=wait)
-            th.start()
-        s = run_job(root, spark=spark, progress=None)
-        key = "beside" if beside else "alone"
-        res[f"{key}_run_rps"] = args.pipeline_records / s["seconds"]
-        res[f"{key}_seconds"] = time.time() - start
-        if beside:
-            th.join()
-            gaps = _commit_gaps(table, start, box["end"])
-            res.update(proc=proc, out=box["out"], err=box["err"], idx_wall=box["end"] - start)
-        else:
-            gaps = _commit_gaps(table, start)
-        res[f"{key}_gaps"] = gaps
-        res[f"{key}_rps"] = per_batch / (sum(gaps) / len(gaps)) if gaps else float("nan")
-    return res
+def _indexer_line(out: str) -> str:
+    rep = json.loads(out)
+    counts: dict[str, int] = {}
+    for _, d in rep["decisions"]:
+        counts[d] = counts.get(d, 0) + 1
+    return (f"indexer: {rep['base_records']:,} records built in {rep['build_s']:.1f} s, catch-up "
+            f"{rep['catchup_s']:.1f} s over {len(rep['decisions'])} instants ({counts})")
 
 
 def main(argv=None) -> int:
@@ -197,34 +283,68 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=20_000)
     ap.add_argument("--commits", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--indexer-after", type=int, default=2,
+                    help="start the indexer when this many pipeline commits of the run completed (pipeline mode)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="pairs of pipeline runs (pipeline mode; default 3, --quick 1)")
+    ap.add_argument("--indexer-nice", type=int, default=0,
+                    help="run the indexer at this nice value (and its session's autogroup); 0: not niced")
     ap.add_argument("--keep", action="store_true", help="keep the tables (printed)")
     args = ap.parse_args(argv)
     if args.quick:
         args.records, args.commits, args.batch = 100_000, 10, 5_000
         args.pipeline_records, args.pipeline_batches = 10_000, 4
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
+    if args.rounds < 1:
+        ap.error(f"--rounds: {args.rounds}: at least 1")
+    if not 0 <= args.indexer_nice <= 19:
+        ap.error(f"--indexer-nice: {args.indexer_nice}: 0 to 19 (a lower priority only)")
+    if args.indexer_after < 0:
+        ap.error(f"--indexer-after: {args.indexer_after}: not negative")
     from lakeio.audit import audit_table
 
-    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed})", flush=True)
+    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); indexer nice "
+          f"{args.indexer_nice}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-indexing-"))
     try:
         clock = Clock()
         src = tmp / "src"
         built = build_table(src, args.records, 100_000, clock)
         print(f"table: {args.records:,} records in {built:.1f} s ({src})", flush=True)
-        a, b = tmp / "alone", tmp / "beside"
-        shutil.copytree(src, a)
-        shutil.copytree(src, b)
         if args.mode == "pipeline":
-            r = pipeline_runs(tmp, a, b, args)
-            proc, out, err = r["proc"], r["out"], r["err"]
-            rps_alone, rps_beside = r["alone_rps"], r["beside_rps"]
-            what = (f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches; throughput "
-                    f"per commit gap: {len(r['alone_gaps'])} gaps alone, {len(r['beside_gaps'])} while the "
-                    f"indexer ran)")
-            if not r["beside_gaps"]:
-                print("no pipeline commit completed while the indexer ran: no overlap measured")
-                return 1
+            rounds = pipeline_rounds(tmp, src, args)
+            per_batch = args.pipeline_records / args.pipeline_batches
+            for i, (al, be, _) in enumerate(rounds):
+                if be["proc"].returncode != 0:
+                    print(f"indexer failed (exit {be['proc'].returncode}): {be['err'].strip()}")
+                    return 1
+                if not be["covered"]:
+                    print(f"round {i + 1}: no pipeline commit gap overlapped the indexer's window: no overlap measured")
+                    return 1
+                print(f"round {i + 1} ({'alone first' if i % 2 == 0 else 'beside first'}): alone "
+                      f"{al['rps']:,.0f} records/s over its {len(al['gaps'])} commit gaps; beside the indexer "
+                      f"{be['rps']:,.0f} records/s over its window ({be['rps'] / al['rps']:.1%}; {be['covered']:.1f} "
+                      f"of the indexer's {be['idx_wall']:.1f} s covered by commit gaps, from {be['idx_start']:.1f} s "
+                      f"on); over the {be['ended_gaps']} gaps that ended in it {be['ended_rps']:,.0f} "
+                      f"({be['ended_rps'] / al['rps']:.1%}); whole runs {al['run_rps']:,.0f} and {be['run_rps']:,.0f} "
+                      f"({be['run_rps'] / al['run_rps']:.1%})")
+                print(f"  {_indexer_line(be['out'])}")
+            gaps_alone = [g for al, _, _ in rounds for g in al["gaps"]]
+            rps_alone = per_batch * len(gaps_alone) / sum(y - x for x, y in gaps_alone)
+            covered = sum(be["covered"] for _, be, _ in rounds)
+            rps_beside = sum(be["window_records"] for _, be, _ in rounds) / covered
+            ratio = rps_beside / rps_alone
+            each = ", ".join(f"{be['rps'] / al['rps']:.1%}" for al, be, _ in rounds)
+            print(f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches, {len(rounds)} "
+                  f"round(s)), pooled: alone {rps_alone:,.0f} records/s over {len(gaps_alone)} commit gaps, beside "
+                  f"the indexer {rps_beside:,.0f} records/s over {covered:.1f} s of its windows ({ratio:.1%}); "
+                  f"per round {each}")
+            b = rounds[-1][2]
         else:
+            a, b = tmp / "alone", tmp / "beside"
+            shutil.copytree(src, a)
+            shutil.copytree(src, b)
             wclock = Clock()
             wclock.ms = clock.ms + 1000
             alone = run_writer(a, wclock, existing=args.records, batch=args.batch, commits=args.commits,
@@ -232,7 +352,7 @@ def main(argv=None) -> int:
             rps_alone = len(alone) * args.batch / sum(e - s for s, e, _ in alone)
             wclock2 = Clock()
             wclock2.ms = clock.ms + 1000
-            proc = _indexer(b)
+            proc = _indexer(b, args.indexer_nice)
             beside = run_writer(b, wclock2, existing=args.records, batch=args.batch, commits=args.commits,
                                 seed=args.seed, while_alive=lambda: proc.poll() is None)
             out, err = proc.communicate()
@@ -240,32 +360,23 @@ def main(argv=None) -> int:
             if not during:
                 print("the indexer finished before the writer's first commit: no overlap measured")
                 return 1
+            if proc.returncode != 0:
+                print(f"indexer failed (exit {proc.returncode}): {err.strip()}")
+                return 1
             rps_beside = len(during) * args.batch / sum(e - s for s, e in during)
-            what = f"writer ({args.batch:,}-record commits; {len(during)} while the indexer ran)"
-        if proc.returncode != 0:
-            print(f"indexer failed (exit {proc.returncode}): {err.strip()}")
-            return 1
-        rep = json.loads(out)
-        ratio = rps_beside / rps_alone
-        counts: dict[str, int] = {}
-        for _, d in rep["decisions"]:
-            counts[d] = counts.get(d, 0) + 1
-        print(f"{what}: alone {rps_alone:,.0f} records/s, beside the indexer {rps_beside:,.0f} records/s "
-              f"({ratio:.1%})")
-        if args.mode == "pipeline":
-            print(f"whole runs: alone {r['alone_run_rps']:,.0f} records/s in {r['alone_seconds']:.1f} s, beside "
-                  f"{r['beside_run_rps']:,.0f} records/s in {r['beside_seconds']:.1f} s; the indexer process "
-                  f"ran {r['idx_wall']:.1f} s of it")
-        print(f"indexer: {rep['base_records']:,} records built in {rep['build_s']:.1f} s, catch-up "
-              f"{rep['catchup_s']:.1f} s over {len(rep['decisions'])} instants ({counts})")
+            ratio = rps_beside / rps_alone
+            print(f"writer ({args.batch:,}-record commits; {len(during)} while the indexer ran): alone "
+                  f"{rps_alone:,.0f} records/s, beside the indexer {rps_beside:,.0f} records/s ({ratio:.1%})")
+            print(_indexer_line(out))
         t0 = time.perf_counter()
         res = audit_table(str(b))
         ok = next(v for v in res.verdicts if v.invariant == "MDT.record-index").holds and res.exit_code == 0
-        print(f"audit of the indexed table: {'holds' if ok else 'VIOLATED'} ({time.perf_counter() - t0:.1f} s)")
+        print(f"audit of the (last) indexed table: {'holds' if ok else 'VIOLATED'} ({time.perf_counter() - t0:.1f} s)")
         target = ratio >= 0.90
         print(f"target throughput >= 90 % beside the indexer: {'met' if target else 'NOT met'}")
         if args.keep:
             print(f"tables kept in {tmp}")
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0 if target and ok else 1
     finally:
         if not args.keep:

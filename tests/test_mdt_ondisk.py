@@ -238,3 +238,90 @@ def test_fast_key_reader_equals_the_avro_decoder(tmp_path):
                 n += 1
     assert n >= 3
     assert mdt._avro_keys(b"\0\0\0\7\0\0\0\1") is None  # another block version: not read by the fast path
+
+
+def _dict_record_index(table, slices):
+    """The record index built record by record (the merge ``record_index_columns`` must equal)."""
+    out = {}
+    for s in slices:
+        for k, p in mdt.slice_keys(table.base_path, s).items():
+            out[k] = (p, s.file_id, s.base_instant)
+    return out
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_columnar_record_index_build_equals_the_record_by_record_merge(tmp_path, table_type):
+    """The indexer's build (``record_index_columns``: base-only slices read as two parquet columns, slices with
+    log files through ``slice_keys``; a later slice's entry for a key wins) gives the same index and the same
+    base HFile bytes as merging ``slice_keys`` record by record -- also when a key sits in two slices."""
+    path = tmp_path / "t"
+    make_table(path, table_type=table_type, commits=6)
+    t = read_table(path)
+    slices = t.view().latest_merged_file_slices()
+    if table_type == "MERGE_ON_READ":
+        assert any(s.log_files for s in slices) and any(not s.log_files for s in slices)
+    for order in (slices, slices[::-1], slices + slices[:2]):  # a key in two slices: the later wins
+        want = _dict_record_index(t, order)
+        keys, locs, idx = mdt.record_index_columns(t.base_path, order)
+        got = dict(zip(keys.to_pylist(), (locs[i] for i in idx)))
+        assert got == want and keys.to_pylist() == sorted(want)
+        vals = [mdt.encode(mdt._record(mdt.TYPE_RECORD_INDEX, rli=mdt.rli_info(*loc))) for loc in locs]
+        assert mdt.base_hfile_columns(keys, vals, idx) == mdt.base_hfile(mdt.rli_cells(want))
+    empty = mdt.record_index_columns(t.base_path, [])
+    assert len(empty[0]) == 0 and mdt.base_hfile_columns(*empty) == mdt.base_hfile([])
+
+
+def test_commit_entries_without_keys_reads_no_data_file(tmp_path):
+    """With no record index written, a commit's MDT entries are its files only: no data file is opened (the
+    same files, no keys), so a missing data file does not matter then."""
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    t = clock()
+    w.start(t)
+    r = w.write_batch(t, batch(random.Random(5), 20, 60, 9), "upsert")
+    full = mdt.commit_entries(path, t, r.write_stats)
+    assert full[1]
+    for s in r.write_stats:
+        os.unlink(path / s["path"])
+    files_only = mdt.commit_entries(path, t, r.write_stats, keys=False)
+    assert files_only == (full[0], {}, {}, full[3])
+    with pytest.raises(FileNotFoundError):
+        mdt.commit_entries(path, t, r.write_stats)
+
+
+def test_fast_key_reader_reads_long_keys_and_refuses_other_layouts(tmp_path):
+    """Keys of 63+ bytes have multi-byte length varints (and non-ASCII keys count bytes, not characters): the
+    all-records-at-once reader gives what fastavro gives; a truncated or re-laid-out block is not read by it."""
+    import pyarrow as pa
+
+    from lakeio.hudiformat.logfile import AVRO_DATA_BLOCK, read_log_file
+
+    path = tmp_path / "t"
+    w = writer(path)
+    clock = Clock()
+    keys = [("é" * (i % 90)) + f"key-{i:04d}-" + "x" * (i * 7 % 300) for i in range(120)]
+
+    def recs(ts):
+        return pa.table({"key": keys, "ts": [ts] * len(keys), "partition": [f"p{i % 3}" for i in range(len(keys))],
+                         "v": [float(i) for i in range(len(keys))], "_hoodie_is_deleted": [False] * len(keys)})
+
+    commit(w, clock, recs(0))
+    commit(w, clock, recs(1))  # updates: Avro data blocks in log files
+    n = 0
+    for f in path.rglob(".*.log.*"):
+        if ".hoodie" in f.parts:
+            continue
+        for b in read_log_file(str(f)):
+            if b.block_type == AVRO_DATA_BLOCK:
+                slow = [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
+                assert mdt._avro_keys(b.content) == slow
+                assert any(len(k.encode()) > 63 for k, _ in slow)
+                assert mdt._avro_keys(b.content[:len(b.content) // 2]) is None  # truncated: not guessed
+                huge = bytearray(b.content)
+                huge[4:8] = b"\xff\xff\xff\xff"  # a record count the block cannot hold: not allocated, not read
+                assert mdt._avro_keys(bytes(huge)) is None
+                bad = bytearray(b.content)
+                bad[12] = 4  # the first record's first field: a union branch that is not null/string
+                assert mdt._avro_keys(bytes(bad)) is None
+                n += 1
+    assert n >= 3

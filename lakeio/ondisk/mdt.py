@@ -66,7 +66,7 @@ import fastavro
 from lakeio.errors import UserError
 from lakeio.hudiformat import logfile as lf
 from lakeio.ondisk import metadata as md
-from lakeio.ondisk.hfile import HFileError, parse_hfile, write_hfile_bytes
+from lakeio.ondisk.hfile import HFileError, parse_hfile, write_hfile_bytes, write_hfile_columns
 from lakeio.ondisk.properties import format_properties, read_properties, table_checksum, write_hoodie_properties
 from model import filenames as fn
 from model.instant import Action, State, to_millis
@@ -490,43 +490,65 @@ _META_UNION = ["null", "string"]
 def _avro_keys(content: bytes) -> list[tuple[str, str]] | None:
     """(record key, partition path) of an Avro data block read from the first four fields of each record
     (``_hoodie_commit_time``, ``_hoodie_commit_seqno``, ``_hoodie_record_key``, ``_hoodie_partition_path``,
-    each a ``["null","string"]`` union) and skipping the rest by the record's length prefix; ``None`` when
-    the block is not laid out that way."""
+    each a ``["null","string"]`` union: branch 0 null, branch 2 = zigzag 2 for the string's zigzag-varint length
+    and bytes) and skipping the rest by the record's length prefix; ``None`` when the block is not laid out
+    that way. The fields are parsed for all records at once (numpy), not record by record."""
     import struct as _s
+
+    import numpy as np
 
     if len(content) < 8:
         return None
     version, count = _s.unpack_from(">II", content, 0)
-    if version != lf.BLOCK_VERSION:
+    if version != lf.BLOCK_VERSION or count > (len(content) - 8) // 8:  # a record takes >= 8 bytes
         return None
-    out, i = [], 8
-    for _ in range(count):
-        (n,) = _s.unpack_from(">I", content, i)
-        j, end, vals = i + 4, i + 4 + n, []
-        for _f in range(4):
-            branch = content[j]
-            j += 1
-            if branch == 0:
-                vals.append(None)
-                continue
-            if branch != 2:
-                return None
-            ln, shift = 0, 0
-            while True:
-                b = content[j]
-                j += 1
-                ln |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
-            ln = (ln >> 1) ^ -(ln & 1)
-            vals.append(content[j:j + ln].decode())
-            j += ln
-        if j > end or vals[2] is None:
+    starts = np.empty(count, dtype=np.int64)
+    ends = np.empty(count, dtype=np.int64)
+    i, unpack = 8, _s.Struct(">I").unpack_from
+    try:
+        for r in range(count):  # the records' length prefixes: one read each
+            (n,) = unpack(content, i)
+            starts[r], ends[r] = i + 4, i + 4 + n
+            i += 4 + n
+    except _s.error:
+        return None
+    if count and ends[-1] > len(content):
+        return None
+    buf = np.frombuffer(content, dtype=np.uint8)
+    pos = starts.copy()
+    fields = []
+    for _f in range(4):
+        if count and (pos >= ends).any():
             return None
-        out.append((vals[2], vals[3]))
-        i = end
-    return out
+        branch = buf[pos] if count else np.zeros(0, dtype=np.uint8)
+        if ((branch != 0) & (branch != 2)).any():
+            return None
+        pos = pos + 1
+        is_str = branch == 2
+        ln = np.zeros(count, dtype=np.int64)
+        shift = 0
+        more = is_str.copy()
+        while more.any():  # the zigzag varint of each string's length, all records at once
+            if shift > 63 or (pos[more] >= ends[more]).any():
+                return None
+            b = buf[pos[more]].astype(np.int64)
+            ln[more] |= (b & 0x7F) << shift
+            pos[more] += 1
+            cont = np.zeros(count, dtype=bool)
+            cont[more] = (b & 0x80) != 0
+            more = cont
+            shift += 7
+        ln = (ln >> 1) ^ -(ln & 1)
+        if (ln < 0).any() or (pos + ln > ends).any():
+            return None
+        fields.append((pos, ln, is_str))
+        pos = pos + ln
+    (kp, kl, ks), (pp, pl, ps) = fields[2], fields[3]
+    if not ks.all():
+        return None
+    keys = [content[a:a + n].decode() for a, n in zip(kp.tolist(), kl.tolist())]
+    parts = [content[a:a + n].decode() if st else None for a, n, st in zip(pp.tolist(), pl.tolist(), ps.tolist())]
+    return list(zip(keys, parts))
 
 
 def block_keys(block, partition: str) -> list[tuple[str, str]]:
@@ -542,13 +564,14 @@ def block_keys(block, partition: str) -> list[tuple[str, str]]:
     return [(r["_hoodie_record_key"], r.get("_hoodie_partition_path") or partition) for r in block.data_rows()]
 
 
-def commit_entries(table: Path, t: str, write_stats: list[dict]) -> tuple[dict, dict, dict, list]:
+def commit_entries(table: Path, t: str, write_stats: list[dict], keys: bool = True) -> tuple[dict, dict, dict, list]:
     """What data-table commit ``t`` contributes: files added per partition (name -> size), record-index
     upserts (key -> (partition, file id, t)) and removed keys (key -> partition), and the write stats'
     files. Record locations come from the files the commit wrote: every key of a new base file; the keys
     of a log file's data blocks (updates stay in their file group) and delete blocks (removed); a new
     base-file version (copy-on-write) removes the keys of the version it replaced that it no longer
-    holds (``HoodieTableMetadataUtil.convertMetadataToRecordIndexRecords``)."""
+    holds (``HoodieTableMetadataUtil.convertMetadataToRecordIndexRecords``). ``keys=False``: the files
+    only (no record index is written: the files' keys are not read)."""
     added: dict[str, dict[str, int]] = {}
     upserts: dict[str, tuple[str, str, str]] = {}
     removed: dict[str, str] = {}
@@ -556,6 +579,8 @@ def commit_entries(table: Path, t: str, write_stats: list[dict]) -> tuple[dict, 
         part, path = s["partitionPath"] or "", s["path"]
         name = path.rsplit("/", 1)[-1]
         added.setdefault(part, {})[name] = int(s.get("fileSizeInBytes") or s.get("totalWriteBytes") or 0)
+        if not keys:
+            continue
         full = table / path
         fid = s["fileId"]
         if fn.is_base_file(name):
@@ -594,13 +619,23 @@ def hfile_block(t: str, cells: list) -> bytes:
 
 def base_hfile(cells: list) -> bytes:
     """An MDT base file (``HoodieAvroHFileWriter``): the schema and key range in the file info."""
+    cells = list(cells)
+    return base_hfile_columns([k for k, _ in cells], [v for _, v in cells])
+
+
+def base_hfile_columns(keys, values, value_index=None) -> bytes:
+    """:func:`base_hfile` for cells given as columns (:func:`lakeio.ondisk.hfile.write_hfile_columns`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    karr = keys if isinstance(keys, pa.Array) else pa.array(keys, pa.string())
     info = {"schema": schema_json().encode()}
-    if cells:
-        ks = sorted(k for k, _ in cells)
-        info["minRecordKey"], info["maxRecordKey"] = ks[0].encode(), ks[-1].encode()
+    if len(karr):
+        mm = pc.min_max(karr)
+        info["minRecordKey"], info["maxRecordKey"] = mm["min"].as_py().encode(), mm["max"].as_py().encode()
     else:
         info["minRecordKey"] = info["maxRecordKey"] = b""
-    return write_hfile_bytes(cells, info)
+    return write_hfile_columns(karr, values, info, value_index=value_index)
 
 
 def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats: list[dict],
@@ -619,7 +654,7 @@ def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats:
         return False
     if mdt.instant(t) is not None:  # a previous attempt of this commit failed after writing it: redo it
         mdt.remove_instant(t)
-    added, upserts, removed, _ = commit_entries(table, t, write_stats)
+    added, upserts, removed, _ = commit_entries(table, t, write_stats, keys=RECORD_INDEX in parts)
     files = {}
     if FILES in parts:
         cells = files_records(added)
@@ -777,6 +812,47 @@ def slice_keys(base_path: Path, s) -> dict[str, str]:
                 for d in b.deletes():
                     keys.pop(d["recordKey"], None)
     return keys
+
+
+def record_index_columns(base_path: Path, slices) -> tuple:
+    """The record index an initialisation builds from ``slices`` (the latest merged file slices of the
+    snapshot), as columns for :func:`base_hfile_columns`: (record keys: a pyarrow string array, sorted and
+    unique; the distinct locations (partition, file id, the slice's base instant); each key's location
+    index). The same mapping as :func:`slice_keys` merged slice after slice (a later slice's entry for a
+    key wins), without a Python object per record: a slice of a base file only is read as two parquet
+    columns; a slice with log files goes through :func:`slice_keys`."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    locs: list[tuple] = []
+    key_parts, idx_parts = [], []
+    for s in slices:
+        if s.base_file is not None and not s.log_files:
+            t = pq.read_table(base_path / s.base_file.path, columns=["_hoodie_record_key", "_hoodie_partition_path"])
+            keys, parts = t.column(0).combine_chunks(), t.column(1).combine_chunks()
+        else:
+            d = slice_keys(base_path, s)
+            keys, parts = pa.array(list(d), pa.string()), pa.array(list(d.values()), pa.string())
+        enc = parts.dictionary_encode(null_encoding="encode")
+        first = len(locs)
+        locs.extend((p, s.file_id, s.base_instant) for p in enc.dictionary.to_pylist())
+        key_parts.append(keys.cast(pa.string()))
+        idx_parts.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64) + first)
+    if not key_parts:
+        return pa.array([], pa.string()), locs, np.zeros(0, dtype=np.int64)
+    keys = pa.concat_arrays(key_parts)
+    idx = np.concatenate(idx_parts)
+    n = len(keys)
+    order = pc.sort_indices(keys)  # stable: equal keys stay in slice order
+    keys, idx = keys.take(order), idx[order.to_numpy()]
+    if n > 1:  # of equal keys keep the last (the later slice's)
+        keep = np.ones(n, dtype=bool)
+        keep[:-1] = ~pc.equal(keys.slice(0, n - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
+        if not keep.all():
+            keys, idx = keys.filter(pa.array(keep)), idx[keep]
+    return keys, locs, idx
 
 
 def rebuild_record_index(table, slices=None) -> dict[str, tuple[str, str]]:

@@ -208,18 +208,15 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         # 3. build
         t0 = time.perf_counter()
         slices = snap.view().latest_merged_file_slices()
-        locations = {}
-        for s in slices:
-            for k, p in mdtio.slice_keys(snap.base_path, s).items():
-                locations[k] = (p, s.file_id, s.base_instant)
+        keys, locs, loc_index = mdtio.record_index_columns(snap.base_path, slices)
         if fail_at == "build":
             raise RuntimeError("failure injected while building (fail_at=build)")
-        cells = mdtio.rli_cells(locations)
-        data = mdtio.base_hfile(cells)  # the long part: no lock held (writers commit meanwhile)
-        mdtio.write_index_base(table, partition, init_time, data, len(cells), mdtio.now_time())
-        rep.base_records = len(cells)
+        values = [mdtio.encode(mdtio._record(mdtio.TYPE_RECORD_INDEX, rli=mdtio.rli_info(*loc))) for loc in locs]
+        data = mdtio.base_hfile_columns(keys, values, loc_index)  # the long part: no lock held (writers commit)
+        mdtio.write_index_base(table, partition, init_time, data, len(keys), mdtio.now_time())
+        rep.base_records = len(keys)
         rep.build_s = time.perf_counter() - t0
-        say(f"built {partition}: {len(cells)} records in {rep.build_s:.2f} s (MDT {init_time})")
+        say(f"built {partition}: {len(keys)} records in {rep.build_s:.2f} s (MDT {init_time})")
         # 4. catch up
         t1 = time.perf_counter()
         deadline = time.monotonic() + timeout_s

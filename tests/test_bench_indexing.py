@@ -1,0 +1,41 @@
+"""benchmarks/bench_indexing.py: the throughput over the indexer's window (the benchmark itself runs Spark and a
+million-record table: ``make bench``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_indexing.py"
+_spec = importlib.util.spec_from_file_location("bench_indexing", _PATH)
+bi = importlib.util.module_from_spec(_spec)
+sys.modules["bench_indexing"] = bi
+_spec.loader.exec_module(bi)
+
+
+def test_window_rps_counts_the_share_of_each_gap_inside_the_window():
+    gaps = [(0.0, 1.0), (1.0, 3.0), (3.0, 4.0)]  # 100 records per gap: 100, 50, 100 records/s
+    # the window [0.5, 3.5]: half of gap 1 (50 records), all of gap 2 (100), half of gap 3 (50) over 3 s
+    rps, covered = bi.window_rps(gaps, 100, 0.5, 3.5)
+    assert covered == pytest.approx(3.0) and rps == pytest.approx(200 / 3)
+    # inside the slow gap only: its rate, not the mean of the gaps that end later
+    assert bi.window_rps(gaps, 100, 1.5, 2.5) == (pytest.approx(50.0), pytest.approx(1.0))
+    # a window reaching past the last commit counts the covered part only
+    rps, covered = bi.window_rps(gaps, 100, 3.5, 10.0)
+    assert covered == pytest.approx(0.5) and rps == pytest.approx(100.0)
+    # no overlap: nothing measured
+    rps, covered = bi.window_rps(gaps, 100, 5.0, 6.0)
+    assert covered == 0 and math.isnan(rps)
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--indexer-nice", "-5"], ["--indexer-nice", "20"],
+                                  ["--indexer-after", "-1"]])
+def test_bad_arguments_exit_2_before_anything_runs(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        bi.main(argv)
+    assert e.value.code == 2
+    assert argv[0] in capsys.readouterr().err
