@@ -12,46 +12,20 @@ from __future__ import annotations
 
 from model.concurrency import machine as cm
 
-from .explorer import Model, Property
+from .explorer import MachineModel, Property
 
 
-class ConcurrencyModel(Model):
-    """Explore one :class:`~model.concurrency.state.MachineConfig`; ``actions`` computes the successors once
-    and keeps them for the ``next_state`` calls that follow on the same state."""
+class ConcurrencyModel(MachineModel):
+    """Explore one :class:`~model.concurrency.state.MachineConfig` (the rules: :class:`checker.explorer.MachineModel`)."""
+
+    spec = cm
 
     def __init__(self, config: cm.MachineConfig):
-        self.config = config
-        self._last: tuple = (None, {})
-
-    def init_states(self):
-        return [cm.initial_state(self.config)]
-
-    def actions(self, state):
-        succ = dict(cm.enabled(self.config, state))
-        self._last = (state, succ)
-        return list(succ)
-
-    def next_state(self, state, action):
-        last, succ = self._last
-        if last is state and action in succ:
-            return succ[action]
-        try:
-            return cm.step(self.config, state, action)
-        except cm.Refused:
-            return None
+        super().__init__(config)
 
     def properties(self):
         cfg = self.config
         return [Property.always("concurrency", lambda s: cm.verdicts(cfg, s))]
-
-    def fingerprint(self, state):
-        return state.fingerprint()
-
-    def format_action(self, action) -> str:
-        return cm.format_action(action)
-
-    def format_state(self, state) -> str:
-        return cm.describe(state)
 
 
 __all__ = ["ConcurrencyModel"]

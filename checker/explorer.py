@@ -120,6 +120,48 @@ class Model:
         return str(state)
 
 
+class MachineModel(Model):
+    """A spec state machine given as a module (:mod:`model.table_machine`, :mod:`model.concurrency.machine`,
+    :mod:`model.mdt.machine`: ``initial_state(cfg)``, ``enabled(cfg, s)`` as (action, next state) pairs,
+    ``step(cfg, s, action)`` raising ``Refused``, ``format_action``, ``describe``) as a :class:`Model`.
+    Subclasses name the module (``spec``) and add their properties.
+
+    ``actions`` computes the successors once and keeps them for the ``next_state`` calls that follow on
+    the same state (the explorer expands one state at a time), so each step runs once."""
+
+    spec: Any = None  # the machine's module
+
+    def __init__(self, config):
+        self.config = config
+        self._last: tuple = (None, {})
+
+    def init_states(self):
+        return [self.spec.initial_state(self.config)]
+
+    def actions(self, state):
+        succ = dict(self.spec.enabled(self.config, state))
+        self._last = (state, succ)
+        return list(succ)
+
+    def next_state(self, state, action):
+        last, succ = self._last
+        if last is state and action in succ:
+            return succ[action]
+        try:
+            return self.spec.step(self.config, state, action)
+        except self.spec.Refused:
+            return None
+
+    def fingerprint(self, state):
+        return state.fingerprint()
+
+    def format_action(self, action) -> str:
+        return self.spec.format_action(action)
+
+    def format_state(self, state) -> str:
+        return self.spec.describe(state)
+
+
 # --------------------------------------------------------------------------- results
 @dataclass
 class Discovery:

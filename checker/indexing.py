@@ -13,49 +13,21 @@ from __future__ import annotations
 
 from model.mdt import machine as mm
 
-from .explorer import Model, Property
+from .explorer import MachineModel, Property
 from .liveness import LiveModel
 
 
-class IndexingModel(Model):
-    """Explore one :class:`~model.mdt.machine.IndexingConfig`.
+class IndexingModel(MachineModel):
+    """Explore one :class:`~model.mdt.machine.IndexingConfig` (the rules: :class:`checker.explorer.MachineModel`)."""
 
-    ``actions`` computes the successors once and keeps them for the ``next_state`` calls that follow on
-    the same state (the explorer expands one state at a time), so each step runs once."""
+    spec = mm
 
     def __init__(self, config: mm.IndexingConfig):
-        self.config = config
-        self._last: tuple = (None, {})
-
-    def init_states(self):
-        return [mm.initial_state(self.config)]
-
-    def actions(self, state):
-        succ = dict(mm.enabled(self.config, state))
-        self._last = (state, succ)
-        return list(succ)
-
-    def next_state(self, state, action):
-        last, succ = self._last
-        if last is state and action in succ:
-            return succ[action]
-        try:
-            return mm.step(self.config, state, action)
-        except mm.Refused:
-            return None
+        super().__init__(config)
 
     def properties(self):
         return [Property.always("indexing", lambda s: mm.verdicts(self.config, s)),
                 Property.sometimes("index-built", mm.index_built)]
-
-    def fingerprint(self, state):
-        return state.fingerprint()
-
-    def format_action(self, action) -> str:
-        return mm.format_action(action)
-
-    def format_state(self, state) -> str:
-        return mm.describe(state)
 
 
 __all__ = ["IndexingModel"]

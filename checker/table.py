@@ -12,48 +12,19 @@ from __future__ import annotations
 
 from model import table_machine as tm
 
-from .explorer import Model, Property
+from .explorer import MachineModel, Property
 
 
-class TableModel(Model):
-    """Explore one :class:`~model.table_machine.TableConfig`.
+class TableModel(MachineModel):
+    """Explore one :class:`~model.table_machine.TableConfig` (the rules: :class:`checker.explorer.MachineModel`)."""
 
-    ``actions`` computes the successors once and keeps them for the ``next_state`` calls that follow
-    on the same state (the explorer expands one state at a time), so each step runs once.
-    """
+    spec = tm
 
     def __init__(self, config: tm.TableConfig):
-        self.config = config
-        self._last: tuple = (None, {})
-
-    def init_states(self):
-        return [tm.initial_state(self.config)]
-
-    def actions(self, state):
-        succ = dict(tm.enabled(self.config, state))
-        self._last = (state, succ)
-        return list(succ)
-
-    def next_state(self, state, action):
-        last, succ = self._last
-        if last is state and action in succ:
-            return succ[action]
-        try:
-            return tm.step(self.config, state, action)
-        except tm.Refused:
-            return None
+        super().__init__(config)
 
     def properties(self):
         return [Property.always("table", tm.verdicts)]
-
-    def fingerprint(self, state):
-        return state.fingerprint()
-
-    def format_action(self, action) -> str:
-        return tm.format_action(action)
-
-    def format_state(self, state) -> str:
-        return tm.describe(state)
 
 
 __all__ = ["TableModel"]

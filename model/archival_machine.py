@@ -40,6 +40,7 @@ Simplifications: commits only (COW, no compaction/clustering retention), no save
 
 from __future__ import annotations
 
+from . import machine
 from dataclasses import dataclass, field, replace
 
 from . import archival as A
@@ -247,13 +248,7 @@ def step(cfg: MachineConfig, s: MachineState, action: tuple[str, str]) -> Machin
 
 def enabled(cfg: MachineConfig, s: MachineState) -> list[tuple[tuple[str, str], MachineState]]:
     """The enabled actions with their next states, in :func:`candidate_actions` order."""
-    out = []
-    for a in candidate_actions(cfg):
-        try:
-            out.append((a, step(cfg, s, a)))
-        except Refused:
-            continue
-    return out
+    return machine.enabled(candidate_actions(cfg), lambda a: step(cfg, s, a), Refused)
 
 
 def describe(s: MachineState) -> str:

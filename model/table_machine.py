@@ -58,6 +58,7 @@ writer's eager rollback or a clean, LAZY) rolls the oldest failed one back in on
 
 from __future__ import annotations
 
+from . import machine
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -397,22 +398,12 @@ def step(cfg: TableConfig, state: TableState, action: tuple[str, str]) -> TableS
 
 def refusal(cfg: TableConfig, state: TableState, action: tuple[str, str]) -> str | None:
     """Why ``action`` is not enabled in ``state`` (``None``: it is)."""
-    try:
-        step(cfg, state, action)
-    except Refused as exc:
-        return str(exc)
-    return None
+    return machine.refusal(lambda a: step(cfg, state, a), action, Refused)
 
 
 def enabled(cfg: TableConfig, state: TableState) -> list[tuple[tuple[str, str], TableState]]:
     """The enabled actions with their next states, in :func:`candidate_actions` order."""
-    out = []
-    for a in candidate_actions(cfg):
-        try:
-            out.append((a, step(cfg, state, a)))
-        except Refused:
-            continue
-    return out
+    return machine.enabled(candidate_actions(cfg), lambda a: step(cfg, state, a), Refused)
 
 
 # ------------------------------------------------------------------------------------------ invariants

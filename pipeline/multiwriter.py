@@ -32,13 +32,12 @@ commits after the batch returned, when it can no longer be replayed: refused.
 
 from __future__ import annotations
 
-import fcntl
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
 from lakeio.errors import UserError
-from lakeio.ondisk.mdt_lock import TxnLock
+from lakeio.ondisk.mdt_lock import TxnLock, flock_within
 from model.concurrency import rules, settings as cs
 from model.instant import to_millis
 
@@ -92,24 +91,10 @@ OCC_MAX_RETRIES = 20
 
 # ------------------------------------------------------------------------------------------------- locks
 @contextmanager
-def _flock(path: Path, wait_s: float = TXN_WAIT_S):
-    """An exclusive ``flock`` on ``path`` (created), waiting at most ``wait_s``; released by the kernel if the
-    holder dies. Close-on-exec (``os.open`` default), so a child JVM never inherits it."""
-    import time
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+def _flock(path: Path, what: str, wait_s: float = TXN_WAIT_S):
+    """An exclusive ``flock`` on ``path`` for the ``with`` block (:func:`lakeio.ondisk.mdt_lock.flock_within`)."""
+    fd = flock_within(path, wait_s, what)
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise UserError(f"{path}: the table's transaction lock was not free within {wait_s:.0f} s") \
-                        from None
-                time.sleep(0.005)
         yield fd
     finally:
         os.close(fd)  # drops the lock
@@ -132,7 +117,7 @@ class SharedTimeFloor:
     @contextmanager
     def hold(self):
         """Hold the floor's lock; yields (floor_ms, publish) where ``publish(time_str)`` raises the floor."""
-        with _flock(self.path.with_name(TIME_FLOOR_NAME + ".lock")) as _fd:
+        with _flock(self.path.with_name(TIME_FLOOR_NAME + ".lock"), "the shared time floor's lock") as _fd:
             try:
                 floor = int(self.path.read_text().strip() or 0)
             except (FileNotFoundError, ValueError):

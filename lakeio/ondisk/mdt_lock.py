@@ -27,6 +27,28 @@ LOCK_PROVIDERS = {"filesystem": "org.apache.hudi.client.transaction.lock.FileSys
 DEFAULT_WAIT_S = 60.0  # hoodie.write.lock.wait_time_ms order of magnitude
 
 
+def flock_within(path: Path, wait_s: float, what: str = "lock", said_wait_s: float | None = None) -> int:
+    """Open ``path`` (created, close-on-exec: a child JVM never inherits it) and take an exclusive ``flock``
+    on it within ``wait_s`` seconds; returns the fd (closing it drops the lock; so does the holder's death).
+    Busy for longer: one line naming the file (:class:`~lakeio.errors.UserError`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise UserError(f"{path}: {what} busy for {said_wait_s if said_wait_s is not None else wait_s:g} s") \
+                    from None
+            time.sleep(0.002)
+        except BaseException:
+            os.close(fd)
+            raise
+
+
 class _Holding:
     """This process's hold on one lock file: a thread-re-entrant mutex and, while held, the flocked fd."""
 
@@ -63,22 +85,10 @@ class TxnLock:
             raise UserError(f"{self.path}: transaction lock busy for {self.wait_s:g} s")
         if h.depth == 0:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                h.fd = flock_within(self.path, deadline - time.monotonic(), "transaction lock", self.wait_s)
             except BaseException:
                 h.mutex.release()
                 raise
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        os.close(fd)
-                        h.mutex.release()
-                        raise UserError(f"{self.path}: transaction lock busy for {self.wait_s:g} s") from None
-                    time.sleep(0.002)
-            h.fd = fd
         h.depth += 1
         self._depth += 1
 

@@ -7,6 +7,7 @@ ones in :mod:`model.concurrency.variants`.
 
 from __future__ import annotations
 
+from .. import machine
 from ..invariants.concurrency import concurrency_verdicts
 from .actions import Refused, candidate_actions, step
 from .state import ConcState, MachineConfig, initial_state
@@ -14,22 +15,12 @@ from .state import ConcState, MachineConfig, initial_state
 
 def enabled(cfg: MachineConfig, state: ConcState) -> list[tuple[tuple[str, str], ConcState]]:
     """The enabled actions with their next states, in :func:`~.actions.candidate_actions` order."""
-    out = []
-    for a in candidate_actions(cfg):
-        try:
-            out.append((a, step(cfg, state, a)))
-        except Refused:
-            continue
-    return out
+    return machine.enabled(candidate_actions(cfg), lambda a: step(cfg, state, a), Refused)
 
 
 def refusal(cfg: MachineConfig, state: ConcState, action: tuple[str, str]) -> str | None:
     """Why ``action`` is not enabled in ``state`` (None: it is)."""
-    try:
-        step(cfg, state, action)
-    except Refused as exc:
-        return str(exc)
-    return None
+    return machine.refusal(lambda a: step(cfg, state, a), action, Refused)
 
 
 def verdicts(cfg: MachineConfig, state: ConcState) -> list:

@@ -72,6 +72,7 @@ its log entries.
 
 from __future__ import annotations
 
+from .. import machine
 from dataclasses import dataclass, field, replace
 
 from ..errors import TimelineError
@@ -591,22 +592,12 @@ def step(cfg: IndexingConfig, state: IndexingState, action: tuple[str, str]) -> 
 
 def refusal(cfg: IndexingConfig, state: IndexingState, action: tuple[str, str]) -> str | None:
     """Why ``action`` is not enabled in ``state`` (``None``: it is)."""
-    try:
-        step(cfg, state, action)
-    except Refused as exc:
-        return str(exc)
-    return None
+    return machine.refusal(lambda a: step(cfg, state, a), action, Refused)
 
 
 def enabled(cfg: IndexingConfig, state: IndexingState) -> list[tuple[tuple[str, str], IndexingState]]:
     """The enabled actions with their next states, in :func:`candidate_actions` order."""
-    out = []
-    for a in candidate_actions(cfg):
-        try:
-            out.append((a, step(cfg, state, a)))
-        except Refused:
-            continue
-    return out
+    return machine.enabled(candidate_actions(cfg), lambda a: step(cfg, state, a), Refused)
 
 
 # ------------------------------------------------------------------------------------------ invariants
