@@ -167,3 +167,27 @@ def rss_bytes() -> int:
         import resource
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+#: The most states ``explore --machine table|concurrency|indexing`` visits unless ``--max-states`` says.
+MACHINE_MAX_STATES = 2_000_000
+
+
+def check_machine_args(args, foreign: tuple[str, ...], why: str) -> int:
+    """``explore --machine M``: refuse the options of other machines (one line naming the option and ``why``)
+    and an out-of-range ``--max-states``; returns the state bound."""
+    for opt in foreign:
+        if getattr(args, opt, None) is not None:
+            raise UserError(f"--{opt.replace('_', '-')}: {why}")
+    if args.max_states is not None and not 1 <= args.max_states <= 1_000_000_000:
+        raise UserError(f"--max-states: {args.max_states} is out of range; allowed 1..1,000,000,000")
+    return args.max_states or MACHINE_MAX_STATES
+
+
+def explore_every_violation(model, max_states: int):
+    """Explore ``model`` breadth first without stopping at a violation; the result and its counterexamples,
+    shortest first."""
+    from checker import explore
+
+    res = explore(model, max_states=max_states, stop_on_violation=False)
+    return res, sorted(res.counterexamples, key=lambda d: (d.depth, d.property))

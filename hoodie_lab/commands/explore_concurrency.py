@@ -15,8 +15,9 @@ import json
 
 from lakeio.errors import UserError
 
+from .common import check_machine_args, explore_every_violation
+
 DEFAULT_VARIANT = "occ-mor-compaction"
-MAX_STATES = 2_000_000
 
 #: option -> (MachineConfig or Settings field, range for ints)
 _INTS = {"commits": (1, 3), "keys": (1, 3), "buckets": (1, 3), "compactions": (0, 2), "cleans": (0, 2),
@@ -93,18 +94,12 @@ PROTOCOL_ONLY = ("graph", "faults", "mode", "records", "buffer_size")
 
 
 def run_concurrency(args) -> int:
-    from checker import explore
     from checker.concurrency import ConcurrencyModel
 
-    for opt in PROTOCOL_ONLY:
-        if getattr(args, opt, None) is not None:
-            raise UserError(f"--{opt.replace('_', '-')}: only for --machine protocol")
-    if args.max_states is not None and not 1 <= args.max_states <= 1_000_000_000:
-        raise UserError(f"--max-states: {args.max_states} is out of range; allowed 1..1,000,000,000")
+    max_states = check_machine_args(args, PROTOCOL_ONLY, "only for --machine protocol")
     name, variant, cfg = build_concurrency_config(args)
     model = ConcurrencyModel(cfg)
-    res = explore(model, max_states=args.max_states or MAX_STATES, stop_on_violation=False)
-    found = sorted(res.counterexamples, key=lambda d: (d.depth, d.property))
+    res, found = explore_every_violation(model, max_states)
     report = {
         "machine": "concurrency", "variant": name, "config": cfg.to_dict(), "expected": list(variant.expected),
         "states": res.states, "transitions": res.transitions, "max_depth": res.max_depth,

@@ -16,11 +16,12 @@ import json
 
 from lakeio.errors import UserError
 
+from .common import check_machine_args, explore_every_violation
+
 DEFAULT_VARIANT = "hudi-1.x"
 #: ``--concurrency-mode`` values (the concurrency machine's spelling) -> ``hoodie.write.concurrency.mode``.
 MODE_NAMES = {"single_writer": "SINGLE_WRITER", "occ": "OPTIMISTIC_CONCURRENCY_CONTROL",
               "nbcc": "NON_BLOCKING_CONCURRENCY_CONTROL"}
-MAX_STATES = 2_000_000
 
 
 def add_indexing_arguments(p) -> None:
@@ -87,18 +88,12 @@ OTHER_MACHINES = ("graph", "faults", "mode", "records", "buffer_size", "ticks", 
 
 
 def run_indexing(args) -> int:
-    from checker import explore
     from checker.indexing import IndexingModel
 
-    for opt in OTHER_MACHINES:
-        if getattr(args, opt, None) is not None:
-            raise UserError(f"--{opt.replace('_', '-')}: not an option of --machine indexing")
-    if args.max_states is not None and not 1 <= args.max_states <= 1_000_000_000:
-        raise UserError(f"--max-states: {args.max_states} is out of range; allowed 1..1,000,000,000")
+    max_states = check_machine_args(args, OTHER_MACHINES, "not an option of --machine indexing")
     name, variant, cfg = build_indexing_config(args)
     model = IndexingModel(cfg)
-    res = explore(model, max_states=args.max_states or MAX_STATES, stop_on_violation=False)
-    found = sorted(res.counterexamples, key=lambda d: (d.depth, d.property))
+    res, found = explore_every_violation(model, max_states)
     built = res.discoveries.get("index-built")
     report = {
         "machine": "indexing", "variant": name, "config": cfg.to_dict(), "expected": list(variant.expected),

@@ -13,8 +13,9 @@ import json
 
 from lakeio.errors import UserError
 
+from .common import check_machine_args, explore_every_violation
+
 DEFAULT_VARIANT = "hudi-1.x"
-MAX_STATES = 2_000_000
 
 
 def add_table_arguments(p) -> None:
@@ -67,19 +68,12 @@ PROTOCOL_ONLY = ("graph", "faults", "mode", "records", "buffer_size")
 
 
 def run_table(args) -> int:
-    from checker import explore
     from checker.table import TableModel
 
-    for opt in PROTOCOL_ONLY:
-        if getattr(args, opt, None) is not None:
-            raise UserError(f"--{opt.replace('_', '-')}: only for --machine protocol")
-    if args.max_states is not None and not 1 <= args.max_states <= 1_000_000_000:
-        raise UserError(f"--max-states: {args.max_states} is out of range; allowed 1..1,000,000,000")
+    max_states = check_machine_args(args, PROTOCOL_ONLY, "only for --machine protocol")
     name, variant, cfg = build_table_config(args)
-    max_states = args.max_states or MAX_STATES
     model = TableModel(cfg)
-    res = explore(model, max_states=max_states, stop_on_violation=False)
-    found = sorted(res.counterexamples, key=lambda d: (d.depth, d.property))
+    res, found = explore_every_violation(model, max_states)
     report = {
         "machine": "table", "variant": name, "config": cfg.to_dict(), "expected": list(variant.expected),
         "states": res.states, "transitions": res.transitions, "max_depth": res.max_depth,
