@@ -191,3 +191,26 @@ def explore_every_violation(model, max_states: int):
 
     res = explore(model, max_states=max_states, stop_on_violation=False)
     return res, sorted(res.counterexamples, key=lambda d: (d.depth, d.property))
+
+
+def violation_rows(model, found) -> list[dict]:
+    """``--json``'s ``violations``: each counterexample's invariant, depth, detail and steps."""
+    return [{"invariant": d.property, "depth": d.depth, "detail": d.verdict.detail if d.verdict is not None
+             else d.detail, "actions": [model.format_action(a) for a in d.actions]} for d in found]
+
+
+def print_outcome(model, res, found, rows: list[dict], replay: str) -> int:
+    """The end of ``explore --machine M``'s text output: exhaustive or not, each shortest counterexample with
+    its steps and last state, how to replay; the exit code (1 when an invariant is violated)."""
+    if not res.complete:
+        print(f"  NOT exhaustive (stopped: {res.stop_reason}; raise --max-states or lower the bound)")
+    elif not found:
+        print("  exhaustive: every state within the bound visited; no invariant violated")
+    for d, v in zip(found, rows):
+        print(f"  VIOLATED {d.property} at depth {d.depth} (a shortest counterexample): {v['detail']}")
+        for i, a in enumerate(v["actions"], start=1):
+            print(f"    {i:3d}. {a}")
+        print(f"    -> {model.format_state(d.states[-1])}")
+    if found:
+        print(f"  ({replay})")
+    return 1 if found else 0

@@ -16,7 +16,7 @@ import json
 
 from lakeio.errors import UserError
 
-from .common import check_machine_args, explore_every_violation
+from .common import check_machine_args, explore_every_violation, print_outcome, violation_rows
 
 DEFAULT_VARIANT = "hudi-1.x"
 #: ``--concurrency-mode`` values (the concurrency machine's spelling) -> ``hoodie.write.concurrency.mode``.
@@ -100,9 +100,7 @@ def run_indexing(args) -> int:
         "finding": variant.finding, "states": res.states, "transitions": res.transitions,
         "max_depth": res.max_depth, "cpu_s": round(res.cpu, 3), "complete": res.complete,
         "stop_reason": res.stop_reason, "index_built_at_depth": built.depth if built else None,
-        "violations": [{"invariant": d.property, "depth": d.depth,
-                        "detail": d.verdict.detail if d.verdict is not None else d.detail,
-                        "actions": [model.format_action(a) for a in d.actions]} for d in found],
+        "violations": violation_rows(model, found),
     }
     if args.json:
         print(json.dumps(report, indent=2, default=str))
@@ -115,15 +113,4 @@ def run_indexing(args) -> int:
     print(f"  {res.states:,} distinct states, {res.transitions:,} transitions, max depth {res.max_depth}, "
           f"{res.cpu:.2f} CPU s; index built "
           + (f"(shortest run: {built.depth} steps)" if built else "in NO run within the bound"))
-    if not res.complete:
-        print(f"  NOT exhaustive (stopped: {res.stop_reason}; raise --max-states or lower the bound)")
-    elif not found:
-        print("  exhaustive: every state within the bound visited; no invariant violated")
-    for d, v in zip(found, report["violations"]):
-        print(f"  VIOLATED {d.property} at depth {d.depth} (a shortest counterexample): {v['detail']}")
-        for i, a in enumerate(v["actions"], start=1):
-            print(f"    {i:3d}. {a}")
-        print(f"    -> {model.format_state(d.states[-1])}")
-    if found:
-        print("  (replay: model.mdt.machine.step from initial_state, the steps above)")
-    return 1 if found else 0
+    return print_outcome(model, res, found, report["violations"], "replay: model.mdt.machine.step from initial_state, the steps above")

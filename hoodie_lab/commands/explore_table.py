@@ -13,7 +13,7 @@ import json
 
 from lakeio.errors import UserError
 
-from .common import check_machine_args, explore_every_violation
+from .common import check_machine_args, explore_every_violation, print_outcome, violation_rows
 
 DEFAULT_VARIANT = "hudi-1.x"
 
@@ -79,9 +79,7 @@ def run_table(args) -> int:
         "states": res.states, "transitions": res.transitions, "max_depth": res.max_depth,
         "terminal_states": res.terminal_states, "cpu_s": round(res.cpu, 3), "complete": res.complete,
         "stop_reason": res.stop_reason,
-        "violations": [{"invariant": d.property, "depth": d.depth,
-                        "detail": d.verdict.detail if d.verdict is not None else d.detail,
-                        "actions": [model.format_action(a) for a in d.actions]} for d in found],
+        "violations": violation_rows(model, found),
     }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -95,17 +93,5 @@ def run_table(args) -> int:
           f"{c.max_ticks} tick(s)")
     print(f"  {res.states:,} distinct states, {res.transitions:,} transitions, max depth {res.max_depth}, "
           f"{res.terminal_states:,} terminal states, {res.cpu:.2f} CPU s")
-    if not res.complete:
-        print(f"  NOT exhaustive (stopped: {res.stop_reason}; raise --max-states or lower the bound)")
-    elif not found:
-        print("  exhaustive: every state within the bound visited; no invariant violated")
-    for d in found:
-        v = report["violations"][found.index(d)]
-        print(f"  VIOLATED {d.property} at depth {d.depth} (a shortest counterexample): {v['detail']}")
-        for i, a in enumerate(v["actions"], start=1):
-            print(f"    {i:3d}. {a}")
-        print(f"    -> {model.format_state(d.states[-1])}")
-    if found:
-        print("  (the table machine writes no trace file; the steps above replay it: "
-              "model.table_machine.step from initial_state)")
-    return 1 if found else 0
+    return print_outcome(model, res, found, report["violations"], "the table machine writes no trace file; the "
+                         "steps above replay it: model.table_machine.step from initial_state")
