@@ -106,6 +106,31 @@ def _weak(ev, unfair) -> bool:
     return E.fairness(ev, unfair) == E.WEAK
 
 
+class _StateGraph:
+    """The explored state graph: node ids in discovery order, each state's id by key, the BFS tree (parent
+    and the event that reached it) for shortest prefixes, and the stuttering states."""
+
+    def __init__(self, g):
+        self.g = g
+        self.seen: dict = {}
+        self.states: list = []
+        self.parent: list[int] = []
+        self.via: list = []
+        self.stutter: set[int] = set()
+
+    def add(self, s, par: int, ev, key=None) -> int:
+        """A new node for state ``s`` (known by ``key``, default the state), reached from ``par`` by ``ev``."""
+        nid = len(self.states)
+        self.seen[s if key is None else key] = nid
+        self.states.append(s)
+        self.parent.append(par)
+        self.via.append(ev)
+        self.g.add_node(nid)
+        if par >= 0:
+            self.g.add_edge(par, nid, ev=ev)
+        return nid
+
+
 def check_liveness(config, *, unfair: frozenset = frozenset(), seed: int = 0, max_states: int | None = None,
                    properties=T.TEMPORAL) -> LivenessResult:
     """Explore ``config`` and judge the temporal ``properties`` under weak fairness of every event kind not
@@ -114,25 +139,11 @@ def check_liveness(config, *, unfair: frozenset = frozenset(), seed: int = 0, ma
 
     res = LivenessResult()
     t0, c0 = time.perf_counter(), time.process_time()
-    g = nx.DiGraph()
+    sg = _StateGraph(nx.DiGraph())
+    g, seen, states, parent, via, stutter = sg.g, sg.seen, sg.states, sg.parent, sg.via, sg.stutter
     res.graph = g
-    seen: dict = {}
-    states: list = []
-    parent: list[int] = []
-    via: list = []
-    stutter: set[int] = set()
     enabled, step = spec.enabled, spec.step
-
-    def add(s, par: int, ev) -> int:
-        nid = len(states)
-        seen[s] = nid
-        states.append(s)
-        parent.append(par)
-        via.append(ev)
-        g.add_node(nid)
-        if par >= 0:
-            g.add_edge(par, nid, ev=ev)
-        return nid
+    add = sg.add
 
     def fair_choice(s):
         """The next event of the fair continuation: a weakly fair event other than ``trigger-checkpoint``
@@ -260,25 +271,13 @@ def check_model_liveness(model: LiveModel, *, max_states: int | None = None) -> 
 
     res = LivenessResult()
     t0, c0 = time.perf_counter(), time.process_time()
-    g = nx.DiGraph()
+    sg = _StateGraph(nx.DiGraph())
+    g, seen, states, parent, via, stutter = sg.g, sg.seen, sg.states, sg.parent, sg.via, sg.stutter
     res.graph = g
-    seen: dict = {}
-    states: list = []
-    parent: list[int] = []
-    via: list = []
-    stutter: set[int] = set()
     weak_sets: dict[int, frozenset] = {}
 
     def add(s, par: int, ev) -> int:
-        nid = len(states)
-        seen[model.key(s)] = nid
-        states.append(s)
-        parent.append(par)
-        via.append(ev)
-        g.add_node(nid)
-        if par >= 0:
-            g.add_edge(par, nid, ev=ev)
-        return nid
+        return sg.add(s, par, ev, model.key(s))
 
     queue = deque(add(s, -1, None) for s in model.init_states())
     while queue:
