@@ -81,16 +81,17 @@ def test_two_nbcc_pipelines_on_one_mor_table(tmp_path, spark):
     runs = [tmp_path / "a", tmp_path / "b"]
     for i, root in enumerate(runs):
         prepare_run(root, mode="async", records=80, batches=4, seed=20 + i, ts_phase=1 + i,
-                    update_fraction=0.5, concurrency_mode="nbcc", master="local[1]", commit_latency_ms=100,
+                    update_fraction=0.5, concurrency_mode="nbcc", master="local[1]", commit_latency_ms=300,
                     **common)
     procs = [subprocess.Popen([sys.executable, "-m", "pipeline.job", str(r)], env=_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for r in runs]
-    # 3. the compaction job beside them (this process, no Spark): one compaction every few seconds while they run
+    # 3. the compaction job beside them (this process, no Spark): a compaction every second while they run (on an
+    #    idle machine the four batches of a writer take a few seconds: a slower pace could miss them all)
     compactions = []
     try:
         deadline = time.monotonic() + 600
         while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-            time.sleep(4)
+            time.sleep(1)
             done = compact(table, progress=lambda s: None)
             if done["instant"]:
                 compactions.append(done)
