@@ -25,6 +25,7 @@ test: install
 
 deep: install
 	@$(WITH_ENV) HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q properties --timeout=0
+	@$(WITH_ENV) $(BIN)/python -m pytest -q -m slow tests --timeout=0
 
 bench: install
 	@$(WITH_ENV) $(BIN)/python benchmarks/run.py

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 import pytest
+from variant_sweep import every_variant
 
 import checker.parallel as par
 from checker.explorer import explore
@@ -64,7 +65,7 @@ def parallel(cfg, symmetry: bool, workers: int, **kw):
 
 # ------------------------------------------------------------------ parallel = serial, every variant
 @pytest.mark.parametrize("symmetry", [False, True], ids=["plain", "symmetry"])
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", every_variant())
 def test_two_workers_give_the_serial_counts_and_verdicts(variant, symmetry):
     cfg = small_config(variant)
     want = serial(cfg, symmetry)

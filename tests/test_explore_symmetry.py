@@ -14,6 +14,7 @@ import dataclasses
 import random
 
 import pytest
+from variant_sweep import every_variant
 
 from checker.explorer import explore
 from checker.protocol import SystemModel
@@ -98,7 +99,7 @@ def test_permute_tasks_leaves_the_state_alone_and_rejects_non_permutations():
 
 
 # ------------------------------------------------------------- same verdicts on every variant
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", every_variant())
 def test_same_verdicts_and_depths_with_and_without_symmetry(variant, tmp_path):
     from checker.replay import replay
     from lakeio.traces import load_trace, write_trace
