@@ -383,8 +383,9 @@ def indexing_section(ctx: Context) -> Section:
 QUICK_MAX_EXAMPLES = 15
 
 #: In quick mode the tests that search for counterexamples of broken variants (minutes of shrinking
-#: under load) are deselected; the report shows a few counterexamples itself and --full runs them all.
-QUICK_DESELECT = "not catch and not finds"
+#: under load: ``*catch*``, ``*finds*``, ``*_is_caught``) and the exhaustive refinement checks are deselected;
+#: the report shows a few counterexamples itself and --full runs them all (``make test`` runs them too).
+QUICK_DESELECT = "not catch and not finds and not caught and not exhaustive_refines"
 
 #: The counterexample searches the report shows: suite file -> (test name part, heading). Each test
 #: finds and shrinks a counterexample of a broken variant with ``hypothesis.find`` and prints it.
