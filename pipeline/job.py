@@ -270,6 +270,7 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
                     coord.open()  # recovery: the aborted instant is rolled back, the replay gets a new one
                     continue
                 rd.log("stalled", pid=os.getpid(), reason=_one_line(exc))
+                _wait_for_tasks(spark)  # none of the failed batch's tasks still writes when the run returns
                 raise PipelineStalled(stall_message(rd, _one_line(exc))) from None
             finally:
                 if query.isActive:
@@ -287,6 +288,23 @@ def run_job(root: Path, spark=None, progress=print, timeout_s: float = 600.0) ->
         return summary
     finally:
         coord.close()
+
+
+def _wait_for_tasks(spark, timeout_s: float = 30.0) -> None:
+    """Wait until the session runs no stage, then Spark's kill timeout for Python workers: a failed batch's
+    other tasks are cancelled, not stopped at once, and one may still be writing a data file. A restart in
+    a new process does not meet them (they die with the old driver); a run restarted in this process
+    (``resume`` in a notebook or a test, sharing the session) would otherwise roll back the failed instant
+    while a straggler writes a file of it, which no marker then names."""
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while tracker.getActiveStageIds() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    kill_s = spark.sparkContext.getConf().get("spark.python.task.killTimeout", "2s")
+    try:
+        time.sleep(min(float(kill_s.rstrip("s") or 2) + 0.5, 10.0))
+    except ValueError:
+        time.sleep(2.5)
 
 
 def main(argv: list[str] | None = None) -> int:
