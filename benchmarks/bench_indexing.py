@@ -13,15 +13,18 @@ write path the pipeline's coordinator calls), then copied twice so both runs sta
   commits (their completion times; the first commit left out). Throughput beside = over the indexer's
   window (its process's start to its exit): each commit gap overlapping the window counts with the share of
   its batch that falls inside (records committed at a steady rate between two commits), over the part of the
-  window the gaps cover (:func:`window_rps`). Also printed: over the gaps that *ended* in the window (the
-  earlier measure) and over the whole runs.
+  window the gaps cover (:func:`window_rps`). The target's ratio compares those window gaps with the *same*
+  commit gaps (by position in the run) of the run alone (:func:`matched_seconds`): the pipeline speeds up
+  within a run, so a window early in the run set against the whole run's mean gap would count that warm-up
+  against the indexer. Also printed: beside over the window against the mean gap alone, over the gaps that
+  *ended* in the window (the first measure) and over the whole runs.
 * ``--mode writer``: no Spark; the writer commits ``--commits`` upserts of ``--batch`` records alone on A, then
   on B beside the indexer until the indexer ends; throughput over the commits made while it was alive.
 
 The indexer runs in its own session (``setsid``): a separate job, as Hudi's ``HoodieIndexer`` is; with the
 kernel's autogroup scheduling a child in the benchmark's own session would split the writer's CPU share.
-``--indexer-nice N``: the indexer's process and its session's autogroup at nice N (a background job at low
-priority; default 0, not niced).
+``--indexer-priority background|normal``: the command's ``--priority`` (background, its default: the job at
+``SCHED_IDLE`` with its session's autogroup at nice 19; normal: not lowered).
 Figures: records/s alone and beside the indexer and their ratio; the indexer's build and catch-up seconds,
 records indexed, catch-up decisions; whether the audit of B holds (``MDT.record-index``: the index equals a
 rebuild). Target: the ratio is >= 0.90; exit 1 when it is not or the audit fails. The figures depend on the
@@ -29,7 +32,7 @@ machine's load: say what else ran.
 
     python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer] [--records N] [--seed S]
         [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--indexer-after K]
-        [--rounds R] [--indexer-nice N] [--keep]
+        [--rounds R] [--indexer-priority background|normal] [--keep] [--gaps]
 """
 
 from __future__ import annotations
@@ -128,27 +131,17 @@ def run_writer(path: Path, clock: Clock, *, existing: int, batch: int, commits: 
     return out
 
 
-def _indexer(table: Path, nice: int = 0) -> subprocess.Popen:
+def _indexer(table: Path, priority: str = "background") -> subprocess.Popen:
+    """``hoodie-lab index`` as a separate job (its own session, as Hudi's ``HoodieIndexer`` is a job of its own;
+    with the kernel's autogroup scheduling a child in the benchmark's session would split the benchmark's CPU
+    share instead of taking its own). ``priority``: the command's ``--priority`` (background, its default:
+    ``SCHED_IDLE`` and its session's autogroup at nice 19, ``lakeio/background.py``)."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     cmd = [sys.executable, "-m", "hoodie_lab.cli", "index", str(table), "--type", "record_index",
            "--concurrency-mode", "optimistic_concurrency_control", "--lock-provider", "filesystem",
-           "--poll", "0.1", "--json"]
-    # its own session: a separate job, as Hudi's HoodieIndexer is (with the kernel's autogroup scheduling a
-    # child in the benchmark's session would split the benchmark's CPU share instead of taking its own)
+           "--poll", "0.1", "--priority", priority, "--json"]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True, preexec_fn=(lambda: _lower_priority(nice)) if nice else None)
-
-
-def _lower_priority(nice: int) -> None:
-    """In the indexer's process (after ``setsid``): ``nice`` it, and its session's autogroup too -- with
-    autogroup scheduling a process's nice value only ranks it within its own session's group, the group's
-    (``/proc/self/autogroup``) ranks the group against the others (sched(7))."""
-    os.nice(nice)
-    try:
-        with open("/proc/self/autogroup", "w") as fh:
-            fh.write(str(nice))
-    except OSError:
-        pass  # no autogroup scheduling: the process's nice value is what counts
+                            start_new_session=True)
 
 
 def _commit_gaps(table: Path, after: float = 0.0) -> list[tuple[float, float]]:
@@ -174,6 +167,15 @@ def window_rps(gaps: list[tuple[float, float]], per_batch: float, start: float, 
             recs += per_batch * ov / (b - a)
             covered += ov
     return (recs / covered if covered else float("nan")), covered
+
+
+def matched_seconds(window_gaps: list[tuple[int, float, float]], alone_gaps: list[tuple[float, float]]) -> float:
+    """How long the run alone took for the records the run beside committed in the indexer's window: each
+    window gap ``(i, overlap, length)`` of the run beside (the ``i``-th commit gap of its run, ``overlap``
+    seconds of it inside the window) counts the alone run's ``i``-th gap times the same share. The pipeline
+    speeds up within a run (its later commit gaps are shorter, the last one shortest), so the window's
+    gaps are compared with the same gaps of the run alone, not with its mean gap."""
+    return sum((alone_gaps[i][1] - alone_gaps[i][0]) * ov / length for i, ov, length in window_gaps)
 
 
 def _after_commits(table: Path, start: float, n: int, stop) -> None:
@@ -210,7 +212,7 @@ def _pipeline_run(tmp: Path, name: str, table: Path, args, spark, beside: bool) 
         if not beside or stop.is_set():
             return
         box["start"] = time.time()
-        proc = box["proc"] = _indexer(table, args.indexer_nice)
+        proc = box["proc"] = _indexer(table, args.indexer_priority)
         box["out"], box["err"] = proc.communicate()
         box["end"] = time.time()
 
@@ -229,6 +231,8 @@ def _pipeline_run(tmp: Path, name: str, table: Path, args, spark, beside: bool) 
     ws, we = box["start"], box["end"]
     res.update(proc=box["proc"], out=box["out"], err=box["err"], idx_wall=we - ws, idx_start=ws - start)
     res["rps"], res["covered"] = window_rps(gaps, per_batch, ws, we)
+    res["window_gaps"] = [(i, min(b, we) - max(a, ws), b - a) for i, (a, b) in enumerate(gaps)
+                          if min(b, we) - max(a, ws) > 0 and b > a]
     res["window_records"] = res["rps"] * res["covered"] if res["covered"] else 0.0
     ended = [y - x for x, y in gaps if ws <= y <= we]
     res["ended_gaps"] = len(ended)
@@ -287,9 +291,11 @@ def main(argv=None) -> int:
                     help="start the indexer when this many pipeline commits of the run completed (pipeline mode)")
     ap.add_argument("--rounds", type=int, default=None,
                     help="pairs of pipeline runs (pipeline mode; default 3, --quick 1)")
-    ap.add_argument("--indexer-nice", type=int, default=0,
-                    help="run the indexer at this nice value (and its session's autogroup); 0: not niced")
+    ap.add_argument("--indexer-priority", choices=["background", "normal"], default="background",
+                    help="hoodie-lab index --priority: background (its default: SCHED_IDLE, autogroup nice 19) "
+                         "or normal")
     ap.add_argument("--keep", action="store_true", help="keep the tables (printed)")
+    ap.add_argument("--gaps", action="store_true", help="print every commit gap of each run (pipeline mode)")
     args = ap.parse_args(argv)
     if args.quick:
         args.records, args.commits, args.batch = 100_000, 10, 5_000
@@ -298,14 +304,12 @@ def main(argv=None) -> int:
         args.rounds = 1 if args.quick else 3
     if args.rounds < 1:
         ap.error(f"--rounds: {args.rounds}: at least 1")
-    if not 0 <= args.indexer_nice <= 19:
-        ap.error(f"--indexer-nice: {args.indexer_nice}: 0 to 19 (a lower priority only)")
     if args.indexer_after < 0:
         ap.error(f"--indexer-after: {args.indexer_after}: not negative")
     from lakeio.audit import audit_table
 
-    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); indexer nice "
-          f"{args.indexer_nice}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); indexer priority "
+          f"{args.indexer_priority}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-indexing-"))
     try:
         clock = Clock()
@@ -329,7 +333,15 @@ def main(argv=None) -> int:
                       f"on); over the {be['ended_gaps']} gaps that ended in it {be['ended_rps']:,.0f} "
                       f"({be['ended_rps'] / al['rps']:.1%}); whole runs {al['run_rps']:,.0f} and {be['run_rps']:,.0f} "
                       f"({be['run_rps'] / al['run_rps']:.1%})")
+                if len(al["gaps"]) == len(be["gaps"]):
+                    m = matched_seconds(be["window_gaps"], al["gaps"]) / be["covered"]
+                    print(f"  matched gaps: beside / alone over the same commit gaps of the two runs {m:.1%}")
                 print(f"  {_indexer_line(be['out'])}")
+                if args.gaps:
+                    ms = lambda gs: " ".join(f"{(y - x) * 1000:.0f}" for x, y in gs)  # noqa: E731
+                    inside = {i for i, _, _ in be["window_gaps"]}
+                    print(f"  commit gaps, ms: alone {ms(al['gaps'])}; beside {ms(be['gaps'])} (in the window: "
+                          f"{', '.join(str(i + 1) for i in sorted(inside))})")
             gaps_alone = [g for al, _, _ in rounds for g in al["gaps"]]
             rps_alone = per_batch * len(gaps_alone) / sum(y - x for x, y in gaps_alone)
             covered = sum(be["covered"] for _, be, _ in rounds)
@@ -338,8 +350,13 @@ def main(argv=None) -> int:
             each = ", ".join(f"{be['rps'] / al['rps']:.1%}" for al, be, _ in rounds)
             print(f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches, {len(rounds)} "
                   f"round(s)), pooled: alone {rps_alone:,.0f} records/s over {len(gaps_alone)} commit gaps, beside "
-                  f"the indexer {rps_beside:,.0f} records/s over {covered:.1f} s of its windows ({ratio:.1%}); "
-                  f"per round {each}")
+                  f"the indexer {rps_beside:,.0f} records/s over {covered:.1f} s of its windows ({ratio:.1%} of "
+                  f"the mean gap alone); per round {each}")
+            if any(len(al["gaps"]) != len(be["gaps"]) for al, be, _ in rounds):
+                print("matched gaps: the runs made different numbers of commits; judged on the mean gap")
+            else:
+                ratio = sum(matched_seconds(be["window_gaps"], al["gaps"]) for al, be, _ in rounds) / covered
+                print(f"pooled over the same commit gaps of the runs alone (the target's measure): {ratio:.1%}")
             b = rounds[-1][2]
         else:
             a, b = tmp / "alone", tmp / "beside"
@@ -352,7 +369,7 @@ def main(argv=None) -> int:
             rps_alone = len(alone) * args.batch / sum(e - s for s, e, _ in alone)
             wclock2 = Clock()
             wclock2.ms = clock.ms + 1000
-            proc = _indexer(b, args.indexer_nice)
+            proc = _indexer(b, args.indexer_priority)
             beside = run_writer(b, wclock2, existing=args.records, batch=args.batch, commits=args.commits,
                                 seed=args.seed, while_alive=lambda: proc.poll() is None)
             out, err = proc.communicate()

@@ -32,7 +32,15 @@ def test_window_rps_counts_the_share_of_each_gap_inside_the_window():
     assert covered == 0 and math.isnan(rps)
 
 
-@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--indexer-nice", "-5"], ["--indexer-nice", "20"],
+def test_matched_seconds_sets_the_window_against_the_same_gaps_alone():
+    alone = [(0.0, 1.0), (1.0, 1.5), (1.5, 2.0)]  # gaps 1.0, 0.5, 0.5 s
+    # the run beside: gap 0 (2 s long) half inside the window, gap 1 (1 s) whole -> alone took 0.5 + 0.5 s
+    assert bi.matched_seconds([(0, 1.0, 2.0), (1, 1.0, 1.0)], alone) == pytest.approx(1.0)
+    # the same gaps alone as beside: the ratio (alone seconds / covered seconds) is 1
+    assert bi.matched_seconds([(2, 0.25, 0.5)], alone) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--indexer-priority", "idle"], ["--indexer-priority", "20"],
                                   ["--indexer-after", "-1"]])
 def test_bad_arguments_exit_2_before_anything_runs(argv, capsys):
     with pytest.raises(SystemExit) as e:

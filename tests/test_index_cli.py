@@ -179,9 +179,9 @@ def test_abort_leaves_nothing(tmp_path, capsys, where):
     assert mdt_index.run_index(path, "record_index", SETTINGS).outcome == "completed"
 
 
-def test_catchup_timeout_on_a_live_pending_write_aborts(tmp_path, capsys):
+def test_catchup_timeout_on_a_live_pending_write_aborts(tmp_path, capfd):
     """A pending write whose heartbeat is alive is waited for; past ``--timeout`` the index aborts, exit 1,
-    one line."""
+    one line (from the background job: capfd sees its output)."""
     path = tmp_path / "t"
     w, clock = make_table(path, commits=3)
     t = clock()
@@ -191,19 +191,73 @@ def test_catchup_timeout_on_a_live_pending_write_aborts(tmp_path, capsys):
     hb.mkdir(parents=True)
     (hb / t).write_text("")
     assert cli(["index", str(path), *OK_ARGS, "--timeout", "0.3", "--poll", "0.05"]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
+    err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Index catchup failed" in err[0] and t in err[0]
     assert "record_index" not in (path / ".hoodie" / "hoodie.properties").read_text()
     assert audit_table(str(path)).exit_code == 0
 
 
-def test_cli_completes_and_reports(tmp_path, capsys):
+def test_cli_completes_and_reports(tmp_path, capfd):
     path = tmp_path / "t"
     make_table(path, commits=3)
     assert cli(["index", str(path), *OK_ARGS]) == 0
-    out = capsys.readouterr().out
-    assert "index record_index: completed" in out and "records built" in out
+    out = capfd.readouterr().out
+    assert "background job" in out and "index record_index: completed" in out and "records built" in out
     assert cli(["audit", str(path)]) == 0
+
+
+@pytest.mark.parametrize("priority", ["background", "normal"])
+def test_the_index_runs_at_the_priority_asked(tmp_path, capfd, priority):
+    """By default the work runs as a background job: a process of its own, in a session of its own, at
+    SCHED_IDLE with its session's autogroup at nice 19 (what the kernel holds, read back by the job);
+    ``--priority normal`` runs it here, as this process runs."""
+    import json
+    import os
+
+    from lakeio.background import describe_priority
+
+    path = tmp_path / "t"
+    make_table(path, commits=2)
+    assert cli(["index", str(path), *OK_ARGS, "--priority", priority, "--json"]) == 0
+    rep = json.loads(capfd.readouterr().out)
+    assert rep["outcome"] == "completed"
+    if priority == "normal":
+        assert rep["priority"] == describe_priority()
+    else:
+        assert rep["priority"].startswith("SCHED_IDLE") and rep["priority"] != describe_priority()
+        if os.path.exists("/proc/self/autogroup"):
+            assert rep["priority"].endswith("autogroup nice 19")
+
+
+def test_ctrl_c_reaches_the_background_job_which_aborts_cleanly(tmp_path):
+    """The background job is not in the terminal's process group: SIGINT sent to the command is passed on,
+    the job aborts the index and ends as the command does in the foreground (exit 130, one line), leaving no
+    trace of the index."""
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    t = clock()
+    w.start(t)
+    w.write_batch(t, batch(random.Random(2), 10, 60, 9), "upsert")
+    hb = path / ".hoodie" / ".heartbeat"
+    hb.mkdir(parents=True)
+    (hb / t).write_text("")  # a live pending write: the catch-up waits for it
+    proc = subprocess.Popen([sys.executable, "-m", "hoodie_lab.cli", "index", str(path), *OK_ARGS, "--poll", "0.05"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list((path / ".hoodie" / "timeline").glob("*.indexing.inflight")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert err.strip() == "hoodie-lab index: interrupted"
+    assert not list((path / ".hoodie" / "timeline").glob("*.indexing*"))
+    assert "record_index" not in (path / ".hoodie" / "hoodie.properties").read_text()
+    assert audit_table(str(path)).exit_code == 0
 
 
 # ---------------------------------------------------------------------------------------------- bad input
@@ -221,17 +275,17 @@ def test_cli_completes_and_reports(tmp_path, capsys):
     ([*OK_ARGS, "--timeout", "0"], "--timeout"),
     ([*OK_ARGS, "--poll", "-1"], "--poll"),
 ])
-def test_bad_requests_one_line_exit_2_nothing_written(tmp_path, capsys, args, expect):
+def test_bad_requests_one_line_exit_2_nothing_written(tmp_path, capfd, args, expect):
     path = tmp_path / "t"
     make_table(path, commits=2)
     before = tree(path)
     assert cli(["index", str(path), *args]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expect in err[0], err
     assert tree(path) == before
 
 
-def test_existing_and_inflight_index_refused(tmp_path, capsys):
+def test_existing_and_inflight_index_refused(tmp_path, capfd):
     path = tmp_path / "t"
     w, clock = make_table(path, commits=2)
     # inflight: an indexer still running (stopped here, between build and catch-up)
@@ -241,18 +295,18 @@ def test_existing_and_inflight_index_refused(tmp_path, capsys):
         if msg.startswith("built"):
             before = tree(path)
             seen["rc"] = cli(["index", str(path), *OK_ARGS])
-            seen["err"] = capsys.readouterr().err
+            seen["err"] = capfd.readouterr().err
             seen["same"] = tree(path) == before
 
     mdt_index.run_index(path, "record_index", SETTINGS, progress=hook)
     assert seen["rc"] == 2 and "already being built" in seen["err"] and seen["same"]
     before = tree(path)
     assert cli(["index", str(path), *OK_ARGS]) == 2
-    assert "already exists" in capsys.readouterr().err and tree(path) == before
+    assert "already exists" in capfd.readouterr().err and tree(path) == before
 
 
 @pytest.mark.parametrize("case", ["tv6", "no-mdt", "not-a-table"])
-def test_tables_it_cannot_index(tmp_path, capsys, case):
+def test_tables_it_cannot_index(tmp_path, capfd, case):
     path = tmp_path / "t"
     if case == "tv6":
         commit(writer(path, version=6), __import__("mdt_util").Clock(), batch(random.Random(1), 10, 30, 0))
@@ -262,12 +316,12 @@ def test_tables_it_cannot_index(tmp_path, capsys, case):
         path.mkdir()
     before = tree(path)
     assert cli(["index", str(path), *OK_ARGS]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(path) in err[0]
     assert tree(path) == before
 
 
-def test_nothing_to_index_when_the_first_write_is_pending(tmp_path, capsys):
+def test_nothing_to_index_when_the_first_write_is_pending(tmp_path, capfd):
     path = tmp_path / "t"
     w, clock = make_table(path, commits=0)
     t = clock()
@@ -279,7 +333,7 @@ def test_nothing_to_index_when_the_first_write_is_pending(tmp_path, capsys):
     w.start(clock())  # a pending first write: no contiguous completed write
     before = tree(path)
     assert cli(["index", str(path), *OK_ARGS]) == 0
-    assert "nothing to index" in capsys.readouterr().out
+    assert "nothing to index" in capfd.readouterr().out
     assert tree(path) == before
 
 

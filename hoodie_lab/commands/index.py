@@ -1,11 +1,15 @@
 """``hoodie-lab index TABLE --type record_index --concurrency-mode optimistic_concurrency_control
---lock-provider filesystem [--timeout S] [--poll S] [--json]``.
+--lock-provider filesystem [--timeout S] [--poll S] [--priority background|normal] [--json]``.
 
 Builds a metadata-table partition asynchronously on a table that writers keep writing (RFC-45, Hudi's
 ``HoodieIndexer``): schedule (``<t>.indexing.requested`` with the ``HoodieIndexPlan``), build the base file,
 catch up with the commits made meanwhile, complete (``<t>_<c>.indexing``, the partition joins
 ``hoodie.table.metadata.partitions``) or abort (nothing of the index left). The steps and their rules:
 ``lakeio/ondisk/mdt_index.py`` over the spec's ``model/mdt/partitions.py``.
+The work, the request's checks included, runs as a background job (``--priority
+background``, the default; ``lakeio/background.py``: its own session, ``SCHED_IDLE``, the session's autogroup at
+nice 19), so the writers beside it keep their pace -- Hudi runs the indexer as a job with its own resources.
+``--priority normal`` runs it in this process at normal priority.
 Exit 0 when the index completed (or there was nothing to index), 1 when it aborted, 2 on bad input (a
 single-writer mode, no lock provider, an unknown index type, an index that exists or is inflight, a table
 without a metadata table): then nothing is written.
@@ -34,25 +38,49 @@ def add_parser(subparsers) -> None:
                    help="catch-up timeout in seconds (hoodie.metadata.index.check.timeout.seconds, default 900)")
     p.add_argument("--poll", type=float, default=0.5, metavar="S",
                    help="how often the catch-up re-reads the timeline while it waits, seconds (default 0.5)")
+    p.add_argument("--priority", choices=["background", "normal"], default="background",
+                   help="background (default): run as a job of its own at the lowest CPU priority (SCHED_IDLE, "
+                        "its session's autogroup at nice 19), so live writers keep their pace; normal: in this "
+                        "process at normal priority")
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=run)
 
 
+def _job_argv(args) -> list[str]:
+    """This command again, for the background job (which runs it in its own process)."""
+    argv = [sys.executable, "-m", "hoodie_lab.cli", "index", str(args.path), "--type", args.index_type,
+            "--concurrency-mode", args.concurrency_mode, "--timeout", repr(args.timeout), "--poll", repr(args.poll)]
+    if args.lock_provider is not None:
+        argv += ["--lock-provider", args.lock_provider]
+    return argv + (["--json"] if args.json else [])
+
+
 def run(args) -> int:
+    import os
     from dataclasses import asdict
     from pathlib import Path
 
+    from lakeio.background import JOB_ENV, describe_priority, run_as_background_job
     from lakeio.errors import UserError
-    from lakeio.ondisk.mdt_index import run_index, settings_from
 
     if args.timeout <= 0:
         raise UserError(f"--timeout: {args.timeout:g}; expected > 0")
     if args.poll <= 0:
         raise UserError(f"--poll: {args.poll:g}; expected > 0")
-    settings = settings_from(args.concurrency_mode, args.lock_provider)
     say = None if args.json else (lambda m: print(m, flush=True))
+    if args.priority == "background" and not os.environ.get(JOB_ENV):
+        # everything else, the request's checks included, runs in the job: this process only waits for it
+        if say:
+            say("indexing as a background job (lowest CPU priority; --priority normal to run at normal priority)")
+        root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+        return run_as_background_job(_job_argv(args), env=env)
+    from lakeio.ondisk.mdt_index import run_index, settings_from
+
+    settings = settings_from(args.concurrency_mode, args.lock_provider)
     rep = run_index(Path(args.path), args.index_type, settings, timeout_s=args.timeout, poll_s=args.poll,
                     progress=say)
+    rep.priority = describe_priority()
     if args.json:
         json.dump(asdict(rep), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -64,5 +92,6 @@ def run(args) -> int:
             counts[d] = counts.get(d, 0) + 1
         print(f"index {rep.partition}: {rep.outcome}; {rep.base_records} records built in {rep.build_s:.2f} s, "
               f"catch-up {rep.catchup_s:.2f} s over {len(rep.decisions)} instant(s) "
-              f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items())) or 'none'})")
+              f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items())) or 'none'}); CPU priority: "
+              f"{rep.priority}")
     return 0

@@ -70,6 +70,7 @@ class IndexReport:
     decisions: list[tuple[str, str]] = field(default_factory=list)
     caught_up_to: str | None = None
     error: str | None = None
+    priority: str | None = None  # the CPU priority it ran at (``lakeio.background.describe_priority``)
 
 
 class IndexAborted(UserError):

@@ -1,0 +1,91 @@
+"""Background jobs: run a command at the lowest CPU priority, so the work it shares a machine with keeps its pace.
+
+An asynchronous table service (``hoodie-lab index``) must not slow the writers it runs beside. Hudi runs
+``HoodieIndexer`` as a job with its own resources; on one machine the same effect comes from the scheduler:
+
+* ``SCHED_IDLE`` (sched(7)): the job's threads run only on a CPU no other thread wants, and a waking
+  normal thread preempts them at once (a ``nice`` value only lowers the share: a niced job still
+  holds a CPU for its slice when a writer's thread wakes);
+* its own session, with the session's autogroup at nice 19 (``/proc/self/autogroup``): with autogroup
+  scheduling the kernel first shares the CPUs between sessions, so a job in a session of its own would
+  otherwise get a whole session's share.
+
+Elsewhere (no ``SCHED_IDLE``) the job is niced to 19. :func:`run_as_background_job` starts the command, forwards
+SIGINT / SIGTERM / SIGHUP to it (it is not in the terminal's process group any more) and returns its exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+JOB_ENV = "HOODIE_LAB_BACKGROUND_JOB"  # set in the job's environment: it is the job (do not start another)
+
+
+def lower_priority() -> str:
+    """Make this process (and the threads and children it starts later) a background job; returns what was
+    applied, for the report. Called in a new session's leader it also lowers the session's autogroup."""
+    applied = []
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        applied.append("SCHED_IDLE")
+    except (AttributeError, OSError):
+        try:
+            os.nice(19 - os.nice(0))
+            applied.append("nice 19")
+        except OSError:
+            pass
+    if os.getsid(0) == os.getpid():  # only a session of our own: the autogroup is the whole session's
+        try:
+            with open("/proc/self/autogroup", "w") as fh:
+                fh.write("19")
+            applied.append("autogroup nice 19")
+        except OSError:
+            pass  # no autogroup scheduling here
+    return ", ".join(applied) or "not lowered (the system refused)"
+
+
+def describe_priority() -> str:
+    """This process's CPU priority as the kernel holds it: policy, nice value, the session's autogroup."""
+    parts = []
+    try:
+        policy = os.sched_getscheduler(0)
+        parts.append({getattr(os, "SCHED_IDLE", -1): "SCHED_IDLE", getattr(os, "SCHED_BATCH", -1): "SCHED_BATCH",
+                      os.SCHED_OTHER: "SCHED_OTHER"}.get(policy, f"policy {policy}"))
+    except (AttributeError, OSError):
+        pass
+    parts.append(f"nice {os.nice(0)}")
+    try:
+        with open("/proc/self/autogroup") as fh:  # "/autogroup-123 nice 19"
+            parts.append("autogroup nice " + fh.read().split()[-1])
+    except (OSError, IndexError):
+        pass
+    return ", ".join(parts)
+
+
+def _start_lowered() -> None:  # in the child between fork and exec: already in its own session
+    lower_priority()
+
+
+def run_as_background_job(argv: list[str], env: dict | None = None) -> int:
+    """Run ``argv`` in a session of its own at background priority; its stdout/stderr are ours. Returns its
+    exit code (128 + N when signal N ended it). SIGINT, SIGTERM and SIGHUP sent to us are passed on, so a
+    Ctrl-C still reaches the job, which ends as it would in the foreground."""
+    env = dict(os.environ if env is None else env, **{JOB_ENV: "1"})
+    proc = subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=_start_lowered)
+    forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {}
+    try:
+        for sig in forwarded:
+            old[sig] = signal.signal(sig, lambda n, _f: proc.send_signal(n))
+    except ValueError:  # not the main thread: no handlers, the job still ends with its own work
+        pass
+    try:
+        rc = proc.wait()
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+        sys.stdout.flush()
+    return rc if rc >= 0 else 128 - rc
