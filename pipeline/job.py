@@ -300,11 +300,17 @@ def _wait_for_tasks(spark, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while tracker.getActiveStageIds() and time.monotonic() < deadline:
         time.sleep(0.1)
-    kill_s = spark.sparkContext.getConf().get("spark.python.task.killTimeout", "2s")
+    time.sleep(min(kill_timeout_s(spark.sparkContext._jsc.sc().getConf()) + 0.5, 10.0))
+
+
+def kill_timeout_s(jconf) -> float:
+    """``spark.python.task.killTimeout`` of the JVM ``SparkConf`` ``jconf`` in seconds, parsed by Spark itself
+    (``getTimeAsMs``: "2s", "2500ms", "1min"; a bare number is milliseconds); Spark's default 2 s when Spark
+    cannot parse it (Spark's own kill path then fails, not this wait)."""
     try:
-        time.sleep(min(float(kill_s.rstrip("s") or 2) + 0.5, 10.0))
-    except ValueError:
-        time.sleep(2.5)
+        return jconf.getTimeAsMs("spark.python.task.killTimeout", "2s") / 1000.0
+    except Exception:  # noqa: BLE001 - py4j raises Py4JJavaError (NumberFormatException) for a bad value
+        return 2.0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -237,3 +237,17 @@ def test_the_crash_harness_reports_a_stalled_job_as_one_line(tmp_path, monkeypat
     assert str(exc.value) == line and exc.value.exit_code == 1
     with pytest.raises(RuntimeError, match="ValueError: boom"):
         crash.run_with_crashes(tmp_path, [])
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("value,seconds", [(None, 2.0), ("3s", 3.0), ("2500ms", 2.5), ("1min", 60.0),
+                                           ("1500", 1.5), ("soon", 2.0)])
+def test_the_stall_wait_reads_the_kill_timeout_as_spark_does(spark, value, seconds):
+    """A stalled run waits for the failed batch's tasks plus ``spark.python.task.killTimeout``: read by Spark's
+    own parser (it was read as "Ns" only, so "2500ms" or "1min" fell back to 2 s)."""
+    from pipeline.job import kill_timeout_s
+
+    jconf = spark.sparkContext._jvm.org.apache.spark.SparkConf(False)
+    if value is not None:
+        jconf.set("spark.python.task.killTimeout", value)
+    assert kill_timeout_s(jconf) == pytest.approx(seconds)
