@@ -660,8 +660,12 @@ def liveness_section(ctx: Context) -> Section:
     cmd = "hoodie-lab explore --liveness --variant NAME --writers 1 --checkpoints 1 --records 2 --faults lost-ack"
     title = "Liveness: temporal properties under fairness"
     try:
-        from checker.liveness import check_liveness, draw_lasso
-        from model.invariants.temporal import DESCRIPTIONS, TEMPORAL
+        from checker.archival import ArchivalLiveModel
+        from checker.indexing import IndexingLiveModel
+        from checker.liveness import check_liveness, check_model_liveness, draw_lasso
+        from model.archival_machine import ARCHIVAL_LIVENESS_VARIANTS
+        from model.invariants.temporal import ARCHIVAL_TEMPORAL, DESCRIPTIONS, INDEXING_TEMPORAL, TEMPORAL
+        from model.mdt.variants import INDEXING_LIVENESS_VARIANTS
         from model.protocol.variants import LIVENESS_VARIANTS
     except ImportError as exc:
         return _missing(title, cmd, exc)
@@ -671,23 +675,41 @@ def liveness_section(ctx: Context) -> Section:
         "over the explored graph plus each stuck state's fair continuation, under weak fairness of the "
         "protocol's own steps (faults and the instant timeout are not fair). A violation is a lasso: a prefix, "
         "then a cycle forever (stuttering or an idle checkpoint round) with one obligation open throughout.</p>"
-        + table(["property", "meaning"], [[p, DESCRIPTIONS[p]] for p in TEMPORAL]))
-    rows = []
-    for name, v in LIVENESS_VARIANTS.items():
-        cfg = v.config(parallelism=1, max_checkpoints=1, records=2, buffer_size=2, faults=frozenset({"lost-ack"}))
-        r = check_liveness(cfg, unfair=v.unfair)
+        + table(["property", "meaning"], [[p, DESCRIPTIONS[p]] for p in (*TEMPORAL, *INDEXING_TEMPORAL,
+                                                                          *ARCHIVAL_TEMPORAL)]))
+    def judge(rows: list, name: str, v, r) -> None:
+        """One design's row (its must-break set against what the checker found) and its first lasso drawn."""
         found = sorted(r.violations)
         ok = set(v.breaks) == set(found) if v.breaks else r.holds
         s.ok = s.ok and ok
-        rows.append([name, ", ".join(sorted(v.unfair)) or "-", ", ".join(v.breaks) or "(none)",
+        rows.append([name, ", ".join(sorted(v.unfair)) or "-", f"{r.states:,}", ", ".join(v.breaks) or "(none)",
                      ", ".join(found) or "(none)", "as expected" if ok else "UNEXPECTED"])
         for prop in v.breaks[:1]:
             lasso = r.violations.get(prop)
             if lasso is not None:
                 png = ctx.fig_dir / f"lasso-{name}.png"
-                draw_lasso(lasso, str(png))
+                draw_lasso(lasso, str(png), title=f"{name}: {prop}")
                 s.figures.append(png)
-    s.paragraphs.append(table(["design", "not fair", "must break", "violated", "verdict"], rows))
+
+    header = ["design", "not fair", "states", "must break", "violated", "verdict"]
+    rows: list = []
+    for name, v in LIVENESS_VARIANTS.items():
+        cfg = v.config(parallelism=1, max_checkpoints=1, records=2, buffer_size=2, faults=frozenset({"lost-ack"}))
+        judge(rows, name, v, check_liveness(cfg, unfair=v.unfair))
+    s.paragraphs.append("<h3>The streaming protocol</h3>" + table(header, rows))
+    rows = []
+    for name, v in INDEXING_LIVENESS_VARIANTS.items():  # correct designs at one writer, broken at their bound
+        cfg = v.config() if v.breaks else v.config(writers=1)
+        judge(rows, name, v, check_model_liveness(IndexingLiveModel(cfg, v.unfair)))
+    s.paragraphs.append(
+        "<h3>The asynchronous indexer</h3><p><code>hoodie-lab explore --machine indexing --liveness --variant NAME"
+        "</code> (the correct designs here with <code>--writers 1</code>).</p>" + table(header, rows))
+    rows = []
+    for name, v in ARCHIVAL_LIVENESS_VARIANTS.items():
+        judge(rows, name, v, check_model_liveness(ArchivalLiveModel(v.config(), v.unfair)))
+    s.paragraphs.append(
+        "<h3>Archival</h3><p><code>hoodie-lab explore --machine archival --liveness --variant NAME</code>: "
+        "writers, a LAZY cleaner and the archiver.</p>" + table(header, rows))
     return s
 
 
