@@ -179,10 +179,8 @@ def test_abort_leaves_nothing(tmp_path, capsys, where):
     assert mdt_index.run_index(path, "record_index", SETTINGS).outcome == "completed"
 
 
-def test_catchup_timeout_on_a_live_pending_write_aborts(tmp_path, capfd):
-    """A pending write whose heartbeat is alive is waited for; past ``--timeout`` the index aborts, exit 1,
-    one line (from the background job: capfd sees its output)."""
-    path = tmp_path / "t"
+def _table_with_a_live_pending_write(path) -> str:
+    """A table of 3 commits and a pending write whose heartbeat file is fresh; returns its instant time."""
     w, clock = make_table(path, commits=3)
     t = clock()
     w.start(t)
@@ -190,6 +188,14 @@ def test_catchup_timeout_on_a_live_pending_write_aborts(tmp_path, capfd):
     hb = path / ".hoodie" / ".heartbeat"
     hb.mkdir(parents=True)
     (hb / t).write_text("")
+    return t
+
+
+def test_catchup_timeout_on_a_live_pending_write_aborts(tmp_path, capfd):
+    """A pending write whose heartbeat is alive is waited for; past ``--timeout`` the index aborts, exit 1,
+    one line (from the background job: capfd sees its output)."""
+    path = tmp_path / "t"
+    t = _table_with_a_live_pending_write(path)
     assert cli(["index", str(path), *OK_ARGS, "--timeout", "0.3", "--poll", "0.05"]) == 1
     err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Index catchup failed" in err[0] and t in err[0]
@@ -238,13 +244,7 @@ def test_ctrl_c_reaches_the_background_job_which_aborts_cleanly(tmp_path):
     import sys
 
     path = tmp_path / "t"
-    w, clock = make_table(path, commits=3)
-    t = clock()
-    w.start(t)
-    w.write_batch(t, batch(random.Random(2), 10, 60, 9), "upsert")
-    hb = path / ".hoodie" / ".heartbeat"
-    hb.mkdir(parents=True)
-    (hb / t).write_text("")  # a live pending write: the catch-up waits for it
+    _table_with_a_live_pending_write(path)  # the catch-up waits for it
     proc = subprocess.Popen([sys.executable, "-m", "hoodie_lab.cli", "index", str(path), *OK_ARGS, "--poll", "0.05"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
