@@ -161,7 +161,15 @@ def test_report_liveness_section(tmp_path):
     s = liveness_section(ctx)
     html = "".join(s.paragraphs)
     assert s.ok and "UNEXPECTED" not in html and "no-clean-rollback" in html
-    assert len(s.figures) == 3 and all(p.exists() for p in s.figures)
+    from model.archival_machine import ARCHIVAL_LIVENESS_VARIANTS
+    from model.mdt.variants import INDEXING_LIVENESS_VARIANTS
+    from model.protocol.variants import LIVENESS_VARIANTS
+
+    tables = (LIVENESS_VARIANTS, INDEXING_LIVENESS_VARIANTS, ARCHIVAL_LIVENESS_VARIANTS)
+    assert all(f"<td>{name}</td>" in html for t in tables for name in t), "every design of the three machines"
+    broken = [name for t in tables for name, v in t.items() if v.breaks]  # one lasso drawn for each
+    assert sorted(p.stem for p in s.figures) == sorted(f"lasso-{n}" for n in broken)
+    assert all(p.exists() for p in s.figures)
 
 
 # ------------------------------------------------------------------- the async indexer (model/mdt)
