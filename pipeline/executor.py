@@ -4,7 +4,9 @@ The driver (:class:`pipeline.coordinator.PipelineCoordinator`) gets the batch's 
 starts it on the timeline; then :func:`write_batch` runs one Spark job over the batch's DataFrame of raw input
 lines and returns only the tasks' write statuses (a few rows per task, never a record):
 
-1. **parse and route** (``mapInArrow`` over the input splits): each line goes through
+1. **parse and route** (``mapInArrow`` over the input splits): the lines in the generator's layout are parsed
+   column-wise (:func:`pipeline.source.parse_lines_columnar`: one regular expression over the batch's bytes,
+   matching only lines ``parse_line`` accepts as exactly those values); every other line goes through
    :func:`pipeline.source.parse_line`, the one validation (user data: each input file, one row of the
    binary-file source, through :func:`pipeline.source.parse_file`, typed in the run's schema, the user's key
    and delete columns); a good record gets its bucket
@@ -170,11 +172,21 @@ def jvm_parse(df):
                     F.when(F.col("fast"), F.lit(None).cast("binary")).otherwise(F.col("line")).alias("line")))
 
 
+def spec_is_generated(schema: pa.Schema) -> bool:
+    """The run writes the generated source's records (its lines may take :func:`pipeline.source.
+    parse_lines_columnar`'s fast path)."""
+    return schema.equals(RECORD_SCHEMA)
+
+
 def _split_rows(batch: pa.Table, split, schema: pa.Schema):
     """``batch`` -> (records of the run's schema, [(reason, raw)], what each input row became: 1 a record, 0 a
     malformed line, -1 nothing (a blank line), in order; None: records first, then the malformed, as ``split``
-    returns them). A :func:`jvm_parse` batch: its ``fast`` rows are taken as Spark parsed them, every other row
-    goes through ``split`` on its own (the one validation); else the whole batch goes through ``split``."""
+    returns them). The generated source's raw lines are first parsed column-wise
+    (:func:`pipeline.source.parse_lines_columnar`), unless :func:`jvm_parse` did it in the JVM; the ``fast`` rows
+    are taken as parsed, every other row goes through ``split`` on its own (the one validation). User data (a
+    file's bytes per row) goes through ``split`` whole."""
+    if "fast" not in batch.column_names and "line" in batch.column_names and spec_is_generated(schema):
+        batch = src.parse_lines_columnar(batch.column("line"))  # the generated source's lines, column-wise
     if "fast" not in batch.column_names:
         good, bad = split(batch)
         return good.select(schema.names).cast(schema), bad, None
@@ -182,14 +194,14 @@ def _split_rows(batch: pa.Table, split, schema: pa.Schema):
     if fast.all():
         return batch.select(schema.names).cast(schema), [], None
     kinds = np.ones(len(fast), dtype=np.int8)
-    slow_lines = batch.column("line").to_pylist()
+    slow_lines = batch.column("line")
     parts, bad = [], []
     run = 0  # start of the current run of fast rows
     for i in np.nonzero(~fast)[0].tolist() + [len(fast)]:
         if i > run:
             parts.append(batch.slice(run, i - run).select(schema.names).cast(schema))
         if i < len(fast):  # a slow row: the batch split on its own
-            g, b = split(pa.table({"line": pa.array([slow_lines[i]], pa.binary())}))
+            g, b = split(pa.table({"line": pa.array([slow_lines[i].as_py()], pa.binary())}))
             if g.num_rows:
                 parts.append(g.select(schema.names).cast(schema))
             kinds[i] = 1 if g.num_rows else (0 if b else -1)
