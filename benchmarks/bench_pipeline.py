@@ -16,7 +16,10 @@ coordinator's p50 batch latency is below the blocking one's. Exit 1 when it is n
 2,000,000 records in 10 batches): Spark's own parquet sink (which also writes on executors) and hoodie-lab
 ``async`` COW upserts and MOR, each on ``local[1]`` and ``local[2]`` (``--parallelism`` = cores; a fresh Spark
 session per master, in its own process), records/s over the query's wall time; the ratio hoodie-lab / parquet
-(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core. ``--cluster`` adds the same runs on a
+(target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core; beside them what each run wrote (records and
+bytes of data files: the commits' write stats, ``numWrites`` / ``fileSizeInBytes``; the sink's part files) and
+written records/s -- a COW upsert rewrites every file group a batch touches (Hudi's merge handle), so it writes
+O(table) records a batch where the sink appends O(batch). ``--cluster`` adds the same runs on a
 Spark standalone cluster started for it (:class:`pipeline.sparkcluster.SparkCluster`: a master and 2 workers
 of 1 core on 127.0.0.1, writer tasks = 2; stopped by their process groups at the end). MOR runs write parquet
 log data blocks (``log_block_format=parquet``, ``HoodieParquetDataBlock``, read by hudi-rs). ``--ab``
@@ -101,6 +104,31 @@ def _shared_run(base: Path, shared_input: Path, name: str, batches: int, **cfg) 
     return root
 
 
+def table_written(table: Path) -> tuple[int, int]:
+    """(records, bytes) of the data files the table's completed commits wrote: the sums of ``numWrites`` and
+    ``fileSizeInBytes`` over their write stats (Hudi's commit metadata; a COW merge counts every row of the
+    rewritten base file, a MOR log file the rows of its data block). The metadata table is not counted."""
+    from lakeio.ondisk.metadata import decode_commit_metadata
+
+    records = size = 0
+    hoodie = Path(table) / ".hoodie"
+    for d in (hoodie, hoodie / "timeline"):  # table version 6 | 8
+        for f in sorted(d.glob("*")) if d.is_dir() else ():
+            if f.suffix not in (".commit", ".deltacommit"):
+                continue  # requested / inflight instants end in .requested / .inflight
+            md = decode_commit_metadata(f.read_bytes(), str(f)) or {}
+            for stats in (md.get("partitionToWriteStats") or {}).values():
+                for st in stats:
+                    records += int(st.get("numWrites") or 0)
+                    size += int(st.get("fileSizeInBytes") or 0)
+    return records, size
+
+
+def sink_written(out: Path, records: int) -> tuple[int, int]:
+    """(records, bytes) the parquet sink wrote: every input record once, the size of its ``part-*`` files."""
+    return records, sum(f.stat().st_size for f in Path(out).rglob("part-*") if f.is_file())
+
+
 def scale_child(master: str, records: int, batches: int, base: Path, shared: Path, kinds: list[str],
                 cluster_cores: int = 2) -> dict:
     """One Spark session on ``master``: plain parquet, then hoodie-lab async COW and MOR; one JSON line.
@@ -128,13 +156,18 @@ def scale_child(master: str, records: int, batches: int, base: Path, shared: Pat
                      .option("checkpointLocation", str(base / f"pq-chk-{cores}")).trigger(availableNow=True).start())
                 q.awaitTermination()
                 out["parquet"] = records / (time.monotonic() - t0)
+                out["parquet_written"] = sink_written(base / f"pq-{cores}", records)
             else:
                 table_type, _, fmt = kind.partition("-")  # mor: parquet log blocks; mor-avro: Avro log blocks
                 root = _shared_run(base, shared, f"{kind}-{cores}", batches, mode="async", table_type=table_type,
                                    parallelism=cores, buckets=4, log_block_format=fmt or "parquet")
                 s = run_job(root, spark=spark, progress=None)
                 out[kind] = records / s["seconds"]
-            print(f"    {master} {kind}: {out[kind]:,.0f} records/s", file=sys.stderr, flush=True)
+                out[f"{kind}_written"] = table_written(root / "table")
+                shutil.rmtree(root / "table", ignore_errors=True)  # the next run's disk cache, not this table's
+            wr, wb = out[f"{kind}_written"]
+            print(f"    {master} {kind}: {out[kind]:,.0f} records/s; wrote {wr:,} records, {wb / 2**20:,.0f} MiB",
+                  file=sys.stderr, flush=True)
     finally:
         spark.stop()
     out["driver_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -215,11 +248,22 @@ def scale_main(args) -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(f"\nload average before/after: {load0} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"\n{'master':11s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} {'MOR/pq':>7s} "
+    print(f"\ninput records/s (records / the query's wall time) and the ratio to the parquet sink's:")
+    print(f"{'master':11s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} {'MOR/pq':>7s} "
           f"{'driver RSS':>11s}")
     for r in rows:
         print(f"{r['master']:11s} {r['parquet']:14,.0f} {r['cow']:12,.0f} {r['cow'] / r['parquet']:6.0%} "
               f"{r['mor']:12,.0f} {r['mor'] / r['parquet']:6.0%} {r['driver_peak_rss_mib']:8.0f} MiB")
+    print("\nwritten per run (data files; hoodie-lab: the commits' write stats, numWrites and fileSizeInBytes; the "
+          "sink: its part files), and written records/s with its ratio to the sink's:")
+    print(f"{'master':11s} {'run':8s} {'records':>12s} {'MiB':>8s} {'written rec/s':>14s} {'/pq':>6s}")
+    for r in rows:
+        secs = {k: r["records"] / r[k] for k in ("parquet", "cow", "mor")}
+        pq_wps = r["parquet_written"][0] / secs["parquet"]
+        for k in ("parquet", "cow", "mor"):
+            wr, wb = r[f"{k}_written"]
+            print(f"{r['master']:11s} {k:8s} {wr:12,d} {wb / 2**20:8,.0f} {wr / secs[k]:14,.0f} "
+                  f"{wr / secs[k] / pq_wps:6.0%}")
     ok = True
     by = {r["master"]: r for r in rows}
     if "local[1]" in by and "local[2]" in by:

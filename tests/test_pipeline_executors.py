@@ -82,7 +82,7 @@ def test_the_driver_path_never_collects_records():
     assert bad == [], bad
     # and the write job's collect is on the statuses: the DataFrame mapInArrow returns with the status schema
     src = (REPO / "pipeline/executor.py").read_text()
-    assert "mapInArrow(write_partition(spec), RESULT_DDL)" in src and "stats string" in src
+    assert "mapInArrow(write_partition(spec, split), RESULT_DDL)" in src and "stats string" in src
 
 
 def test_the_structural_check_catches_a_driver_that_collects():

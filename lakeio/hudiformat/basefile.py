@@ -38,6 +38,17 @@ def footer_metadata(avro_schema_json: str, rows: pa.Table) -> dict[bytes, bytes]
     return meta
 
 
+#: meta columns whose values are distinct within a file (one record per key in a file group; a sequence number
+#: per record): a dictionary would only be built to be abandoned (parquet falls back to plain encoding once it
+#: outgrows its page), so they are written plain from the start -- the values are the same, only the encoding
+UNIQUE_META_COLUMNS = ("_hoodie_commit_seqno", RECORD_KEY)
+
+
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns written with dictionary encoding (parquet's default): all but :data:`UNIQUE_META_COLUMNS`."""
+    return [n for n in schema.names if n not in UNIQUE_META_COLUMNS]
+
+
 def write_base_file(path: str, rows: pa.Table, avro_schema_json: str, compression: str = "snappy",
                     tmp_path: str | None = None) -> int:
     """Write ``rows`` (meta columns first) to ``path`` as a Hudi parquet base file; return its size in bytes.
@@ -48,7 +59,8 @@ def write_base_file(path: str, rows: pa.Table, avro_schema_json: str, compressio
     if tmp_path is None:
         tmp_path = path + ".tmp"
     with pq.ParquetWriter(tmp_path, rows.schema.remove_metadata(), compression=compression,
-                          store_schema=False, write_statistics=True) as writer:
+                          store_schema=False, write_statistics=True,
+                          use_dictionary=dictionary_columns(rows.schema)) as writer:
         writer.write_table(rows)
         writer.add_key_value_metadata(footer_metadata(avro_schema_json, rows))
     os.replace(tmp_path, path)

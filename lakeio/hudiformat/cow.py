@@ -80,18 +80,22 @@ class CopyOnWriteContext(WriteContext):
             upd, j = upd[wins], j[wins]
         dels = self.is_del[upd]
         drop_j, rep_j, rep_i = j[dels], j[~dels], upd[~dels]
-        keep_mask = np.ones(old.num_rows, dtype=bool)
-        keep_mask[drop_j] = False
-        keep_mask[rep_j] = False
-        keep = np.nonzero(keep_mask)[0]
-        kept = old.take(pa.array(keep))
-        kept = kept.set_column(kept.schema.get_field_index(FILE_NAME), FILE_NAME,
-                               pa.repeat(pa.scalar(name, pa.string()), kept.num_rows))
+        n_old = old.num_rows
+        old = old.set_column(old.schema.get_field_index(FILE_NAME), FILE_NAME,
+                             pa.repeat(pa.scalar(name, pa.string()), n_old))
         by_pos = np.argsort(rep_j, kind="stable")
         rep_j, rep_i = rep_j[by_pos], rep_i[by_pos]
-        merged = pa.concat_tables([kept, self._data_rows(rep_i, name, task)])
-        if len(rep_i) and len(keep):
-            merged = merged.take(pa.array(np.argsort(np.concatenate([keep, rep_j]), kind="stable")))
+        # one gather over [old rows, replacing rows]: each old position in order, a replaced one from its
+        # replacing row (the k-th replacing row stands at rep_j[k]), a deleted one dropped
+        src = np.arange(n_old, dtype=np.int64)
+        src[rep_j] = n_old + np.arange(len(rep_j), dtype=np.int64)
+        alive = np.ones(n_old, dtype=bool)
+        alive[drop_j] = False
+        src = src[alive]
+        if len(rep_i):
+            merged = pa.concat_tables([old, self._data_rows(rep_i, name, task)]).take(pa.array(src))
+        else:
+            merged = old.take(pa.array(src)) if len(drop_j) else old
         if len(ins):
             merged = pa.concat_tables([merged, self._data_rows(ins, name, task, start_seq=len(rep_i))])
         bf, size = self._write_base(fid, merged, task, "MERGE")

@@ -45,6 +45,8 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .basefile import dictionary_columns  # the meta columns unique per row are written plain
+
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
 BLOCK_VERSION = 3
@@ -141,7 +143,8 @@ def avro_data_content(rows: pa.Table, parsed_schema) -> bytes:
 def parquet_data_content(rows: pa.Table, avro_schema_json: str, compression: str = "snappy") -> bytes:
     """Content of a Parquet data block: a whole parquet file (with the Avro schema in its footer)."""
     buf = io.BytesIO()
-    with pq.ParquetWriter(buf, rows.schema.remove_metadata(), compression=compression, store_schema=False) as w:
+    with pq.ParquetWriter(buf, rows.schema.remove_metadata(), compression=compression, store_schema=False,
+                          use_dictionary=dictionary_columns(rows.schema)) as w:
         w.write_table(rows)
         w.add_key_value_metadata({"parquet.avro.schema": avro_schema_json, "writer.model.name": "avro"})
     return buf.getvalue()

@@ -109,8 +109,28 @@ def deduplicate(records: pa.Table, codes: np.ndarray, record_key: str,
     (``HoodieWriteHelper.deduplicateRecords`` with the payload's ``preCombine``)."""
     n = records.num_rows
     keys = records.column(record_key)
-    if n < 2 or pc.count_distinct(keys).as_py() == n:
+    if n < 2:
         return records, codes
+    # each key as a small int (a hash table, no string sort); a (partition, key) pair as one int64
+    kid = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys).indices
+    kid = kid.to_numpy(zero_copy_only=False).astype(np.int64)
+    group = kid * (int(codes.max()) + 1 if len(codes) else 1) + codes
+    if len(np.unique(group)) == n:
+        return records, codes
+    otype = records.schema.field(ordering_field).type if ordering_field else None
+    if otype is None or pa.types.is_integer(otype) or pa.types.is_floating(otype) or pa.types.is_boolean(otype):
+        # numeric ordering: one stable sort by (group, ordering value); the last row of each group wins (the
+        # greatest ordering value, ties to the later row: a stable sort keeps input order among equals)
+        if otype is None:
+            order = np.argsort(group, kind="stable")
+        else:
+            o = records.column(ordering_field).to_numpy()
+            order = np.lexsort((o, group))  # lexsort is stable: equal keys keep input order
+        g_sorted = group[order]
+        last = np.ones(n, dtype=bool)
+        last[:-1] = g_sorted[:-1] != g_sorted[1:]
+        keep = np.sort(order[last])
+        return records.take(pa.array(keep)), codes[keep]
     cols = {"c": pa.array(codes), "k": keys}
     sort = [("c", "ascending"), ("k", "ascending")]
     if ordering_field:
