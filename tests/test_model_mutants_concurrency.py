@@ -84,3 +84,15 @@ def test_savepoint_ignores_a_later_rollback():
     (instant, read_at, files), = M.step(cfg, s, ("s", "savepoint")).savepoints
     assert (instant, read_at) == (T0, "20241231235959995")  # the initial commit, not the rollback
     assert [f.name for f in files] == [f"b0_0-0-1_{T0}.parquet"]
+
+
+def test_eager_rollback_of_a_live_write_marks_it_dead_and_records_the_rollbacks_times():
+    # nbcc-eager (a broken design): w2's startCommit rolls back w1's pending write although w1 is alive
+    cfg = VARIANTS["nbcc-eager"].config()
+    s = run(cfg, [("w1", "generate"), ("w1", "publish"), ("w1", "write")])
+    assert s.dead == frozenset()
+    s = M.step(cfg, s, ("w2", "generate"))
+    assert s.dead == frozenset({f"{T}0"}) and s.rollbacks == ((f"{T}0", True),)
+    assert [(r.process, r.kind, r.time) for r in s.gen.history] == [
+        ("w1", "generate", f"{T}0"), ("w2", "generate", f"{T}1"), ("w2", "consume", f"{T}2"), ("w2", "generate", f"{T}3")]
+    assert [f.name for f, _ in s.files] == [f"b0_0-0-1_{T0}.parquet"] and s.markers == ()
