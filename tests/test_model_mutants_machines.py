@@ -96,3 +96,69 @@ def test_archival_describe_and_action_text():
     assert len(s.history.job) > 0
     assert am.format_action(("w2", "start")) == "w2 start"
     assert am.format_action(("a", "crash")) == "a crash"
+
+
+def test_table_machine_describe_action_text_and_config_dict():
+    from model import table_machine as TM
+
+    cfg = TM.TableConfig(clock_offsets_ms=(0, 3))
+    s = TM.initial_state(cfg)
+    base = ("20241231235959960->20241231235959965.deltacommit[completed], "
+            "20241231235959970->20241231235959975.deltacommit[completed]")
+    assert TM.describe(s) == f"now=0 [w1=idle, c=idle, r=idle] timeline: {base}; logs: .fg-0_20241231235959970.log.1_0-1-1"
+    s = TM.step(cfg, TM.step(cfg, s, ("w1", "start")), ("w1", "write"))
+    assert TM.describe(s) == (f"now=2 [w1=written@20250101000000000, c=idle, r=idle] timeline: {base}, "
+                              f"20250101000000000.deltacommit[inflight]; logs: .fg-0_20241231235959970.log.1_0-1-1, "
+                              f".fg-0_20250101000000000.log.1_0-1-1")
+    assert TM.format_action(("clock", "tick")) == "tick"
+    assert TM.format_action(("w1", "start")) == "w1 start"
+    assert TM.format_action(("clock", "stop")) == "clock stop"
+    assert TM.format_action(("c", "tick")) == "c tick"
+    d = cfg.to_dict()
+    assert d["clock_offsets_ms"] == [0, 3] and isinstance(d["clock_offsets_ms"], list)
+    assert d["table_version"] == 8 and d["writers"] == 1
+
+
+def test_concurrency_describe_shows_the_compactors_instant_only_when_it_has_one():
+    s = M.initial_state(CFG)
+    assert "c=idle]" in M.describe(replace(s, comp=("idle", None, 1)))
+    assert "c=scheduled@TC]" in M.describe(replace(s, comp=("scheduled", "TC", 0)))
+
+
+def _table_rollback(tv: int):
+    from model import table_machine as TM
+
+    cfg = TM.TableConfig(table_version=tv, failures=1, writers=2, compaction=False)
+    s = TM.initial_state(cfg)
+    for a in [("w1", "start"), ("w1", "write"), ("w2", "start"), ("w2", "write"), ("w1", "fail")]:
+        s = TM.step(cfg, s, a)
+    return s, TM.step(cfg, s, ("r", "rollback"))
+
+
+def test_table_machine_rollback_tv8_deletes_the_failed_log_only():
+    from model.timeline import Action, State
+
+    before, s = _table_rollback(8)
+    assert [lf.name for lf in s.logs] == [".fg-0_20241231235959970.log.1_0-1-1", ".fg-0_20250101000000002.log.1_0-1-1"]
+    assert [lf.name for lf, _ in s.blocks] == [lf.name for lf in s.logs]
+    assert s.procs == (("w1", "rolled-back", "20250101000000000"), ("w2", "written", "20250101000000002"),
+                       ("c", "idle", None), ("r", "idle", "20250101000000004"))
+    assert s.tl.writers_of("20250101000000004", Action.ROLLBACK) == {
+        State.REQUESTED: ("r",), State.INFLIGHT: ("r",), State.COMPLETED: ("r",)}
+    assert s.gen.last_time == {"w1": "20250101000000000", "w2": "20250101000000002", "r": "20250101000000004"}
+    assert s.now == 8 and before.now == 4
+    assert "20250101000000000" not in [i.requested_time for i in s.tl.instants()]
+
+
+def test_table_machine_rollback_tv6_appends_a_command_block_to_the_failed_slice():
+    from model.logblocks import BlockKind
+
+    before, s = _table_rollback(6)
+    assert s.logs[:3] == before.logs
+    new = s.logs[3]
+    assert (new.name, new.cdc) == (".fg-0_20241231235959960.log.4_0-1-1", False)
+    (lf, (block,)) = s.blocks[3]
+    assert lf == new and (block.kind, block.instant_time, block.target_instant) == (
+        BlockKind.COMMAND, "20250101000000004", "20250101000000000")
+    assert s.blocks[:3] == before.blocks
+    assert s.procs[0] == ("w1", "rolled-back", "20250101000000000") and s.procs[3] == ("r", "idle", "20250101000000004")
