@@ -162,3 +162,60 @@ def test_table_machine_rollback_tv6_appends_a_command_block_to_the_failed_slice(
         BlockKind.COMMAND, "20250101000000004", "20250101000000000")
     assert s.blocks[:3] == before.blocks
     assert s.procs[0] == ("w1", "rolled-back", "20250101000000000") and s.procs[3] == ("r", "idle", "20250101000000004")
+
+
+def test_archival_initial_state_and_writer_guards():
+    from model.timeline import State as S
+
+    cfg = am.MachineConfig(writers=2, writes=1, initial=2, failures=1)
+    s = am.initial_state(cfg)
+    assert s.clock == 5
+    assert sorted((f.requested_time, f.state, f.completion_time) for f in s.history.active) == [
+        ("20260101000000001", S.REQUESTED, None), ("20260101000000001", S.INFLIGHT, None),
+        ("20260101000000001", S.COMPLETED, "20260101000000002"),
+        ("20260101000000003", S.REQUESTED, None), ("20260101000000003", S.INFLIGHT, None),
+        ("20260101000000003", S.COMPLETED, "20260101000000004")]
+    assert am.initial_state(am.MachineConfig(initial=0)).clock == 1
+    s = am.step(cfg, s, ("w1", "start"))
+    assert s.writers[0] == ("w1", "writing", "20260101000000005") and s.clock == 6
+    assert am.machine.refusal(lambda a: am.step(cfg, s, a), ("w1", "start"), am.Refused) == "w1 is writing; start needs idle"
+    assert am.machine.refusal(lambda a: am.step(cfg, s, a), ("w2", "start"), am.Refused) == "no writes left (1)"
+    s = am.step(cfg, s, ("w1", "complete"))
+    done = [f for f in s.history.active if f.requested_time == "20260101000000005" and f.state is S.COMPLETED]
+    assert [f.completion_time for f in done] == ["20260101000000006"]
+
+
+def test_archival_lock_holder_goes_on_and_others_wait():
+    cfg = am.MachineConfig(writers=1, writes=2, initial=3)
+    s = am.step(cfg, am.initial_state(cfg), ("a", "archive"))
+    assert s.lock == "a" and s.history.job
+    why = am.machine.refusal(lambda a: am.step(cfg, s, a), ("w1", "start"), am.Refused)
+    assert why == "the table lock is held by a"
+    assert am.machine.refusal(lambda a: am.step(cfg, s, a), ("a", "step"), am.Refused) is None
+
+
+def test_concurrency_clean_guards():
+    cfg = VARIANTS_LAZY()
+    s = M.initial_state(cfg)
+    assert M.refusal(cfg, s, ("cl", "clean")) == "nothing to clean or roll back"
+    s = M.step(cfg, M.step(cfg, M.step(cfg, s, ("w1", "generate")), ("w1", "publish")), ("w1", "crash"))
+    assert M.refusal(cfg, s, ("cl", "clean")) is None
+    s = M.step(cfg, s, ("cl", "clean"))
+    assert len(s.cleans) == 1 and s.cleans[0] == (None, None, (), ())
+    assert M.refusal(cfg, s, ("cl", "clean")) == "no cleans left (1)"
+
+
+def VARIANTS_LAZY():
+    from model.concurrency.variants import VARIANTS
+    return VARIANTS["lazy-crash"].config()
+
+
+def test_files_to_clean_edges():
+    from model.concurrency import rules as R
+
+    slices = {"f": [("T2", ("a",)), ("T1", ("b",))]}
+    assert R.files_to_clean(R.KEEP_LATEST_COMMITS, 2, slices, ["T1", "T2"]) == ([], "T1")
+    assert R.files_to_clean(R.KEEP_LATEST_COMMITS, 3, slices, ["T1", "T2"]) == ([], None)
+    with pytest.raises(ValueError) as e:
+        R.files_to_clean("KEEP_ALL", 1, slices, ["T1"])
+    assert str(e.value) == "unknown cleaning policy 'KEEP_ALL'"
