@@ -80,7 +80,8 @@ def test_empty_and_blank_lines():
     assert (e.line, e.problem) == (2, "empty line")
     e = err(text(HDR, "   ", EV1, {"end": 1}))
     assert (e.line, e.problem) == (2, "empty line")
-    # a blank last line of an unterminated text is the end of the file, not an error
+    # a blank last line is the end of the file, not an error (terminated or not)
+    assert parse_trace(text(HDR, EV1, {"end": 1}) + "\n").complete
     tr = parse_trace(text(HDR, EV1, {"end": 1}) + "  ")
     assert tr.complete and len(tr.events) == 1
 
