@@ -219,3 +219,32 @@ def test_files_to_clean_edges():
     with pytest.raises(ValueError) as e:
         R.files_to_clean("KEEP_ALL", 1, slices, ["T1"])
     assert str(e.value) == "unknown cleaning policy 'KEEP_ALL'"
+
+
+def test_archival_rollback_of_the_oldest_failed_write():
+    from model.timeline import Action, State as S
+
+    cfg = am.MachineConfig(writers=2, writes=2, initial=1, failures=1)
+    s = am.initial_state(cfg)
+    assert am.machine.refusal(lambda a: am.step(cfg, s, a), ("c", "rollback"), am.Refused) == "no failed write to roll back"
+    for a in [("w1", "start"), ("w2", "start"), ("w1", "fail")]:
+        s = am.step(cfg, s, a)
+    r = am.step(cfg, s, ("c", "rollback"))
+    assert r.clock == s.clock + 2 == 7
+    assert r.writers == (("w1", "rolled-back", "20260101000000003"), ("w2", "writing", "20260101000000004"))
+    assert sorted((f.requested_time, f.action, f.state, f.completion_time) for f in r.history.active) == sorted([
+        ("20260101000000001", Action.COMMIT, S.REQUESTED, None), ("20260101000000001", Action.COMMIT, S.INFLIGHT, None),
+        ("20260101000000001", Action.COMMIT, S.COMPLETED, "20260101000000002"),
+        ("20260101000000004", Action.COMMIT, S.REQUESTED, None), ("20260101000000004", Action.COMMIT, S.INFLIGHT, None),
+        ("20260101000000005", Action.ROLLBACK, S.REQUESTED, None), ("20260101000000005", Action.ROLLBACK, S.INFLIGHT, None),
+        ("20260101000000005", Action.ROLLBACK, S.COMPLETED, "20260101000000006")])
+
+
+def test_archival_archiver_guards():
+    cfg = am.MachineConfig(writers=1, writes=2, initial=3)
+    s = am.initial_state(cfg)
+    why = lambda st, a: am.machine.refusal(lambda x: am.step(cfg, st, x), a, am.Refused)  # noqa: E731
+    assert why(s, ("a", "step")) == "no archival job is running"
+    s = am.step(cfg, s, ("a", "archive"))
+    assert why(s, ("a", "archive")) == "an archival job is running"
+    assert why(am.initial_state(am.MachineConfig(initial=1)), ("a", "archive")).startswith("nothing to archive: ")
