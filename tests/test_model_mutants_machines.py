@@ -248,3 +248,61 @@ def test_archival_archiver_guards():
     s = am.step(cfg, s, ("a", "archive"))
     assert why(s, ("a", "archive")) == "an archival job is running"
     assert why(am.initial_state(am.MachineConfig(initial=1)), ("a", "archive")).startswith("nothing to archive: ")
+
+
+def test_archival_machine_holds_the_lock_for_the_whole_job_and_uses_its_design():
+    from model import archival as A
+
+    cfg = am.MachineConfig(writers=1, writes=6, initial=3, design=A.VARIANTS["non-consecutive-compaction"].design)
+    s = am.step(cfg, am.initial_state(cfg), ("a", "archive"))
+    assert len(s.history.job) >= 2
+    s = am.step(cfg, s, ("a", "step"))
+    assert s.history.job and s.lock == "a"
+    while s.history.job:
+        s = am.step(cfg, s, ("a", "step"))
+    assert s.lock is None
+    # commit and archive until a step of the job compacts differently under this design than under Hudi's
+    differed = False
+    for _ in range(40):
+        if s.history.job:
+            expected = A.step(s.history, cfg.archival, cfg.design)
+            differed |= expected != A.step(s.history, cfg.archival)
+            s = am.step(cfg, s, ("a", "step"))
+            assert s.history == expected
+        elif am.machine.refusal(lambda a: am.step(cfg, s, a), ("a", "archive"), am.Refused) is None:
+            expected_d, expected = A.start(s.history, cfg.archival, design=cfg.design)
+            s = am.step(cfg, s, ("a", "archive"))
+            assert s.history == expected
+        elif s.writers[0][1] == "writing":
+            s = am.step(cfg, s, ("w1", "complete"))
+        elif s.started < cfg.writes:
+            s = am.step(cfg, s, ("w1", "start"))
+        else:
+            break
+    assert differed
+
+
+def test_archival_machine_starts_with_its_design():
+    from model import archival as A
+
+    below = am.MachineConfig(writers=1, writes=0, initial=4, design=A.VARIANTS["archive-below-min"].design)
+    hudi = am.MachineConfig(writers=1, writes=0, initial=4)
+    jb = am.step(below, am.initial_state(below), ("a", "archive")).history.job
+    jh = am.step(hudi, am.initial_state(hudi), ("a", "archive")).history.job
+    assert jb != jh
+
+
+def test_archival_archiver_crash():
+    from model import archival as A
+
+    cfg = am.MachineConfig(writers=1, writes=2, initial=4, crashes=1)
+    why = lambda st, a: am.machine.refusal(lambda x: am.step(cfg, st, x), a, am.Refused)  # noqa: E731
+    s = am.initial_state(cfg)
+    assert why(s, ("a", "crash")) == "no archival job is running"
+    s = am.step(cfg, s, ("a", "archive"))
+    c = am.step(cfg, s, ("a", "crash"))
+    assert c.history == A.crash(s.history) and c.lock is None and c.crashed == 1 and not c.history.job
+    s2 = am.step(cfg, c, ("a", "archive"))
+    assert why(s2, ("a", "crash")) == "no crashes left (1)"
+    assert why(s2, ("a", "nap")) == "unknown archiver step nap"
+    assert why(s2, ("x", "start")) == "unknown process x"
