@@ -306,3 +306,44 @@ def test_archival_archiver_crash():
     assert why(s2, ("a", "crash")) == "no crashes left (1)"
     assert why(s2, ("a", "nap")) == "unknown archiver step nap"
     assert why(s2, ("x", "start")) == "unknown process x"
+
+
+def _compacted(cfg):
+    from model import table_machine as TM
+
+    s = TM.initial_state(cfg)
+    out = []
+    for a in [("w1", "start"), ("w1", "write"), ("w1", "complete"), ("c", "schedule"), ("c", "execute")]:
+        s = TM.step(cfg, s, a)
+        out.append(s)
+    return out
+
+
+def test_table_machine_compaction_schedule_and_execute():
+    from model import table_machine as TM
+    from model.timeline import Action, State
+
+    states = _compacted(TM.TableConfig())
+    sched, done = states[3], states[4]
+    tc = "20250101000000004"
+    assert sched.procs[1] == ("c", "scheduled", tc) and sched.now == 6
+    assert sched.gen.last_time == {"w1": "20250101000000000", "c": tc}
+    assert [p[0] for p in sched.plans] == [tc]
+    assert [str(i) for i in sched.tl.instants()][-1] == f"{tc}.compaction[requested]"
+    assert done.procs[1] == ("c", "done", tc) and done.now == 8
+    assert [b.name for b in done.bases] == ["fg-0_0-1-1_20241231235959960.parquet", f"fg-0_0-1-1_{tc}.parquet"]
+    assert done.tl.writers_of(tc, Action.COMPACTION) == {State.REQUESTED: ("c",), State.INFLIGHT: ("c",),
+                                                        State.COMPLETED: ("c",)}
+
+
+def test_planner_lookup_that_misses_the_latest_completed_deltacommit():
+    from model import table_machine as TM
+
+    cfg = TM.TableConfig(plan_lookup="misses-one")
+    states = _compacted(TM.TableConfig())
+    for s in (states[2], states[4]):  # three completed deltacommits; then also a completed compaction after them
+        blind = TM._planner_timeline(cfg, s.tl)
+        assert [str(i) for i in blind.instants()] == [
+            str(i) if i.requested_time != "20250101000000000" else "20250101000000000.deltacommit[inflight]"
+            for i in s.tl.instants()]
+    assert TM._planner_timeline(TM.TableConfig(), states[2].tl) is states[2].tl
