@@ -148,3 +148,15 @@ def test_a_commit_job_schedules_table_services_only_after_a_commit_and_only_when
     slow = variant("hudi-1.1-executor", **BOUNDS, table_service="slow")
     s = spec.step(run(slow, TWO_CHECKPOINTS[:7]), E.RunJob())
     assert s.executor == (TableServiceJob(True),)
+
+
+def test_an_expired_request_fails_only_its_task_under_single_task_failover():
+    cfg = variant("table-service-on-executor", parallelism=2, records=2, buffer_size=1, max_checkpoints=2,
+                  faults=frozenset(), task_failover="single")
+    s = run(cfg, [E.Ingest(0), E.Ingest(1), E.TriggerCheckpoint(), E.RequestInstant(0), E.RunJob(),
+                  E.RequestInstant(1), E.RunJob(), E.SnapshotTask(0), E.SnapshotTask(1), E.CompleteCheckpoint(),
+                  E.DeliverAck(1), E.RunJob(), E.TriggerCheckpoint(), E.Ingest(1), E.RequestInstant(1)])
+    assert [w.attempt for w in s.writers] == [0, 0]
+    s = spec.step(s, E.RequestExpired(1))
+    assert [w.attempt for w in s.writers] == [0, 1]
+    assert s.executor == (TableServiceJob(True, True), RequestJob(1, 1, 0)) and len(s.history.expired) == 1
