@@ -81,3 +81,60 @@ def test_pending_index_build_is_the_indexing_instant():
     assert s.idx[0] == MM.SCHEDULED and s.idx[1] != s.idx[2]
     assert pending_index_builds(s) == frozenset({s.idx[1]})
     assert pending_index_builds(s) == frozenset({i.requested_time for i in s.dt.instants() if i.action.value == "indexing"})
+
+
+# ------------------------------------------------------------------------------------------- LSM compaction shape
+from model.invariants.history import _compaction_shape  # noqa: E402
+
+
+def n(lo: int, hi: int, level: int) -> str:
+    return f"{t(lo)}_{t(hi)}_{level}.parquet"
+
+
+def test_compaction_shape_accepts_consecutive_files_merged_one_level_up():
+    a, b, c = n(0, 10, 0), n(20, 30, 0), n(40, 50, 0)
+    assert _compaction_shape([a, b, c], [a, b], [n(0, 30, 1)]) == (True, "")
+    assert _compaction_shape([a, b, c], [b, c], [n(20, 50, 1)]) == (True, "")  # not starting at the first file
+
+
+def test_compaction_shape_problems():
+    a, b, c, x = n(0, 10, 0), n(20, 30, 0), n(40, 50, 0), n(0, 50, 1)
+    assert _compaction_shape([a, b], [a], [n(0, 10, 1)]) == (False, f"compaction of fewer than 2 files {[a]}")
+    assert _compaction_shape([a, x], [a, x], [n(0, 50, 2)]) == (False, "compaction across levels [0, 1]")
+    assert _compaction_shape([a, b], [a, b], [n(0, 30, 1), n(0, 30, 1)]) == (
+        False, f"compaction must add exactly one file, added {[n(0, 30, 1), n(0, 30, 1)]}")
+    for bad in (n(0, 30, 2), n(0, 20, 1), n(10, 30, 1)):  # wrong level, wrong max only, wrong min only
+        assert _compaction_shape([a, b], [a, b], [bad]) == (
+            False, f"{bad} is not level 1 with the union bounds of {[a, b]}")
+    assert _compaction_shape([a, b, c], [a, c], [n(0, 50, 1)]) == (
+        False, "compacted files are not consecutive in level 0 (positions [0, 2])")
+
+
+def test_archival_obligation_names():
+    from model.invariants.temporal import over_keep_max, running_archival
+
+    files = set()
+    for k in range(3):
+        files |= {A.ActiveFile(t(10 * k), Action.COMMIT, st) for st in (State.REQUESTED, State.INFLIGHT)}
+        files.add(A.ActiveFile(t(10 * k), Action.COMMIT, State.COMPLETED, t(10 * k + 5)))
+    over = A.HistoryState(frozenset(files))
+    assert over_keep_max(over, SMALL) == frozenset({"keep.max"})
+    assert over_keep_max(over, A.ArchivalConfig(max_commits=3, min_commits=1, cleaner_commits_retained=0)) == frozenset()
+    _, started = A.start(over, SMALL)
+    assert running_archival(started) == frozenset({"job"}) and running_archival(over) == frozenset()
+
+
+def test_archival_config_messages():
+    import pytest
+
+    cases = [
+        (dict(batch=0), "must be an integer >= 1, got 0"),
+        (dict(compaction_batch=1), "must be an integer >= 2 (a compaction merges >= 2 files), got 1"),
+        (dict(max_commits=20, min_commits=20), "must be greater than hoodie.keep.min.commits=20, got 20"),
+        (dict(max_commits=30, min_commits=10, cleaner_commits_retained=10),
+         "must be greater than hoodie.cleaner.commits.retained=10, got 10"),
+    ]
+    for kw, msg in cases:
+        with pytest.raises(A.ArchivalConfigError) as e:
+            A.ArchivalConfig(**kw).validate()
+        assert msg in str(e.value), (kw, str(e.value))
