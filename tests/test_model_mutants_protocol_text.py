@@ -160,3 +160,31 @@ def test_an_expired_request_fails_only_its_task_under_single_task_failover():
     s = spec.step(s, E.RequestExpired(1))
     assert [w.attempt for w in s.writers] == [0, 1]
     assert s.executor == (TableServiceJob(True, True), RequestJob(1, 1, 0)) and len(s.history.expired) == 1
+
+
+# ------------------------------------------------------------------------------------------- 0.x failover
+from model.protocol.state import Assignment, CommitAttempt  # noqa: E402
+
+ZERO_X_TWO = [E.Ingest(0), E.Ingest(1), E.TriggerCheckpoint(), E.RequestInstant(0), E.RequestInstant(1),
+              E.SnapshotTask(0), E.SnapshotTask(1), E.CompleteCheckpoint()]
+
+
+def test_0x_task_failover_recommits_the_pending_instant_under_its_key_in_a_new_epoch():
+    cfg = variant("hudi-0.x-coordinator-start", faults=frozenset({"task-crash", "lost-ack"}), parallelism=2,
+                  records=2, buffer_size=1, max_checkpoints=3)
+    s = run(cfg, ZERO_X_TWO + [E.LoseAck(1)])
+    x = s.coordinator.instant
+    s = spec.step(s, E.CrashTask(1))
+    assert s.history.commits == (CommitAttempt(10, -1, x, "recommit", "committed"),)
+    assert s.history.assignments == (Assignment(4, 0, -1, x), Assignment(10, 1, -1, x))
+    assert s.coordinator.instant > x and [w.attempt for w in s.writers] == [1, 1]
+
+
+def test_0x_task_failover_after_the_commit_recommits_nothing():
+    cfg = variant("hudi-0.x-coordinator-start", faults=frozenset({"task-crash"}), parallelism=2,
+                  records=2, buffer_size=1, max_checkpoints=3)
+    s = run(cfg, ZERO_X_TWO + [E.DeliverAck(1)])
+    assert [c.outcome for c in s.history.commits] == ["committed"]
+    s = spec.step(s, E.CrashTask(0))
+    assert [(c.how, c.outcome) for c in s.history.commits] == [(s.history.commits[0].how, "committed")]
+    assert len(s.history.commits) == 1
