@@ -188,3 +188,38 @@ def test_0x_task_failover_after_the_commit_recommits_nothing():
     s = spec.step(s, E.CrashTask(0))
     assert [(c.how, c.outcome) for c in s.history.commits] == [(s.history.commits[0].how, "committed")]
     assert len(s.history.commits) == 1
+
+
+def test_0x_bootstrap_event_merges_the_last_pending_instants_events():
+    from model.protocol.state import Writer
+    from model.protocol.values import empty_bootstrap
+    from model.protocol.writer import bootstrap_event_0x
+
+    a = WriteMetadataEvent(9, 1, "T1", (WriteStatus(9, 0, 1),))
+    b = WriteMetadataEvent(9, 2, "T2", (WriteStatus(9, 1, 2),))
+    c = WriteMetadataEvent(9, 2, "T2", (WriteStatus(9, 2, 3),), last_batch=True)
+    d = WriteMetadataEvent(9, 3, "T2", (WriteStatus(9, 3, 4),))
+    w = Writer(task=1, checkpoint_id=4, state=(a, b, c, d))
+    out = bootstrap_event_0x(w, "T2")
+    assert out == b._replace(task=1).merge_with(c._replace(task=1)).merge_with(d._replace(task=1))
+    assert out.task == 1 and out.statuses == (WriteStatus(9, 1, 2), WriteStatus(9, 2, 3), WriteStatus(9, 3, 4))
+    assert bootstrap_event_0x(w, "T1") == a._replace(task=1)
+    assert bootstrap_event_0x(w, None) == empty_bootstrap(1, 4) == WriteMetadataEvent(1, 4, "", (), False, True)
+    assert bootstrap_event_0x(w, "T9") == empty_bootstrap(1, 4)
+
+
+def test_0x_event_without_a_buffer_opens_one_under_its_key_for_the_coordinators_instant():
+    from model.protocol import coordinator as C
+
+    cfg = variant("hudi-0.x-coordinator-start", parallelism=2, records=2, buffer_size=1, max_checkpoints=3)
+    s = spec.init(cfg)
+    ev = WriteMetadataEvent(1, 3, "TE", (WriteStatus(1, 0, 1),))
+    for coord_instant, expected in (("TC", "TC"), (None, "TE")):
+        s0 = replace(s, coordinator=replace(s.coordinator, buffers=(), instant=coord_instant))
+        out = C.handle_write_metadata(s0, ev)
+        assert out.coordinator.buffers == ((3, BufferEntry(expected, (None, ev))),)
+        assert out.history.assignments[-1][2:] == (3, expected)
+        # a second event joins the same (single) buffer whatever its key, merged into its task's slot
+        ev2 = WriteMetadataEvent(1, 5, "TF", (WriteStatus(1, 1, 2),), last_batch=True)
+        out2 = C.handle_write_metadata(out, ev2)
+        assert out2.coordinator.buffers == ((3, BufferEntry(expected, (None, ev.merge_with(ev2)))),)
