@@ -347,3 +347,22 @@ def test_planner_lookup_that_misses_the_latest_completed_deltacommit():
             str(i) if i.requested_time != "20250101000000000" else "20250101000000000.deltacommit[inflight]"
             for i in s.tl.instants()]
     assert TM._planner_timeline(TM.TableConfig(), states[2].tl) is states[2].tl
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(writers=0), "writers must be 1..3, not 0"), (dict(writers=4), "writers must be 1..3, not 4"),
+    (dict(writes=-1), "writes must be 0..6, not -1"), (dict(writes=7), "writes must be 0..6, not 7"),
+    (dict(initial=-1), "initial must be 0..6, not -1"), (dict(initial=7), "initial must be 0..6, not 7"),
+    (dict(failures=-1), "failures must be 0..writers, not -1"), (dict(writers=1, failures=2), "failures must be 0..writers, not 2"),
+    (dict(crashes=-1), "crashes must be 0..2, not -1"), (dict(crashes=3), "crashes must be 0..2, not 3"),
+])
+def test_archival_machine_config_bounds(kw, msg):
+    with pytest.raises(ValueError) as e:
+        am.MachineConfig(**kw)
+    assert str(e.value) == msg
+
+
+def test_archival_machine_config_bounds_accept_the_edges():
+    for kw in (dict(writers=1, failures=1), dict(writers=3, failures=3), dict(writes=0), dict(writes=6), dict(initial=0),
+               dict(initial=6), dict(crashes=0), dict(crashes=2), dict(failures=0)):
+        am.MachineConfig(**kw)
