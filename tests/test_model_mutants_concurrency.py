@@ -96,3 +96,17 @@ def test_eager_rollback_of_a_live_write_marks_it_dead_and_records_the_rollbacks_
     assert [(r.process, r.kind, r.time) for r in s.gen.history] == [
         ("w1", "generate", f"{T}0"), ("w2", "generate", f"{T}1"), ("w2", "consume", f"{T}2"), ("w2", "generate", f"{T}3")]
     assert [f.name for f, _ in s.files] == [f"b0_0-0-1_{T0}.parquet"] and s.markers == ()
+
+
+def test_fingerprint_sees_the_timeline_and_who_wrote_each_state_file():
+    from dataclasses import replace
+
+    cfg = VARIANTS["lazy-crash"].config()
+    s = M.initial_state(cfg)
+    a, b = s.tl.copy(), s.tl.copy()
+    a.create(f"{T}5", Action.DELTACOMMIT, by="w1")
+    b.create(f"{T}5", Action.DELTACOMMIT, by="w2")
+    sa, sb = replace(s, tl=a), replace(s, tl=b)
+    assert s.fingerprint() != sa.fingerprint()
+    assert sa.fingerprint() != sb.fingerprint()
+    assert sa.fingerprint() == replace(s, tl=a.copy()).fingerprint()
