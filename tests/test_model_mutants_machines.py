@@ -366,3 +366,19 @@ def test_archival_machine_config_bounds_accept_the_edges():
     for kw in (dict(writers=1, failures=1), dict(writers=3, failures=3), dict(writes=0), dict(writes=6), dict(initial=0),
                dict(initial=6), dict(crashes=0), dict(crashes=2), dict(failures=0)):
         am.MachineConfig(**kw)
+
+
+def test_archival_writer_complete_and_fail_guards():
+    cfg = am.MachineConfig(writers=2, writes=3, initial=1, failures=1)
+    why = lambda st, a: am.machine.refusal(lambda x: am.step(cfg, st, x), a, am.Refused)  # noqa: E731
+    s = am.initial_state(cfg)
+    assert why(s, ("w1", "complete")) == "w1 is idle; complete needs writing"
+    assert why(s, ("w1", "fail")) == "w1 is idle; fail needs a write in progress"
+    assert why(s, ("w1", "rest")) == "unknown writer step rest"
+    s = am.step(cfg, am.step(cfg, s, ("w1", "start")), ("w2", "start"))
+    c = am.step(cfg, s, ("w1", "complete"))
+    assert c.clock == s.clock + 1 and c.writers[0] == ("w1", "idle", None)
+    f = am.step(cfg, s, ("w1", "fail"))
+    assert f.failed == 1 and f.writers[0] == ("w1", "failed", s.writers[0][2]) and f.clock == s.clock
+    assert why(f, ("w2", "fail")) == "no failures left (1)"
+
