@@ -138,3 +138,52 @@ def test_archival_config_messages():
         with pytest.raises(A.ArchivalConfigError) as e:
             A.ArchivalConfig(**kw).validate()
         assert msg in str(e.value), (kw, str(e.value))
+
+
+# ------------------------------------------------------------------------------------------- history verdicts
+def test_completion_found_names_the_instants_it_could_not_find():
+    from model.errors import ModelError
+    from model.invariants import Verdict
+    from model.invariants.history import completion_found
+
+    class View:
+        def __init__(self, times, broken=()):
+            self.times, self.broken = times, broken
+
+        def completion_time(self, t):
+            if t in self.broken:
+                raise ModelError(f"cannot read {t}")
+            return self.times.get(t)
+
+    expected = {f"T{i}": f"C{i}" for i in range(7)}
+    assert completion_found(View(expected), expected) == Verdict("H.completion-found", True, "", ())
+    wrong = dict(expected, T1="X", T2=None, T4="Y", T5="Z", T6="W")
+    assert completion_found(View(wrong), expected) == Verdict(
+        "H.completion-found", False, "T1: X != C1; T2: None != C2; T4: Y != C4", ("T1", "T2", "T4", "T5", "T6"))
+    v = completion_found(View(expected, broken=("T3",)), expected)
+    assert v.invariant == "H.completion-found" and v.holds is False and v.involved == ("T3",)
+    assert v.detail.startswith("lookup of T3 failed: ") and "cannot read T3" in v.detail
+
+
+def test_active_bounded_at_and_above_keep_max_plus_batch():
+    from model.invariants import Verdict
+    from model.invariants.history import active_bounded
+
+    cfg = A.ArchivalConfig(max_commits=3, min_commits=2, batch=2, cleaner_commits_retained=1)
+
+    def tl_of(n, pending_at=None):
+        tl = Timeline(8)
+        for k in range(n):
+            tl.load(t(10 * k), Action.COMMIT, {State.REQUESTED, State.INFLIGHT, State.COMPLETED}, t(10 * k + 5))
+        if pending_at is not None:
+            tl.load(t(10 * pending_at + 1), Action.COMMIT, {State.REQUESTED, State.INFLIGHT}, None)
+        return tl
+
+    assert active_bounded(tl_of(5), cfg) == Verdict("H.active-bounded", True)
+    v = active_bounded(tl_of(6), cfg)
+    assert v.invariant == "H.active-bounded" and not v.holds
+    assert v.detail == f"6 completed commits > keep.max + batch 5 and {len(A.decide(tl_of(6), cfg).commits_to_archive)} archivable"
+    # a pending write before every commit blocks archival: the excess is what the retention keeps
+    blocked = tl_of(6, pending_at=-1)
+    assert not A.decide(blocked, cfg).commits_to_archive
+    assert active_bounded(blocked, cfg) == Verdict("H.active-bounded", True, "")
