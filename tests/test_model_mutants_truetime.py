@@ -50,3 +50,16 @@ def test_the_table_machine_starts_from_instants_before_the_generator_epoch():
     from model.table_machine import T_BASE, T_BASE_DONE, T_LOG, T_LOG_DONE, _t
     assert _t(0) == "20250101000000000" and _t(-40) == "20241231235959960" and _t(25) == "20250101000000025"
     assert T_BASE < T_BASE_DONE < T_LOG < T_LOG_DONE < _t(0)
+
+
+def test_naive_generator_configuration_is_passed_through():
+    from model.truetime import NaiveGenerator, TimeGeneratorConfig
+
+    g = NaiveGenerator()
+    assert g.config == TimeGeneratorConfig(max_expected_skew_ms=0, use_lock=False, guard=True, resolution_ms=1)
+    assert g.config.use_lock is False and g.keep_history is True
+    g = NaiveGenerator(epoch_ms=1_000_000_000_000, guard=False, keep_history=False, resolution_ms=1000)
+    assert g.config == TimeGeneratorConfig(max_expected_skew_ms=0, use_lock=False, guard=False, resolution_ms=1000)
+    assert g.epoch_ms == 1_000_000_000_000 and g.keep_history is False
+    rec = g.generate("p", 0)
+    assert rec.time.startswith("20010909") and g.history == []  # 1e12 ms after the Unix epoch is 2001-09-09
