@@ -65,16 +65,12 @@ def describe_priority() -> str:
     return ", ".join(parts)
 
 
-def _start_lowered() -> None:  # in the child between fork and exec: already in its own session
-    lower_priority()
-
-
 def run_as_background_job(argv: list[str], env: dict | None = None) -> int:
     """Run ``argv`` in a session of its own at background priority; its stdout/stderr are ours. Returns its
     exit code (128 + N when signal N ended it). SIGINT, SIGTERM and SIGHUP sent to us are passed on, so a
     Ctrl-C still reaches the job, which ends as it would in the foreground."""
     env = dict(os.environ if env is None else env, **{JOB_ENV: "1"})
-    proc = subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=_start_lowered)
+    proc = subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=lower_priority)  # after setsid, before exec
     forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     old = {}
     try:

@@ -213,6 +213,26 @@ def _split_rows(batch: pa.Table, split, schema: pa.Schema):
     return good, bad, kinds
 
 
+def _numbered(batches):
+    """Stage 1's input batches with each one's first ``seq``: the Spark partition id in the high bits, the
+    row's position in the partition below (unique per input row, in input order)."""
+    from pyspark import TaskContext
+
+    part = TaskContext.get().partitionId()
+    row0 = 0
+    for b in batches:
+        yield b, (part << 40) + row0
+        row0 += b.num_rows
+
+
+def _tasks_of(keys, buckets: int, parallelism: int) -> np.ndarray:
+    """The writer task of each record key: its bucket (Hudi hashes the key's string; an int key: its digits),
+    then the bucket's task."""
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    keys = keys if pa.types.is_string(keys.type) else keys.cast(pa.string())
+    return bk.task_of(bk.bucket_ids(keys, buckets), parallelism)
+
+
 def parse_and_route(spec: dict, routes: list[int], split):
     """Stage 1's ``mapInArrow`` function (see the module doc). ``split(table of the source's rows: raw lines, or
     user data's (path, content) per file) -> (records of the run's schema, [(reason, raw)])`` is the one
@@ -223,14 +243,8 @@ def parse_and_route(spec: dict, routes: list[int], split):
     route_arr = np.asarray(routes, dtype=np.int32)
 
     def fn(batches):
-        from pyspark import TaskContext
-
-        part = TaskContext.get().partitionId()
-        row0 = 0
-        for b in batches:
+        for b, base in _numbered(batches):
             good, bad, kinds = _split_rows(pa.Table.from_batches([b]), split, schema)
-            base = (part << 40) + row0
-            row0 += b.num_rows
             n = good.num_rows
             if kinds is None:  # records first, then the malformed lines (user data: a file's rows)
                 seq = np.arange(base, base + n, dtype=np.int64)
@@ -238,9 +252,7 @@ def parse_and_route(spec: dict, routes: list[int], split):
             else:  # each at its input row
                 seq = base + np.nonzero(kinds == 1)[0].astype(np.int64)
                 bad_seq = base + np.nonzero(kinds == 0)[0].astype(np.int64)
-            keys = good.column(key).combine_chunks()  # Hudi hashes the record key's string (an int key: its digits)
-            keys = keys if pa.types.is_string(keys.type) else keys.cast(pa.string())
-            tasks = bk.task_of(bk.bucket_ids(keys, B), P)
+            tasks = _tasks_of(good.column(key), B, P)
             cols = {"route": pa.array(route_arr[tasks], pa.int32()), "task": pa.array(tasks, pa.int32()),
                     "seq": pa.array(seq, pa.int64())}
             for f, w in zip(schema, wire):
@@ -278,24 +290,15 @@ def route_lines(spec: dict, routes: list[int], split):
     route_arr = np.asarray(routes, dtype=np.int32)
 
     def fn(batches):
-        from pyspark import TaskContext
-
-        part = TaskContext.get().partitionId()
-        row0 = 0
-        for b in batches:
+        for b, base in _numbered(batches):
             lines = b.column(b.schema.get_field_index("line"))
             good, _bad, kinds = _split_rows(pa.table({"line": lines}), split, schema)
-            base = (part << 40) + row0
-            row0 += b.num_rows
             if kinds is None:  # every line a record in the generator's layout
                 if good.num_rows != b.num_rows:
                     raise RuntimeError("route_lines: the split did not say what each line became")
                 kinds = np.ones(b.num_rows, dtype=np.int8)
             tasks = np.empty(b.num_rows, dtype=np.int64)
-            rec = np.nonzero(kinds == 1)[0]
-            keys = good.column(key).combine_chunks()
-            keys = keys if pa.types.is_string(keys.type) else keys.cast(pa.string())
-            tasks[rec] = bk.task_of(bk.bucket_ids(keys, B), P)
+            tasks[np.nonzero(kinds == 1)[0]] = _tasks_of(good.column(key), B, P)
             seq = base + np.arange(b.num_rows, dtype=np.int64)
             tasks[kinds == 0] = seq[kinds == 0] % P
             keep = np.nonzero(kinds >= 0)[0]

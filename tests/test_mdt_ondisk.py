@@ -220,22 +220,25 @@ def test_pipeline_tables_have_an_mdt_hudi_rs_reads(tmp_path, spark, table_type):
     assert r.exit_code == 0 and _mdt_verdicts(r)["MDT.files-listing"].holds
 
 
+def _avro_data_blocks(path):
+    """Every Avro data block of the data table's log files (not the MDT's)."""
+    from lakeio.hudiformat.logfile import AVRO_DATA_BLOCK, read_log_file
+
+    for f in path.rglob(".*.log.*"):
+        if ".hoodie" not in f.parts:
+            yield from (b for b in read_log_file(str(f)) if b.block_type == AVRO_DATA_BLOCK)
+
+
 def test_fast_key_reader_equals_the_avro_decoder(tmp_path):
     """``block_keys`` reads the record keys of Avro data blocks from the meta fields without decoding the rows;
     it gives what fastavro gives, and falls back to it for a block laid out otherwise."""
-    from lakeio.hudiformat.logfile import AVRO_DATA_BLOCK, read_log_file
-
     path = tmp_path / "t"
     make_table(path, commits=4)
     n = 0
-    for f in path.rglob(".*.log.*"):
-        if ".hoodie" in f.parts:
-            continue
-        for b in read_log_file(str(f)):
-            if b.block_type == AVRO_DATA_BLOCK:
-                slow = [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
-                assert mdt._avro_keys(b.content) == slow and mdt.block_keys(b, "x") == slow
-                n += 1
+    for b in _avro_data_blocks(path):
+        slow = [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
+        assert mdt._avro_keys(b.content) == slow and mdt.block_keys(b, "x") == slow
+        n += 1
     assert n >= 3
     assert mdt._avro_keys(b"\0\0\0\7\0\0\0\1") is None  # another block version: not read by the fast path
 
@@ -294,8 +297,6 @@ def test_fast_key_reader_reads_long_keys_and_refuses_other_layouts(tmp_path):
     all-records-at-once reader gives what fastavro gives; a truncated or re-laid-out block is not read by it."""
     import pyarrow as pa
 
-    from lakeio.hudiformat.logfile import AVRO_DATA_BLOCK, read_log_file
-
     path = tmp_path / "t"
     w = writer(path)
     clock = Clock()
@@ -308,20 +309,16 @@ def test_fast_key_reader_reads_long_keys_and_refuses_other_layouts(tmp_path):
     commit(w, clock, recs(0))
     commit(w, clock, recs(1))  # updates: Avro data blocks in log files
     n = 0
-    for f in path.rglob(".*.log.*"):
-        if ".hoodie" in f.parts:
-            continue
-        for b in read_log_file(str(f)):
-            if b.block_type == AVRO_DATA_BLOCK:
-                slow = [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
-                assert mdt._avro_keys(b.content) == slow
-                assert any(len(k.encode()) > 63 for k, _ in slow)
-                assert mdt._avro_keys(b.content[:len(b.content) // 2]) is None  # truncated: not guessed
-                huge = bytearray(b.content)
-                huge[4:8] = b"\xff\xff\xff\xff"  # a record count the block cannot hold: not allocated, not read
-                assert mdt._avro_keys(bytes(huge)) is None
-                bad = bytearray(b.content)
-                bad[12] = 4  # the first record's first field: a union branch that is not null/string
-                assert mdt._avro_keys(bytes(bad)) is None
-                n += 1
+    for b in _avro_data_blocks(path):
+        slow = [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
+        assert mdt._avro_keys(b.content) == slow
+        assert any(len(k.encode()) > 63 for k, _ in slow)
+        assert mdt._avro_keys(b.content[:len(b.content) // 2]) is None  # truncated: not guessed
+        huge = bytearray(b.content)
+        huge[4:8] = b"\xff\xff\xff\xff"  # a record count the block cannot hold: not allocated, not read
+        assert mdt._avro_keys(bytes(huge)) is None
+        bad = bytearray(b.content)
+        bad[12] = 4  # the first record's first field: a union branch that is not null/string
+        assert mdt._avro_keys(bytes(bad)) is None
+        n += 1
     assert n >= 3

@@ -80,34 +80,12 @@ def _disagreements(spark, lines: list[bytes]) -> list:
     df = spark.createDataFrame([(ln,) for ln in lines], "line binary").coalesce(1)
     parsed = ex.jvm_parse(df).toArrow()
     good, bad, kinds = ex._split_rows(parsed, split_batch, ex.RECORD_SCHEMA)
-    if kinds is None:
-        kinds = [1] * good.num_rows
-    recs, reasons = iter(good.to_pylist()), iter(bad)
-    out = []
-    for line, kind in zip(lines, kinds):
-        want, why = src.parse_line(line)
-        blank = not line.strip()
-        if kind == 1:
-            got = next(recs)
-            if want is None or got != want.as_json():
-                out.append((line, got, why))
-        elif kind == 0:
-            reason, _raw = next(reasons)
-            if want is not None or reason != why:
-                out.append((line, reason, why))
-        elif not blank:
-            out.append((line, "skipped", why))
-    return out
+    return _against_parse_line(lines, good, bad, [1] * good.num_rows if kinds is None else kinds)
 
 
-def _columnar_disagreements(lines: list[bytes]) -> list:
-    """Lines where the writer task's split of raw lines (column-wise parse, then Python for the rest: what
-    ``parse_and_route`` runs without ``jvm_parse``) and ``parse_line`` differ."""
-    from pipeline.job import split_batch
-
-    good, bad, kinds = ex._split_rows(pa.table({"line": pa.array(lines, pa.binary())}), split_batch,
-                                      ex.RECORD_SCHEMA)
-    assert kinds is not None  # the generated source's lines always take the column-wise parse first
+def _against_parse_line(lines: list[bytes], good, bad, kinds) -> list:
+    """Lines where a split (``good`` records, ``bad`` (reason, raw) pairs, each line's kind: 1 record, 0
+    malformed, else skipped) and ``parse_line`` differ: (line, what the split gave, parse_line's reason)."""
     recs, reasons = iter(good.to_pylist()), iter(bad)
     out = []
     for line, kind in zip(lines, kinds):
@@ -124,6 +102,17 @@ def _columnar_disagreements(lines: list[bytes]) -> list:
             out.append((line, "skipped", why))
     assert next(recs, None) is None and next(reasons, None) is None
     return out
+
+
+def _columnar_disagreements(lines: list[bytes]) -> list:
+    """Lines where the writer task's split of raw lines (column-wise parse, then Python for the rest: what
+    ``parse_and_route`` runs without ``jvm_parse``) and ``parse_line`` differ."""
+    from pipeline.job import split_batch
+
+    good, bad, kinds = ex._split_rows(pa.table({"line": pa.array(lines, pa.binary())}), split_batch,
+                                      ex.RECORD_SCHEMA)
+    assert kinds is not None  # the generated source's lines always take the column-wise parse first
+    return _against_parse_line(lines, good, bad, kinds)
 
 
 def test_the_columnar_parse_and_parse_line_agree_on_every_line():
