@@ -144,6 +144,18 @@ def _indexer(table: Path, priority: str = "background") -> subprocess.Popen:
                             start_new_session=True)
 
 
+def _burner(seconds: float, priority: str = "background") -> subprocess.Popen:
+    """The control for ``--beside burner``: a process that only spins the CPU for ``seconds`` (no files, no
+    memory traffic to speak of), started as the indexer is (its own session; at ``background`` priority
+    lowered by the same :func:`lakeio.background.lower_priority`). What the pipeline loses beside it is what
+    any busy process on the other core costs it here, whatever the indexer does."""
+    from lakeio.background import lower_priority
+
+    code = f"import time\nend = time.perf_counter() + {seconds!r}\nwhile time.perf_counter() < end: pass\n"
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lower_priority if priority == "background" else None)
+
+
 def _commit_gaps(table: Path, after: float = 0.0) -> list[tuple[float, float]]:
     """(start, end) in wall-clock seconds of the intervals between consecutive data commits (their
     completion times) of the pipeline's run, those completed at or after ``after``: the first commit's
@@ -212,7 +224,8 @@ def _pipeline_run(tmp: Path, name: str, table: Path, args, spark, beside: bool) 
         if not beside or stop.is_set():
             return
         box["start"] = time.time()
-        proc = box["proc"] = _indexer(table, args.indexer_priority)
+        proc = box["proc"] = (_indexer(table, args.indexer_priority) if args.beside == "indexer"
+                              else _burner(args.burn_seconds, args.indexer_priority))
         box["out"], box["err"] = proc.communicate()
         box["end"] = time.time()
 
@@ -294,6 +307,11 @@ def main(argv=None) -> int:
     ap.add_argument("--indexer-priority", choices=["background", "normal"], default="background",
                     help="hoodie-lab index --priority: background (its default: SCHED_IDLE, autogroup nice 19) "
                          "or normal")
+    ap.add_argument("--beside", choices=["indexer", "burner"], default="indexer",
+                    help="what runs beside the pipeline (pipeline mode): the indexer, or as a control a process that "
+                         "only spins the CPU for --burn-seconds at the same priority (what any busy neighbour costs)")
+    ap.add_argument("--burn-seconds", type=float, default=3.5, help="the burner's run time (default 3.5 s: about "
+                    "the indexer's window on the default table)")
     ap.add_argument("--keep", action="store_true", help="keep the tables (printed)")
     ap.add_argument("--gaps", action="store_true", help="print every commit gap of each run (pipeline mode)")
     args = ap.parse_args(argv)
@@ -304,11 +322,16 @@ def main(argv=None) -> int:
         args.rounds = 1 if args.quick else 3
     if args.rounds < 1:
         ap.error(f"--rounds: {args.rounds}: at least 1")
+    if args.beside == "burner" and args.mode != "pipeline":
+        ap.error("--beside burner: only in --mode pipeline")
+    if not args.burn_seconds > 0:
+        ap.error(f"--burn-seconds: {args.burn_seconds}: must be positive")
     if args.indexer_after < 0:
         ap.error(f"--indexer-after: {args.indexer_after}: not negative")
     from lakeio.audit import audit_table
 
-    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); indexer priority "
+    print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); beside the pipeline: "
+          f"{args.beside if args.beside == 'indexer' else f'burner ({args.burn_seconds} s, a control)'}, priority "
           f"{args.indexer_priority}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-indexing-"))
     try:
@@ -336,7 +359,7 @@ def main(argv=None) -> int:
                 if len(al["gaps"]) == len(be["gaps"]):
                     m = matched_seconds(be["window_gaps"], al["gaps"]) / be["covered"]
                     print(f"  matched gaps: beside / alone over the same commit gaps of the two runs {m:.1%}")
-                print(f"  {_indexer_line(be['out'])}")
+                print(f"  {_indexer_line(be['out']) if args.beside == 'indexer' else 'burner: ' + str(args.burn_seconds) + ' s'}")
                 if args.gaps:
                     ms = lambda gs: " ".join(f"{(y - x) * 1000:.0f}" for x, y in gs)  # noqa: E731
                     inside = {i for i, _, _ in be["window_gaps"]}
@@ -385,12 +408,15 @@ def main(argv=None) -> int:
             print(f"writer ({args.batch:,}-record commits; {len(during)} while the indexer ran): alone "
                   f"{rps_alone:,.0f} records/s, beside the indexer {rps_beside:,.0f} records/s ({ratio:.1%})")
             print(_indexer_line(out))
-        t0 = time.perf_counter()
-        res = audit_table(str(b))
-        ok = next(v for v in res.verdicts if v.invariant == "MDT.record-index").holds and res.exit_code == 0
-        print(f"audit of the (last) indexed table: {'holds' if ok else 'VIOLATED'} ({time.perf_counter() - t0:.1f} s)")
+        ok = True
+        if args.beside == "indexer":
+            t0 = time.perf_counter()
+            res = audit_table(str(b))
+            ok = next(v for v in res.verdicts if v.invariant == "MDT.record-index").holds and res.exit_code == 0
+            print(f"audit of the (last) indexed table: {'holds' if ok else 'VIOLATED'} "
+                  f"({time.perf_counter() - t0:.1f} s)")
         target = ratio >= 0.90
-        print(f"target throughput >= 90 % beside the indexer: {'met' if target else 'NOT met'}")
+        print(f"target throughput >= 90 % beside the {args.beside}: {'met' if target else 'NOT met'}")
         if args.keep:
             print(f"tables kept in {tmp}")
         print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -215,7 +215,8 @@ def test_cli_completes_and_reports(tmp_path, capfd):
 @pytest.mark.parametrize("priority", ["background", "normal"])
 def test_the_index_runs_at_the_priority_asked(tmp_path, capfd, priority):
     """By default the work runs as a background job: a process of its own, in a session of its own, at
-    SCHED_IDLE with its session's autogroup at nice 19 (what the kernel holds, read back by the job);
+    SCHED_IDLE, in the idle I/O class, with its session's autogroup at nice 19 (what the kernel holds, read
+    back by the job);
     ``--priority normal`` runs it here, as this process runs."""
     import json
     import os
@@ -231,6 +232,7 @@ def test_the_index_runs_at_the_priority_asked(tmp_path, capfd, priority):
         assert rep["priority"] == describe_priority()
     else:
         assert rep["priority"].startswith("SCHED_IDLE") and rep["priority"] != describe_priority()
+        assert "I/O idle" in rep["priority"] and "I/O idle" not in describe_priority()
         if os.path.exists("/proc/self/autogroup"):
             assert rep["priority"].endswith("autogroup nice 19")
 
