@@ -23,7 +23,8 @@ longer matches (the function changed, mutmut renumbered) is stale, reported and 
 mutmut keeps its results in ``mutants/``: a second run re-tests only functions that changed. Pass
 mutant-name patterns to test a part (``python benchmarks/mutate.py 'model.errors*'``; mutmut then re-runs
 every mutant they match, checked or not), ``--open`` to run only the selected mutants that have no verdict
-yet or were not killed (continue an interrupted run, re-test survivors after adding tests), and ``--fresh``
+yet or were not killed (continue an interrupted run, re-test survivors after adding tests), ``--unchecked`` for
+only those with no verdict (a survivor runs every test that reaches it: the slowest kind), and ``--fresh``
 to delete ``mutants/`` first. Source files without any result (a package added since the last run) are
 listed as not measured. ``mutmut results`` and ``mutmut show NAME`` list and show survivors.
 
@@ -187,12 +188,14 @@ def print_report(rows, target: float) -> Counter:
 OPEN = ("not checked", "survived", "no tests", "suspicious", "interrupted")
 
 
-def open_mutants(results: dict[str, dict[str, int | None]], patterns: list[str]) -> list[str]:
-    """The mutants of the selected part (all with no patterns) that have no verdict yet or were not killed.
+def open_mutants(results: dict[str, dict[str, int | None]], patterns: list[str],
+                 statuses: frozenset | set = OPEN) -> list[str]:
+    """The mutants of the selected part (all with no patterns) that have no verdict yet or were not killed
+    (``statuses``; ``{"not checked"}`` for ``--unchecked``).
 
     mutmut re-runs every mutant a name pattern matches, checked or not; ``--open`` passes it these names
     instead, so an interrupted run continues and survivors are re-tested after new tests, nothing else."""
-    return sorted(n for codes in results.values() for n, c in codes.items() if status_of(c) in OPEN
+    return sorted(n for codes in results.values() for n, c in codes.items() if status_of(c) in statuses
                   and (not patterns or any(fnmatch.fnmatch(n, p) for p in patterns)))
 
 
@@ -219,14 +222,19 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--equivalent", type=Path, default=EQUIVALENT_FILE, help="the equivalent-mutants file")
     ap.add_argument("--open", action="store_true", help="run only the selected mutants with no verdict yet or not "
                     "killed (continue an interrupted run; re-test survivors after adding tests)")
+    ap.add_argument("--unchecked", action="store_true", help="run only the selected mutants with no verdict yet "
+                    "(continue an interrupted run without re-testing its survivors, the slowest mutants to run)")
     ap.add_argument("--list-survivors", action="store_true", help="print every surviving / untested mutant's name")
     args = ap.parse_args(argv)
     if args.max_children < 1:
         raise BadInput(f"--max-children: must be at least 1, got {args.max_children}")
     if not 0 <= args.target <= 100:
         raise BadInput(f"--target: a percentage between 0 and 100, got {args.target}")
-    if args.open and (args.fresh or args.report_only):
-        raise BadInput("--open: continues the results in mutants/; not with --fresh or --report-only")
+    if args.open and args.unchecked:
+        raise BadInput("--unchecked: a part of what --open runs; pass one of them")
+    if (args.open or args.unchecked) and (args.fresh or args.report_only):
+        raise BadInput(f"--{'open' if args.open else 'unchecked'}: continues the results in mutants/; not with "
+                       "--fresh or --report-only")
     if args.report_only and args.fresh:
         raise BadInput("--fresh: deletes the results --report-only would read; pass one of them")
 
@@ -237,13 +245,14 @@ def main(argv: list[str]) -> int:
         if args.fresh and (ROOT / "mutants").exists():
             shutil.rmtree(ROOT / "mutants")
         names = args.patterns
-        if args.open:
+        if args.open or args.unchecked:
+            flag = "--open" if args.open else "--unchecked"
             if not (ROOT / "mutants").exists():
-                raise BadInput(f"--open: {ROOT / 'mutants'} holds no results yet; run without --open first")
-            names = open_mutants(load_results(ROOT), args.patterns)
-            print(f"--open: {len(names)} mutants without a verdict or not killed", flush=True)
+                raise BadInput(f"{flag}: {ROOT / 'mutants'} holds no results yet; run without {flag} first")
+            names = open_mutants(load_results(ROOT), args.patterns, OPEN if args.open else {"not checked"})
+            print(f"{flag}: {len(names)} mutants without a verdict{' or not killed' if args.open else ''}", flush=True)
         started = time.perf_counter()
-        rc = run_mutmut(names, args.max_children, args.nice) if names or not args.open else 0
+        rc = run_mutmut(names, args.max_children, args.nice) if names or not (args.open or args.unchecked) else 0
         elapsed = time.perf_counter() - started
         if rc != 0:
             print(f"mutmut run failed (exit {rc}); the results below are what it recorded", flush=True)

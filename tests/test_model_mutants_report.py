@@ -148,9 +148,12 @@ def test_open_selects_the_unchecked_and_not_killed_mutants_of_the_part(tmp_path)
     assert mutate.open_mutants(results, []) == ["model.a.x_f__mutmut_2", "model.a.x_g__mutmut_1",
                                                 "model.a.x_g__mutmut_3", "model.b.x_h__mutmut_1"]
     assert mutate.open_mutants(results, ["model.b*"]) == ["model.b.x_h__mutmut_1"]
+    # --unchecked: only the ones with no verdict (the survivor, no-tests and suspicious ones are left)
+    assert mutate.open_mutants(results, [], {"not checked"}) == ["model.a.x_g__mutmut_1"]
 
 
-@pytest.mark.parametrize("args", [["--open", "--fresh"], ["--open", "--report-only"]])
+@pytest.mark.parametrize("args", [["--open", "--fresh"], ["--open", "--report-only"], ["--unchecked", "--fresh"],
+                                  ["--unchecked", "--open"]])
 def test_open_with_fresh_or_report_only_is_refused(args):
     r = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--open" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and args[0] in r.stderr
