@@ -24,7 +24,10 @@ write path the pipeline's coordinator calls), then copied twice so both runs sta
 The indexer runs in its own session (``setsid``): a separate job, as Hudi's ``HoodieIndexer`` is; with the
 kernel's autogroup scheduling a child in the benchmark's own session would split the writer's CPU share.
 ``--indexer-priority background|normal``: the command's ``--priority`` (background, its default: the job at
-``SCHED_IDLE`` with its session's autogroup at nice 19; normal: not lowered).
+``SCHED_IDLE``, in the idle I/O class, with its session's autogroup at nice 19, paced to half a CPU; normal: not
+lowered, not paced); ``--indexer-max-cpu``: its ``--max-cpu``. ``--beside burner`` (a control): instead of the
+indexer a process that only spins the CPU for ``--burn-seconds`` at the same priority (paced to
+``--burn-share``): what any busy neighbour costs the pipeline on this machine.
 Figures: records/s alone and beside the indexer and their ratio; the indexer's build and catch-up seconds,
 records indexed, catch-up decisions; whether the audit of B holds (``MDT.record-index``: the index equals a
 rebuild). Target: the ratio is >= 0.90; exit 1 when it is not or the audit fails. The figures depend on the
@@ -32,7 +35,8 @@ machine's load: say what else ran.
 
     python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer] [--records N] [--seed S]
         [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--indexer-after K]
-        [--rounds R] [--indexer-priority background|normal] [--keep] [--gaps]
+        [--rounds R] [--indexer-priority background|normal] [--indexer-max-cpu SHARE]
+        [--beside indexer|burner] [--burn-seconds S] [--burn-share SHARE] [--keep] [--gaps]
 """
 
 from __future__ import annotations
@@ -131,7 +135,7 @@ def run_writer(path: Path, clock: Clock, *, existing: int, batch: int, commits: 
     return out
 
 
-def _indexer(table: Path, priority: str = "background") -> subprocess.Popen:
+def _indexer(table: Path, priority: str = "background", max_cpu: float | None = None) -> subprocess.Popen:
     """``hoodie-lab index`` as a separate job (its own session, as Hudi's ``HoodieIndexer`` is a job of its own;
     with the kernel's autogroup scheduling a child in the benchmark's session would split the benchmark's CPU
     share instead of taking its own). ``priority``: the command's ``--priority`` (background, its default:
@@ -139,21 +143,29 @@ def _indexer(table: Path, priority: str = "background") -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     cmd = [sys.executable, "-m", "hoodie_lab.cli", "index", str(table), "--type", "record_index",
            "--concurrency-mode", "optimistic_concurrency_control", "--lock-provider", "filesystem",
-           "--poll", "0.1", "--priority", priority, "--json"]
+           "--poll", "0.1", "--priority", priority, "--json"] + ([] if max_cpu is None else ["--max-cpu", str(max_cpu)])
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
 
 
-def _burner(seconds: float, priority: str = "background") -> subprocess.Popen:
+def _burner(seconds: float, priority: str = "background", share: float = 1.0) -> subprocess.Popen:
     """The control for ``--beside burner``: a process that only spins the CPU for ``seconds`` (no files, no
-    memory traffic to speak of), started as the indexer is (its own session; at ``background`` priority
+    memory traffic to speak of; ``share`` < 1: paced to that share of a CPU by
+    :class:`lakeio.background.Pacer`), started as the indexer is (its own session; at ``background`` priority
     lowered by the same :func:`lakeio.background.lower_priority`). What the pipeline loses beside it is what
     any busy process on the other core costs it here, whatever the indexer does."""
     from lakeio.background import lower_priority
 
-    code = f"import time\nend = time.perf_counter() + {seconds!r}\nwhile time.perf_counter() < end: pass\n"
+    code = ("import time\nfrom lakeio.background import Pacer\n"
+            f"p = Pacer({share!r})\nend = time.perf_counter() + {seconds!r}\n"
+            "while time.perf_counter() < end:\n"
+            "    t = time.process_time() + 0.005\n"
+            "    while time.process_time() < t: pass\n"
+            "    p.pace()\n")  # 5 ms pieces, paced like the indexer's build
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=lower_priority if priority == "background" else None)
+                            env=env, start_new_session=True,
+                            preexec_fn=lower_priority if priority == "background" else None)
 
 
 def _commit_gaps(table: Path, after: float = 0.0) -> list[tuple[float, float]]:
@@ -224,8 +236,8 @@ def _pipeline_run(tmp: Path, name: str, table: Path, args, spark, beside: bool) 
         if not beside or stop.is_set():
             return
         box["start"] = time.time()
-        proc = box["proc"] = (_indexer(table, args.indexer_priority) if args.beside == "indexer"
-                              else _burner(args.burn_seconds, args.indexer_priority))
+        proc = box["proc"] = (_indexer(table, args.indexer_priority, args.indexer_max_cpu) if args.beside == "indexer"
+                              else _burner(args.burn_seconds, args.indexer_priority, args.burn_share))
         box["out"], box["err"] = proc.communicate()
         box["end"] = time.time()
 
@@ -287,7 +299,8 @@ def _indexer_line(out: str) -> str:
     for _, d in rep["decisions"]:
         counts[d] = counts.get(d, 0) + 1
     return (f"indexer: {rep['base_records']:,} records built in {rep['build_s']:.1f} s, catch-up "
-            f"{rep['catchup_s']:.1f} s over {len(rep['decisions'])} instants ({counts})")
+            f"{rep['catchup_s']:.1f} s over {len(rep['decisions'])} instants ({counts}); paced to "
+            f"{rep.get('max_cpu', 1):g} of a CPU ({rep.get('paced_s', 0):.1f} s of pauses); {rep.get('priority')}")
 
 
 def main(argv=None) -> int:
@@ -307,11 +320,15 @@ def main(argv=None) -> int:
     ap.add_argument("--indexer-priority", choices=["background", "normal"], default="background",
                     help="hoodie-lab index --priority: background (its default: SCHED_IDLE, autogroup nice 19) "
                          "or normal")
+    ap.add_argument("--indexer-max-cpu", type=float, default=None,
+                    help="hoodie-lab index --max-cpu (default: the command's own, 0.5 in the background)")
     ap.add_argument("--beside", choices=["indexer", "burner"], default="indexer",
                     help="what runs beside the pipeline (pipeline mode): the indexer, or as a control a process that "
                          "only spins the CPU for --burn-seconds at the same priority (what any busy neighbour costs)")
     ap.add_argument("--burn-seconds", type=float, default=3.5, help="the burner's run time (default 3.5 s: about "
                     "the indexer's window on the default table)")
+    ap.add_argument("--burn-share", type=float, default=1.0, help="the burner's pace: this share of a CPU "
+                    "(default 1: unpaced)")
     ap.add_argument("--keep", action="store_true", help="keep the tables (printed)")
     ap.add_argument("--gaps", action="store_true", help="print every commit gap of each run (pipeline mode)")
     args = ap.parse_args(argv)
@@ -324,6 +341,8 @@ def main(argv=None) -> int:
         ap.error(f"--rounds: {args.rounds}: at least 1")
     if args.beside == "burner" and args.mode != "pipeline":
         ap.error("--beside burner: only in --mode pipeline")
+    if not 0 < args.burn_share <= 1:
+        ap.error(f"--burn-share: {args.burn_share}: a share of one CPU in (0, 1]")
     if not args.burn_seconds > 0:
         ap.error(f"--burn-seconds: {args.burn_seconds}: must be positive")
     if args.indexer_after < 0:
@@ -331,7 +350,7 @@ def main(argv=None) -> int:
     from lakeio.audit import audit_table
 
     print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); beside the pipeline: "
-          f"{args.beside if args.beside == 'indexer' else f'burner ({args.burn_seconds} s, a control)'}, priority "
+          f"{args.beside if args.beside == 'indexer' else f'burner ({args.burn_seconds} s at {args.burn_share:g} of a CPU, a control)'}, priority "
           f"{args.indexer_priority}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-indexing-"))
     try:
@@ -392,7 +411,7 @@ def main(argv=None) -> int:
             rps_alone = len(alone) * args.batch / sum(e - s for s, e, _ in alone)
             wclock2 = Clock()
             wclock2.ms = clock.ms + 1000
-            proc = _indexer(b, args.indexer_priority)
+            proc = _indexer(b, args.indexer_priority, args.indexer_max_cpu)
             beside = run_writer(b, wclock2, existing=args.records, batch=args.batch, commits=args.commits,
                                 seed=args.seed, while_alive=lambda: proc.poll() is None)
             out, err = proc.communicate()

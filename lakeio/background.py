@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 
@@ -57,6 +58,29 @@ def lower_priority() -> str:
         except OSError:
             pass  # no autogroup scheduling here
     return ", ".join(applied) or "not lowered (the system refused)"
+
+
+class Pacer:
+    """Keeps this process's CPU use to ``share`` of one CPU, averaged from its start: :meth:`pace`, called
+    between pieces of work, sleeps for as long as the process is ahead of that rate. The pieces run at full
+    speed, so the finer they are, the closer the rate holds over short spans (a duty cycle, as Postgres'
+    ``vacuum_cost_delay`` or RocksDB's rate limiter for compactions pace background work). ``share`` 1 (or
+    more) never sleeps."""
+
+    def __init__(self, share: float = 1.0):
+        if not share > 0:
+            raise ValueError(f"share: {share!r} is not a positive fraction of a CPU")
+        self.share = float(share)
+        self.cpu0, self.wall0 = time.process_time(), time.monotonic()
+        self.slept = 0.0
+
+    def pace(self) -> None:
+        if self.share >= 1.0:
+            return
+        ahead = (time.process_time() - self.cpu0) / self.share - (time.monotonic() - self.wall0)
+        if ahead > 0:
+            time.sleep(ahead)
+            self.slept += ahead
 
 
 def describe_priority() -> str:

@@ -228,13 +228,40 @@ def test_the_index_runs_at_the_priority_asked(tmp_path, capfd, priority):
     assert cli(["index", str(path), *OK_ARGS, "--priority", priority, "--json"]) == 0
     rep = json.loads(capfd.readouterr().out)
     assert rep["outcome"] == "completed"
+    assert rep["max_cpu"] == (1.0 if priority == "normal" else 0.5)  # the background job is paced by default
     if priority == "normal":
-        assert rep["priority"] == describe_priority()
+        assert rep["priority"] == describe_priority() and rep["paced_s"] == 0.0
     else:
         assert rep["priority"].startswith("SCHED_IDLE") and rep["priority"] != describe_priority()
         assert "I/O idle" in rep["priority"] and "I/O idle" not in describe_priority()
         if os.path.exists("/proc/self/autogroup"):
             assert rep["priority"].endswith("autogroup nice 19")
+
+
+def test_a_paced_index_keeps_to_its_share_of_a_cpu_and_builds_the_same_index(tmp_path):
+    """``max_cpu``: the work outside the lock pauses so that it uses at most that share of one CPU (over the
+    run, as the pacer measures it); the index it builds is the one an unpaced run builds (the audit's rebuild)."""
+    from lakeio.background import Pacer
+
+    path = tmp_path / "t"
+    make_table(path, commits=3)
+    rep = mdt_index.run_index(path, "record_index", SETTINGS, poll_s=0.05, max_cpu=0.1)
+    assert rep.outcome == "completed" and rep.max_cpu == 0.1 and rep.base_records > 0
+    assert rep.paced_s > 0  # it paused (unless this process waited for a CPU 10x longer than it ran)
+    assert _verdict(path, "MDT.record-index").holds
+
+    p = Pacer(0.25)  # the pacer itself: 0.1 CPU-s of work in pieces of 5 ms take at least 0.4 s
+    t0, c0 = time.monotonic(), time.process_time()
+    while time.process_time() - c0 < 0.1:
+        end = time.process_time() + 0.005
+        while time.process_time() < end:
+            pass
+        p.pace()
+    share = (time.process_time() - c0) / (time.monotonic() - t0)
+    assert share <= 0.25 + 0.03, share
+    assert Pacer(1.0).share == 1.0
+    with pytest.raises(ValueError, match="share"):
+        Pacer(0)
 
 
 def test_ctrl_c_reaches_the_background_job_which_aborts_cleanly(tmp_path):
@@ -276,6 +303,9 @@ def test_ctrl_c_reaches_the_background_job_which_aborts_cleanly(tmp_path):
     (["--type", "files", *OK_ARGS[2:]], "already exists"),
     ([*OK_ARGS, "--timeout", "0"], "--timeout"),
     ([*OK_ARGS, "--poll", "-1"], "--poll"),
+    ([*OK_ARGS, "--max-cpu", "0"], "--max-cpu"),
+    ([*OK_ARGS, "--max-cpu", "1.5"], "--max-cpu"),
+    ([*OK_ARGS, "--max-cpu", "nan"], "--max-cpu"),
 ])
 def test_bad_requests_one_line_exit_2_nothing_written(tmp_path, capfd, args, expect):
     path = tmp_path / "t"

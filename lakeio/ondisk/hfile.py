@@ -323,12 +323,13 @@ def write_hfile_bytes(cells, file_info: dict[str, bytes] | None = None, *, codec
 
 
 def write_hfile_columns(keys, values, file_info: dict[str, bytes] | None = None, *, value_index=None,
-                        codec: int = CODEC_GZ, block_size: int = DEFAULT_BLOCK_SIZE) -> bytes:
+                        codec: int = CODEC_GZ, block_size: int = DEFAULT_BLOCK_SIZE, pace=None) -> bytes:
     """:func:`write_hfile_bytes` for cells given as columns: ``keys`` (a sequence of str or a pyarrow string
     array; unique), ``values`` (bytes: one per key, or with ``value_index`` the distinct values and
     ``value_index[i]`` the one of key ``i``). The same bytes as a cell-by-cell writer; built with pyarrow
     and numpy (one sort, cells joined and blocks cut in bulk: a million-record index has no per-record
-    Python step)."""
+    Python step). ``pace``: called after each data block (a background job's
+    :meth:`lakeio.background.Pacer.pace`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -390,6 +391,8 @@ def write_hfile_columns(keys, values, file_info: dict[str, bytes] | None = None,
         prev_data = at
         total_uncompressed += HEADER_SIZE + len(block)
         i, off = j + 1, end
+        if pace is not None:
+            pace()
     last_key = karr[n - 1].as_py() if n else None
     load_on_open = len(out)
     root = b"".join(_I64.pack(o) + _I32.pack(s) + _vlong(len(k)) + k for o, s, k in index)

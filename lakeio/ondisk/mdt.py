@@ -623,8 +623,9 @@ def base_hfile(cells: list) -> bytes:
     return base_hfile_columns([k for k, _ in cells], [v for _, v in cells])
 
 
-def base_hfile_columns(keys, values, value_index=None) -> bytes:
-    """:func:`base_hfile` for cells given as columns (:func:`lakeio.ondisk.hfile.write_hfile_columns`)."""
+def base_hfile_columns(keys, values, value_index=None, pace=None) -> bytes:
+    """:func:`base_hfile` for cells given as columns (:func:`lakeio.ondisk.hfile.write_hfile_columns`;
+    ``pace`` called after each block)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -635,7 +636,7 @@ def base_hfile_columns(keys, values, value_index=None) -> bytes:
         info["minRecordKey"], info["maxRecordKey"] = mm["min"].as_py().encode(), mm["max"].as_py().encode()
     else:
         info["minRecordKey"] = info["maxRecordKey"] = b""
-    return write_hfile_columns(karr, values, info, value_index=value_index)
+    return write_hfile_columns(karr, values, info, value_index=value_index, pace=pace)
 
 
 def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats: list[dict],
@@ -814,13 +815,13 @@ def slice_keys(base_path: Path, s) -> dict[str, str]:
     return keys
 
 
-def record_index_columns(base_path: Path, slices) -> tuple:
+def record_index_columns(base_path: Path, slices, pace=None) -> tuple:
     """The record index an initialisation builds from ``slices`` (the latest merged file slices of the
     snapshot), as columns for :func:`base_hfile_columns`: (record keys: a pyarrow string array, sorted and
     unique; the distinct locations (partition, file id, the slice's base instant); each key's location
     index). The same mapping as :func:`slice_keys` merged slice after slice (a later slice's entry for a
     key wins), without a Python object per record: a slice of a base file only is read as two parquet
-    columns; a slice with log files goes through :func:`slice_keys`."""
+    columns; a slice with log files goes through :func:`slice_keys`. ``pace``: called after each slice."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -840,6 +841,8 @@ def record_index_columns(base_path: Path, slices) -> tuple:
         locs.extend((p, s.file_id, s.base_instant) for p in enc.dictionary.to_pylist())
         key_parts.append(keys.cast(pa.string()))
         idx_parts.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64) + first)
+        if pace is not None:
+            pace()
     if not key_parts:
         return pa.array([], pa.string()), locs, np.zeros(0, dtype=np.int64)
     keys = pa.concat_arrays(key_parts)

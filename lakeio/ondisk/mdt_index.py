@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lakeio.background import Pacer
 from lakeio.errors import UserError
 from lakeio.ondisk import mdt as mdtio
 from lakeio.ondisk import metadata as md
@@ -71,6 +72,8 @@ class IndexReport:
     caught_up_to: str | None = None
     error: str | None = None
     priority: str | None = None  # the CPU priority it ran at (``lakeio.background.describe_priority``)
+    max_cpu: float = 1.0  # the share of one CPU the work was paced to (1: not paced)
+    paced_s: float = 0.0  # seconds slept to keep that pace
 
 
 class IndexAborted(UserError):
@@ -168,16 +171,19 @@ def _redo(table: Path, tbl, t: str, partition: str, lock: TxnLock) -> None:
 
 def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySettings, *,
               timeout_s: float = 900.0, poll_s: float = 0.5, heartbeat_expiry_s: float = HEARTBEAT_EXPIRY_S,
-              progress=None, fail_at: str | None = None) -> IndexReport:
+              progress=None, fail_at: str | None = None, max_cpu: float = 1.0) -> IndexReport:
     """Schedule, build, catch up and complete (or abort) one index on ``table``. ``fail_at`` (``"build"``,
-    ``"catchup"``) raises there, for tests of the abort path. Raises :class:`UserError` (exit 2) before
+    ``"catchup"``) raises there, for tests of the abort path. ``max_cpu`` < 1 paces the work outside the
+    lock to that share of one CPU (:class:`lakeio.background.Pacer`: a pause after each file slice read and
+    each HFile block written, and after each catch-up step); nothing is paced while the lock is held. Raises :class:`UserError` (exit 2) before
     anything is written when the request is refused, :class:`IndexAborted` (exit 1) after an abort."""
     from lakeio.ondisk.reader import read_table
 
     table = Path(table).resolve()
     say = progress or (lambda _msg: None)
     check_request(table, partition, settings)
-    rep = IndexReport(str(table), partition)
+    rep = IndexReport(str(table), partition, max_cpu=max_cpu)
+    pacer = Pacer(max_cpu)
     lock = TxnLock(table)
     # 1. schedule
     with lock:
@@ -209,11 +215,11 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         # 3. build
         t0 = time.perf_counter()
         slices = snap.view().latest_merged_file_slices()
-        keys, locs, loc_index = mdtio.record_index_columns(snap.base_path, slices)
+        keys, locs, loc_index = mdtio.record_index_columns(snap.base_path, slices, pace=pacer.pace)
         if fail_at == "build":
             raise RuntimeError("failure injected while building (fail_at=build)")
         values = [mdtio.encode(mdtio._record(mdtio.TYPE_RECORD_INDEX, rli=mdtio.rli_info(*loc))) for loc in locs]
-        data = mdtio.base_hfile_columns(keys, values, loc_index)  # the long part: no lock held (writers commit)
+        data = mdtio.base_hfile_columns(keys, values, loc_index, pace=pacer.pace)  # the long part: no lock held
         mdtio.write_index_base(table, partition, init_time, data, len(keys), mdtio.now_time())
         rep.base_records = len(keys)
         rep.build_s = time.perf_counter() - t0
@@ -231,6 +237,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
             raise RuntimeError("failure injected while catching up (fail_at=catchup)")
         for it, was_pending in todo:
             while True:
+                pacer.pace()
                 cur = read_table(table)
                 found = [i for i in cur.timeline.instants() if i.requested_time == it and i.action in WRITE_ACTIONS]
                 dt_state = None if not found else ("completed" if found[0].state is State.COMPLETED else "pending")
@@ -264,12 +271,12 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
             c = _fresh_time(tbl.timeline)
             md.write_timeline_file(_tl(table, fn.timeline_file_name(t, Action.INDEXING, State.COMPLETED, c, 2)),
                                    md.encode_avro(meta, INDEX_COMMIT_SCHEMA))
-        rep.outcome = "completed"
+        rep.outcome, rep.paced_s = "completed", pacer.slept
         say(f"completed indexing {t}: {partition} caught up to {last} in {rep.catchup_s:.2f} s")
         return rep
     except BaseException as exc:
         abort(table, t, partition, init_time, lock)
-        rep.outcome, rep.error = "aborted", f"{type(exc).__name__}: {exc}"
+        rep.outcome, rep.error, rep.paced_s = "aborted", f"{type(exc).__name__}: {exc}", pacer.slept
         if isinstance(exc, IndexAborted):
             raise
         if isinstance(exc, KeyboardInterrupt):
