@@ -28,6 +28,15 @@ only those with no verdict (a survivor runs every test that reaches it: the slow
 to delete ``mutants/`` first. Source files without any result (a package added since the last run) are
 listed as not measured. ``mutmut results`` and ``mutmut show NAME`` list and show survivors.
 
+``--sample N [--seed S]`` measures the rest by sampling (mutant sampling, as in Wong and Mathur's
+studies): it draws N mutants uniformly at random (seeded) from those of the selection with no verdict (the
+*population*), keeps the draw in ``mutants/mutate-sample.json`` and runs them in chunks of ``--chunk`` in
+random order, so that the chunks completed when a run is cut off are still a uniform sample (a run
+continues the same draw). The report then adds an estimate for the whole selection: the mutants outside the
+population count exactly, the population by the sample's kill rate, with a 95 % Wilson interval; the target
+is judged on the interval's lower bound. Survivors in the sample count as not killed unless listed as
+equivalent (conservative).
+
 Changing the test selection or the pytest arguments of ``[tool.mutmut]`` makes mutmut discard every result;
 the selection is therefore by file-name pattern, so a new ``tests/test_model_mutants_<module>.py`` joins it
 without a change there.
@@ -38,7 +47,9 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -184,6 +195,67 @@ def print_report(rows, target: float) -> Counter:
     return total
 
 
+SAMPLE_FILE = "mutate-sample.json"  # in mutants/: the draw of --sample
+
+
+def draw_sample(population: list[str], n: int, seed: int, chunk: int) -> dict:
+    """``n`` names drawn uniformly at random (``seed``) from ``population``, cut into chunks of ``chunk`` in
+    random order (a prefix of the chunks is itself a uniform sample)."""
+    if n > len(population):
+        raise BadInput(f"--sample: {n} is more than the {len(population)} mutants with no verdict")
+    picked = random.Random(seed).sample(sorted(population), n)  # already in random order
+    return {"seed": seed, "size": n, "population": sorted(population),
+            "chunks": [picked[i:i + chunk] for i in range(0, n, chunk)]}
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion k/n (95 % for z = 1.96)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def sample_estimate(sample: dict, codes: dict[str, int | None], equivalent: set[str], patterns: list[str]) -> dict:
+    """The estimated score of the selection: the mutants outside the sample's population exactly, the
+    population (U mutants) by the kill rate of the completed chunks of its sample (stratified estimation)."""
+    population = set(sample["population"])
+    done = [c for c in sample["chunks"] if all(status_of(codes.get(n)) != "not checked" for n in c)]
+    members = [n for c in done for n in c]
+    det = lambda ns: sum(1 for n in ns if n not in equivalent and status_of(codes.get(n)) in ("killed", "timeout"))  # noqa: E731
+    ne = lambda ns: sum(1 for n in ns if n not in equivalent and status_of(codes.get(n)) not in ("not checked", "skipped"))  # noqa: E731
+    outside = [n for n in codes if n not in population and (not patterns or any(fnmatch.fnmatch(n, p) for p in patterns))]
+    unchecked_outside = sum(1 for n in outside if status_of(codes[n]) == "not checked")
+    k, n, u = det(members), ne(members), len(population)
+    out = {"chunks_done": len(done), "chunks": len(sample["chunks"]), "sampled": len(members), "killed": k,
+           "non_equivalent": n, "population": u, "seed": sample["seed"], "size": sample["size"],
+           "exact_killed": det(outside), "exact_non_equivalent": ne(outside), "unchecked_outside": unchecked_outside}
+    if not members or not n:
+        return out
+    q = n / len(members)  # share of the population that is not equivalent (as in the sample)
+    lo, hi = wilson(k, n)
+
+    def over_all(rate):
+        return 100.0 * (out["exact_killed"] + u * q * rate) / (out["exact_non_equivalent"] + u * q)
+
+    out.update(rate=k / n, estimate=over_all(k / n), low=over_all(lo), high=over_all(hi))
+    return out
+
+
+def run_sample(sample: dict, codes: dict[str, int | None], max_children: int, niceness: int) -> int:
+    """Run the sample's chunks in order, skipping chunks whose mutants all have verdicts."""
+    rc = 0
+    for i, chunk in enumerate(sample["chunks"]):
+        todo = [n for n in chunk if status_of(codes.get(n)) == "not checked"]
+        if not todo:
+            continue
+        print(f"--sample: chunk {i + 1} of {len(sample['chunks'])} ({len(todo)} mutants)", flush=True)
+        rc = run_mutmut(todo, max_children, niceness) or rc
+    return rc
+
+
 #: Verdicts ``--open`` runs again: no verdict yet, or not killed.
 OPEN = ("not checked", "survived", "no tests", "suspicious", "interrupted")
 
@@ -224,12 +296,22 @@ def main(argv: list[str]) -> int:
                     "killed (continue an interrupted run; re-test survivors after adding tests)")
     ap.add_argument("--unchecked", action="store_true", help="run only the selected mutants with no verdict yet "
                     "(continue an interrupted run without re-testing its survivors, the slowest mutants to run)")
+    ap.add_argument("--sample", type=int, default=None, metavar="N",
+                    help="estimate the rest: draw N of the mutants with no verdict at random, run them, and report "
+                         "the estimated score of the whole selection with a 95 %% interval (see above)")
+    ap.add_argument("--seed", type=int, default=1, help="the draw's seed (default 1; replay: the same --seed)")
+    ap.add_argument("--chunk", type=int, default=50, help="sampled mutants per mutmut run (default 50)")
     ap.add_argument("--list-survivors", action="store_true", help="print every surviving / untested mutant's name")
     args = ap.parse_args(argv)
     if args.max_children < 1:
         raise BadInput(f"--max-children: must be at least 1, got {args.max_children}")
     if not 0 <= args.target <= 100:
         raise BadInput(f"--target: a percentage between 0 and 100, got {args.target}")
+    if args.sample is not None and (args.sample < 1 or args.open or args.unchecked or args.fresh or args.report_only):
+        raise BadInput(f"--sample: {args.sample}: a positive number of mutants, not with --open, --unchecked, "
+                       "--fresh or --report-only")
+    if args.chunk < 1:
+        raise BadInput(f"--chunk: must be at least 1, got {args.chunk}")
     if args.open and args.unchecked:
         raise BadInput("--unchecked: a part of what --open runs; pass one of them")
     if (args.open or args.unchecked) and (args.fresh or args.report_only):
@@ -252,7 +334,24 @@ def main(argv: list[str]) -> int:
             names = open_mutants(load_results(ROOT), args.patterns, OPEN if args.open else {"not checked"})
             print(f"{flag}: {len(names)} mutants without a verdict{' or not killed' if args.open else ''}", flush=True)
         started = time.perf_counter()
-        rc = run_mutmut(names, args.max_children, args.nice) if names or not (args.open or args.unchecked) else 0
+        if args.sample is not None:
+            if not (ROOT / "mutants").exists():
+                raise BadInput(f"--sample: {ROOT / 'mutants'} holds no results yet; run without --sample first")
+            results = load_results(ROOT)
+            codes = {n: c for per_file in results.values() for n, c in per_file.items()}
+            path = ROOT / "mutants" / SAMPLE_FILE
+            sample = json.loads(path.read_text()) if path.exists() else None
+            if sample is None or (sample["seed"], sample["size"]) != (args.seed, args.sample):
+                sample = draw_sample(open_mutants(results, args.patterns, {"not checked"}), args.sample, args.seed,
+                                     args.chunk)
+                path.write_text(json.dumps(sample))
+                print(f"--sample: drew {args.sample} of {len(sample['population'])} mutants with no verdict "
+                      f"(seed {args.seed}; {path})", flush=True)
+            else:
+                print(f"--sample: continuing the draw in {path}", flush=True)
+            rc = run_sample(sample, codes, args.max_children, args.nice)
+        else:
+            rc = run_mutmut(names, args.max_children, args.nice) if names or not (args.open or args.unchecked) else 0
         elapsed = time.perf_counter() - started
         if rc != 0:
             print(f"mutmut run failed (exit {rc}); the results below are what it recorded", flush=True)
@@ -292,6 +391,25 @@ def main(argv: list[str]) -> int:
                     and (not args.patterns or any(fnmatch.fnmatch(name, p) for p in args.patterns)):
                 print(f"  {status_of(code):10s} {name}")
 
+    est = None
+    sample_path = ROOT / "mutants" / SAMPLE_FILE
+    if total["not checked"] and sample_path.exists():
+        try:
+            est = sample_estimate(json.loads(sample_path.read_text()), codes, applied, args.patterns)
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise BadInput(f"{sample_path}: not a sample file of this script: {e}") from None
+        print(f"\nsample (--sample {est['size']} --seed {est['seed']}): {est['chunks_done']} of {est['chunks']} chunks "
+              f"done, {est['sampled']} of the {est['population']} mutants that had no verdict at the draw; killed "
+              f"{est['killed']} of its {est['non_equivalent']} non-equivalent ones")
+        if est["unchecked_outside"]:
+            print(f"  ({est['unchecked_outside']} mutants outside the draw's population have no verdict: the estimate "
+                  "counts them as not killed)")
+            est["exact_non_equivalent"] += est["unchecked_outside"]
+        if "estimate" in est:
+            print(f"estimated mutation score of {'the selection' if args.patterns else 'model/'}: {est['estimate']:.1f} % "
+                  f"(95 % interval {est['low']:.1f}-{est['high']:.1f} %): {est['exact_killed']} of "
+                  f"{est['exact_non_equivalent']} checked outside the population, the population's "
+                  f"{est['population']} at the sample's kill rate {100 * est['rate']:.1f} %")
     if total["not checked"]:
         print(f"\nINCOMPLETE: {total['not checked']} mutants not checked; the score is over the checked ones "
               "(exit 1: run the rest, or pass the patterns of the part you measured)")
@@ -304,6 +422,12 @@ def main(argv: list[str]) -> int:
         checked = sum(total.values()) - total["not checked"] - total["equivalent"]
         verdict += f" over the {checked} checked mutants only ({total['not checked']} not checked)"
     print(f"\nmutation score of {what}: {s:.1f} % (target >= {args.target:g} %): {verdict}")
+    if est is not None and "estimate" in est:
+        met = est["low"] >= args.target
+        print(f"estimated over all of {what}: {est['estimate']:.1f} %, lower bound {est['low']:.1f} % "
+              f"(target >= {args.target:g} %): {'met' if met else 'MISSED'} by the lower bound")
+        if met and not contradicted:
+            return 0
     print("replay one mutant: mutmut run NAME; show it: mutmut show NAME (HYPOTHESIS_PROFILE=mutate)")
     return 0 if s >= args.target and not contradicted and not total["not checked"] else 1
 

@@ -153,7 +153,43 @@ def test_open_selects_the_unchecked_and_not_killed_mutants_of_the_part(tmp_path)
 
 
 @pytest.mark.parametrize("args", [["--open", "--fresh"], ["--open", "--report-only"], ["--unchecked", "--fresh"],
-                                  ["--unchecked", "--open"]])
+                                  ["--unchecked", "--open"], ["--sample", "0"], ["--sample", "5", "--open"],
+                                  ["--sample", "5", "--report-only"]])
 def test_open_with_fresh_or_report_only_is_refused(args):
     r = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and args[0] in r.stderr
+
+
+# ------------------------------------------------------------------------------------------- --sample
+def test_the_draw_is_seeded_uniform_and_cut_into_chunks():
+    pop = [f"model.a.x_f__mutmut_{i}" for i in range(100)]
+    a, b = mutate.draw_sample(pop, 30, 7, 8), mutate.draw_sample(list(reversed(pop)), 30, 7, 8)
+    assert a == b  # the population's order does not matter, the seed does
+    assert [len(c) for c in a["chunks"]] == [8, 8, 8, 6] and len({n for c in a["chunks"] for n in c}) == 30
+    assert a["chunks"] != mutate.draw_sample(pop, 30, 8, 8)["chunks"]
+    with pytest.raises(mutate.BadInput, match="--sample"):
+        mutate.draw_sample(pop, 101, 1, 8)
+
+
+def test_wilson_interval():
+    lo, hi = mutate.wilson(90, 100)
+    assert lo == pytest.approx(0.8256, abs=1e-3) and hi == pytest.approx(0.9448, abs=1e-3)  # the textbook values
+    assert mutate.wilson(0, 0) == (0.0, 1.0) and mutate.wilson(10, 10)[1] == 1.0
+
+
+def test_the_estimate_counts_outside_the_population_exactly_and_the_population_by_its_completed_chunks():
+    codes = {f"model.a.x_f__mutmut_{i}": (K if i < 90 else S) for i in range(100)}  # checked before the draw
+    pop = [f"model.b.x_g__mutmut_{i}" for i in range(1000)]
+    sample = {"seed": 1, "size": 40, "population": pop, "chunks": [pop[:20], pop[20:40]]}
+    codes.update({n: None for n in pop})
+    codes.update({n: K for n in pop[:15]} | {n: S for n in pop[15:20]})  # chunk 1: 15 of 20 killed
+    codes.update({n: K for n in pop[20:30]})  # chunk 2 only half checked: left out (its order was mutmut's)
+    est = mutate.sample_estimate(sample, codes, set(), [])
+    assert (est["chunks_done"], est["sampled"], est["killed"], est["non_equivalent"]) == (1, 20, 15, 20)
+    assert (est["exact_killed"], est["exact_non_equivalent"], est["population"]) == (90, 100, 1000)
+    assert est["estimate"] == pytest.approx(100 * (90 + 1000 * 0.75) / 1100)
+    lo, hi = mutate.wilson(15, 20)
+    assert est["low"] == pytest.approx(100 * (90 + 1000 * lo) / 1100) and est["low"] < est["estimate"] < est["high"]
+    # a sampled survivor listed as equivalent leaves the sample's denominator (and the population's share)
+    est2 = mutate.sample_estimate(sample, codes, {pop[15]}, [])
+    assert est2["non_equivalent"] == 19 and est2["estimate"] > est["estimate"]
