@@ -243,6 +243,26 @@ def test_fast_key_reader_equals_the_avro_decoder(tmp_path):
     assert mdt._avro_keys(b"\0\0\0\7\0\0\0\1") is None  # another block version: not read by the fast path
 
 
+def test_parquet_block_keys_are_read_from_the_two_meta_columns(tmp_path):
+    """``block_keys`` reads a parquet data block's keys from its two meta columns (not every row as a dict):
+    the same pairs as the rows give."""
+    import random
+
+    from lakeio.hudiformat.logfile import PARQUET_DATA_BLOCK, read_log_file
+    from mdt_util import Clock, batch, commit, writer
+
+    path, clock, rng = tmp_path / "t", Clock(), random.Random(3)
+    w = writer(path, "MERGE_ON_READ")
+    w.log_block_format = "parquet"
+    for i in range(4):
+        commit(w, clock, batch(rng, 25, 60, i, 0.1 if i else 0.0))
+    blocks = [b for f in path.rglob(".*.log.*") if ".hoodie" not in f.parts for b in read_log_file(str(f))
+              if b.block_type == PARQUET_DATA_BLOCK]
+    assert len(blocks) >= 3
+    for b in blocks:
+        assert mdt.block_keys(b, "x") == [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
+
+
 def _dict_record_index(table, slices):
     """The record index built record by record (the merge ``record_index_columns`` must equal)."""
     out = {}

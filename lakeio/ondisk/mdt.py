@@ -561,6 +561,15 @@ def block_keys(block, partition: str) -> list[tuple[str, str]]:
             fast = _avro_keys(block.content)
             if fast is not None:
                 return [(k, p or partition) for k, p in fast]
+    elif block.block_type == lf.PARQUET_DATA_BLOCK:  # the two meta columns only, not every row as a dict
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        names = ["_hoodie_record_key", "_hoodie_partition_path"]
+        f = pq.ParquetFile(pa.BufferReader(block.content))
+        if all(n in f.schema_arrow.names for n in names):
+            t = f.read(columns=names)
+            return [(k, p or partition) for k, p in zip(t.column(0).to_pylist(), t.column(1).to_pylist())]
     return [(r["_hoodie_record_key"], r.get("_hoodie_partition_path") or partition) for r in block.data_rows()]
 
 
