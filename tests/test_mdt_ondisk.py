@@ -342,3 +342,16 @@ def test_fast_key_reader_reads_long_keys_and_refuses_other_layouts(tmp_path):
         assert mdt._avro_keys(bytes(bad)) is None
         n += 1
     assert n >= 3
+
+
+def test_the_record_index_block_from_columns_is_the_cell_by_cell_block():
+    """A commit's record-index log block is written from columns (``rli_block``): byte for byte the block the
+    cell-by-cell path gives, for any order of keys, several locations, and none."""
+    import random
+
+    rng = random.Random(5)
+    locs = [("p1", "00000000-0000-0000-0000-000000000001-0", "20261125000000001"), ("p2", "fg-2", "20261125000000002"),
+            ("p1", "fg-3", "20261125000000003")]
+    for n in (0, 1, 7, 3000):
+        ups = {f"k{rng.randrange(10 ** 6):07d}": rng.choice(locs) for _ in range(n)}
+        assert mdt.rli_block("20261125000000009", ups) == mdt.hfile_block("20261125000000009", mdt.rli_cells(ups))

@@ -626,6 +626,16 @@ def hfile_block(t: str, cells: list) -> bytes:
     return lf.encode_block(4, {lf.INSTANT_TIME: t, lf.SCHEMA: schema_json()}, data)
 
 
+def rli_block(t: str, locations: dict[str, tuple[str, str, str]]) -> bytes:
+    """``hfile_block(t, rli_cells(locations))`` written from columns: the keys, the few distinct locations
+    encoded once each and every key's location index (no Python tuple per record)."""
+    index: dict = {}
+    idx = [index.setdefault(loc, len(index)) for loc in locations.values()]
+    values = [encode(_record(TYPE_RECORD_INDEX, rli=rli_info(*loc))) for loc in index]
+    data = write_hfile_columns(list(locations), values, {"schema": schema_json().encode()}, value_index=idx)
+    return lf.encode_block(4, {lf.INSTANT_TIME: t, lf.SCHEMA: schema_json()}, data)
+
+
 def base_hfile(cells: list) -> bytes:
     """An MDT base file (``HoodieAvroHFileWriter``): the schema and key range in the file info."""
     cells = list(cells)
@@ -670,7 +680,7 @@ def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats:
         cells = files_records(added)
         files[FILES] = (mdt._log_name(FILES, t), hfile_block(t, cells), len(cells), False)
     if RECORD_INDEX in parts:  # always a log file (an empty block when nothing moved): the indexer's
-        data = hfile_block(t, rli_cells(upserts))  # catch-up sees from it that this commit wrote the partition
+        data = rli_block(t, upserts)  # catch-up sees from it that this commit wrote the partition
         if removed:
             data += lf.delete_block(t, [(k, p, None) for k, p in sorted(removed.items())], schema_json())
         files[RECORD_INDEX] = (mdt._log_name(RECORD_INDEX, t), data, len(upserts) + len(removed), False)
