@@ -100,7 +100,13 @@ def test_a_global_failover_drops_the_queued_jobs():
 
 
 @pytest.mark.parametrize("bad,match", [
-    (dict(mode="blocking", executor_queue=True), "executor_queue: modelled for async"),
+    (dict(mode="blocking", executor_queue=True, coordinator_starts_instants=True),
+     "executor_queue: not modelled with coordinator_starts_instants"),
+    (dict(mode="blocking", executor_queue=True, table_service="bounded"),
+     "table_service: 'bounded' is modelled for async instant generation only"),
+    (dict(request_thread="executor", executor_queue=True), "request_thread: 'executor' needs mode='blocking'"),
+    (dict(request_thread="executor", mode="blocking"), "request_thread: 'executor' needs mode='blocking'"),
+    (dict(mode="blocking", executor_queue=True, request_thread="both"), "request_thread: 'both' is not one of"),
     (dict(table_service="slow"), "table_service: 'slow' needs executor_queue"),
     (dict(executor_queue=True, table_service="sometimes"), "table_service: 'sometimes' is not one of"),
 ])
