@@ -233,12 +233,13 @@ def check_stall(system) -> Verdict:
                        f"{n} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at "
                        f"step {steps[0]}", examples)
     if d:
+        also = (f"; {k} instant request(s) expired behind a slow executor job" if k else "") + (
+            f"; {n} instant timeout(s) after faults stopped" if n else "")
         return Verdict("liveness.stall", False,
                        f"{n + k + d} timeout failover(s) ({d} where tasks and coordinator waited on each other: an "
                        f"instant request held the coordinator's executor in the CommitGuard's wait while the commit "
-                       f"that would release it was queued behind it, until write.commit.ack.timeout; {k} request(s) "
-                       f"expired behind a slow executor job, {n} instant timeout(s) after faults stopped; stall bound "
-                       f"{bound}), first at step {steps[0]}", examples)
+                       f"that would release it was queued behind it, until write.commit.ack.timeout{also}; stall "
+                       f"bound {bound}), first at step {steps[0]}", examples)
     return Verdict("liveness.stall", False,
                    f"{n + k} timeout failover(s) ({k} instant request(s) expired behind a slow job of the "
                    f"coordinator's executor, {n} instant timeout(s) after faults stopped; stall bound {bound}), "
