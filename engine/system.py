@@ -462,7 +462,7 @@ class System:
             if self.config.table_service != "none" and any(o == "committed" for _, _, o in out):
                 self.executor = (TableServiceJob(self.config.table_service == "slow"),) + self.executor
         elif kind is RequestJob:
-            instant = self._c().handle_instant_request(self.table, job.key)
+            instant = self._c().handle_instant_request(self.table, job.key, guard_passed=True)
             if self.writers[job.task].attempt == job.attempt:
                 self._w(job.task).grant(instant)
 
