@@ -22,6 +22,11 @@ running at a time:
   async event delivery -- does not stop a new instant; with ``"executor"`` ``run-job`` is refused while the
   guard would wait); a :class:`TableServiceJob` only occupies the thread (its
   timeline effect, a compaction plan, is the table machine's, :mod:`model.table_machine`);
+* blocking mode (``CommitGuard``, ``ProtocolConfig.request_thread``): with ``"own"`` a request joins the queue
+  only once the guard let it through (the wait is the task's ``blocked`` status, off the executor); with
+  ``"executor"`` it joins at once, and at the head, while the guard would wait
+  (:func:`model.protocol.state.guard_holds_executor`), it holds the thread: ``run-job`` is refused and only
+  the guard's timeout (``instant-timeout``) ends it;
 * :func:`mark_overdue` -- a request timed out behind a slow table-service job: the job is past one RPC
   timeout, and how much longer it runs is not modelled (a later request behind it times out only through the
   ``request-timeout`` fault).
