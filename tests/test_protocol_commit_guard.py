@@ -215,3 +215,19 @@ def test_cli_explore(name, rc, tmp_path, capsys):
         assert "VIOLATED liveness.stall at depth 13" in out and "tasks and coordinator waited on each other" in out
     else:
         assert "exhaustive: every state within the bound visited; no invariant violated" in out
+
+
+def test_the_temporal_properties_see_the_deadlock_without_faults():
+    """``--liveness``: with the guard on the executor the instant stays requested forever (only the unfair
+    timeout would end it); on the request's own thread every temporal property holds."""
+    from checker.liveness import check_liveness
+
+    broken = check_liveness(variant("commit-guard-on-executor", **SMALL, faults=frozenset()))
+    assert broken.complete and set(broken.violations) == {"instant-resolved", "interval-committed"}
+    lasso = broken.violations["instant-resolved"]
+    s = spec.init(variant("commit-guard-on-executor", **SMALL, faults=frozenset()))
+    for ev in lasso.prefix:
+        s = spec.step(s, ev)
+    assert spec.guard_holds_executor(s) is not None and spec.guard(s, E.RunJob()).startswith("the CommitGuard")
+    own = check_liveness(variant("hudi-1.1-blocking-executor", **SMALL, faults=frozenset()))
+    assert own.complete and own.holds

@@ -290,6 +290,15 @@ _L = [
                     "commit of the un-acked instant, which only the write.commit.ack.timeout failover "
                     "(instant-timeout, not fair) brings.",
                     base="hudi-1.1-blocking", breaks=("writer-unblocked", "interval-committed", "instant-resolved")),
+    LivenessVariant("guard-holds-executor",
+                    "Blocking mode with the CommitGuard's wait on the coordinator's executor (commit-guard-on-executor): "
+                    "an instant request that overtook the commit it waits for holds the executor thread, and only the "
+                    "write.commit.ack.timeout failover (instant-timeout, not fair) ends it: the instant stays "
+                    "requested and the flushed interval uncommitted forever (no fault needed from two checkpoints "
+                    "on; at one checkpoint with a lost ack, too). The waiting task's request is queued, so it is not "
+                    "'blocked' and writer-unblocked does not see it. hudi-1.1-blocking-executor (the wait on the "
+                    "request's own thread) holds every temporal property without faults.",
+                    base="commit-guard-on-executor", breaks=("instant-resolved", "interval-committed")),
     LivenessVariant("no-clean-rollback",
                     "A LAZY cleaner that never rolls back an expired instant: clean is not weakly fair, so a "
                     "failed write stays requested forever while the coordinator keeps committing checkpoints "
