@@ -211,13 +211,14 @@ class Coordinator:
             return False
         return any(e.has_event() for e in self.buffers.values())
 
-    def handle_instant_request(self, table, key: int) -> str:
-        """``handleInstantRequest(ckpId)``: the key's instant, or a new one (``startInstant``)."""
+    def handle_instant_request(self, table, key: int, guard_passed: bool = False) -> str:
+        """``handleInstantRequest(ckpId)``: the key's instant, or a new one (``startInstant``); ``guard_passed``:
+        a queued request, past the CommitGuard (:func:`model.protocol.coordinator.handle_instant_request`)."""
         if self.cfg.share_instant_per_key:
             entry = self.buffers.get(key)
             if entry is not None:
                 return entry.instant
-        if self.would_block(key):
+        if not guard_passed and self.would_block(key):
             raise RuntimeError("instant request would block; check would_block() first")
         if self.cfg.coordinator_start:
             return self._instant_to_write_0x(table, key)

@@ -219,21 +219,31 @@ def check_liveness(system, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
 
 def check_stall(system) -> Verdict:
     bound = system.config.stall_bound
-    stalls = system.stalls_after_stop
-    expired = system.expired_requests
-    n, k = len(stalls), len(expired)
-    if bound < 0 or n + k <= bound:
+    stalls, expired, deadlocks = system.stalls_after_stop, system.expired_requests, system.guard_deadlocks
+    n, k, d = len(stalls), len(expired), len(deadlocks)
+    if bound < 0 or n + k + d <= bound:
         extra = f", {k} request(s) expired behind a slow executor job" if k else ""
+        if d:
+            extra += f", {d} CommitGuard timeout(s) on the executor"
         return Verdict("liveness.stall", True, f"{n} instant timeout(s) after faults stopped{extra}")
-    steps = sorted(stalls + expired)
-    if not k:
+    steps = sorted(stalls + expired + deadlocks)
+    examples = tuple(f"step {st}" for st in steps[:5])
+    if not k and not d:
         return Verdict("liveness.stall", False,
                        f"{n} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at "
-                       f"step {steps[0]}", tuple(f"step {st}" for st in steps[:5]))
+                       f"step {steps[0]}", examples)
+    if d:
+        also = (f"; {k} instant request(s) expired behind a slow executor job" if k else "") + (
+            f"; {n} instant timeout(s) after faults stopped" if n else "")
+        return Verdict("liveness.stall", False,
+                       f"{n + k + d} timeout failover(s) ({d} where tasks and coordinator waited on each other: an "
+                       f"instant request held the coordinator's executor in the CommitGuard's wait while the commit "
+                       f"that would release it was queued behind it, until write.commit.ack.timeout{also}; stall "
+                       f"bound {bound}), first at step {steps[0]}", examples)
     return Verdict("liveness.stall", False,
                    f"{n + k} timeout failover(s) ({k} instant request(s) expired behind a slow job of the "
                    f"coordinator's executor, {n} instant timeout(s) after faults stopped; stall bound {bound}), "
-                   f"first at step {steps[0]}", tuple(f"step {st}" for st in steps[:5]))
+                   f"first at step {steps[0]}", examples)
 
 
 def check_drained(system, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:

@@ -28,10 +28,12 @@ deliver-ack(n)         n in flight and the oldest (any with late-ack)      commi
 deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
                                                                            the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
-instant-timeout(t)     blocking, t blocked, no ack in flight               global failover (0.x
-                                                                           task failover)
+instant-timeout(t)     blocking, t blocked, no ack in flight nor commit    global failover (0.x
+                       queued; request thread = executor: t's request      task failover)
+                       held by the CommitGuard at the executor's head
 run-job                executor queue: a job queued, not a slow one with   the oldest job's effect
-                       a live request behind it
+                       a live request behind it, nor a request the
+                       CommitGuard holds (request thread = executor)
 request-expired(t)     executor queue: t's request behind a slow job       task failover; job overdue
 stop-faults            faults not stopped yet (drivers only; not listed)   no more faults
 lose-ack(n)            [lost-ack] n in flight                              drop it
@@ -101,7 +103,7 @@ class System:
     __slots__ = ("config", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
                  "next_checkpoint", "acks_in_flight", "last_ack", "crashes", "faults_stopped",
                  "checkpoints_after_stop", "step_count", "observations", "observed_rules", "channels", "stalls_after_stop",
-                 "executor", "expired_requests",
+                 "executor", "expired_requests", "guard_deadlocks",
                  "_own_c", "_own_w", "_own_p", "_coordinator_hash", "_writers_hash", "_checkpoints_hash",
                  "_canon_c", "_canon_w", "_canon_k", "_canon_ch", "__dict__")
 
@@ -130,6 +132,7 @@ class System:
         #: the coordinator's executor queue (executor_queue): immutable tuple of jobs, the running one first
         self.executor: tuple = ()
         self.expired_requests: tuple = ()  # steps (1-based) of requests expired behind a slow job
+        self.guard_deadlocks: tuple = ()  # steps (1-based) of CommitGuard timeouts of a request holding the executor
         self._own_c = True
         self._own_w = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
         self._own_p = True  # whether this System owns its pending checkpoint (a clone shares it)
@@ -168,6 +171,7 @@ class System:
         s.stalls_after_stop = self.stalls_after_stop
         s.executor = self.executor
         s.expired_requests = self.expired_requests
+        s.guard_deadlocks = self.guard_deadlocks
         s._own_c = self._own_c = False
         s._own_w = self._own_w = ()
         s._own_p = self._own_p = False
@@ -239,6 +243,8 @@ class System:
         it has data, ``instantToWrite``); else the coordinator would block a new instant."""
         w = self.writers[t]
         if not self.config.coordinator_start:
+            if self.config.request_thread == "executor":
+                return False  # the request joins the executor's queue at once; the guard waits there
             return self.coordinator.would_block(w.checkpoint_id)
         c = w.confirming
         if c is None:
@@ -288,6 +294,16 @@ class System:
         for i, job in enumerate(self.executor):
             if type(job) is RequestJob and job.task == t and job.attempt == attempt:
                 return i
+        return None
+
+    def _guard_holds_executor(self) -> RequestJob | None:
+        """The instant request the CommitGuard holds at the head of the executor
+        (:func:`model.protocol.state.guard_holds_executor`), or None."""
+        if self.config.request_thread != "executor" or not self.executor:
+            return None
+        head = self.executor[0]
+        if type(head) is RequestJob and self.coordinator.would_block(head.key):
+            return head
         return None
 
     def _slow_job_ahead(self, position: int) -> bool:
@@ -420,6 +436,14 @@ class System:
             return "no executor queue modelled (executor_queue off): jobs take effect when they arrive"
         if not self.executor:
             return "the coordinator's executor has no job queued"
+        held = self._guard_holds_executor()
+        if held is not None:
+            behind = next((j for j in self.executor[1:] if type(j) is CommitJob), None)
+            release = (f"the commit that would release it, {behind}, is queued behind it on the same thread"
+                       if behind else "only a commit on the same thread could release it")
+            return (f"the CommitGuard holds the coordinator's executor: task {held.task}'s instant request (key "
+                    f"{held.key}) waits in awaitAllInstantsToCompleteIfNecessary for the buffered instant's commit, "
+                    f"and {release}: tasks and coordinator wait on each other until write.commit.ack.timeout")
         head = self.executor[0]
         if type(head) is TableServiceJob and head.slow and not head.overdue:
             for t in range(self.config.parallelism):
@@ -438,7 +462,7 @@ class System:
             if self.config.table_service != "none" and any(o == "committed" for _, _, o in out):
                 self.executor = (TableServiceJob(self.config.table_service == "slow"),) + self.executor
         elif kind is RequestJob:
-            instant = self._c().handle_instant_request(self.table, job.key)
+            instant = self._c().handle_instant_request(self.table, job.key, guard_passed=True)
             if self.writers[job.task].attempt == job.attempt:
                 self._w(job.task).grant(instant)
 
@@ -474,10 +498,17 @@ class System:
     def _may_timeout(self, ev):
         if not self.config.blocking:
             return "only blocking mode waits for instants"
+        if self.config.request_thread == "executor":
+            held = self._guard_holds_executor()
+            if held is None or held.task != ev.task:
+                return f"no instant request of task {ev.task} held by the CommitGuard at the head of the executor"
+            return None
         if self.writer_status(ev.task) != "blocked":
             return f"task {ev.task} is not blocked"
         if self.acks_in_flight:
             return "an ack in flight may still unblock the task"
+        if any(type(j) is CommitJob for j in self.executor):
+            return "a commit queued on the coordinator's executor may still release the CommitGuard"
         return None
 
     def _may_stop_faults(self, ev):
@@ -510,6 +541,7 @@ class System:
         pend = self.pending_checkpoint
         chans = self.channels
         cstart = cfg.coordinator_start
+        waits = cstart or cfg.request_thread == "executor"  # (else the wait is the CommitGuard's, would_block)
         for t in range(P):
             w = self.writers[t]
             buffered = w.offset - w.flushed
@@ -520,7 +552,7 @@ class System:
             barrier = pend is not None and pend.tasks[t] is None and w.checkpoint_id != pend.id
             if w.instant is None:
                 if ((full or barrier) and not queued
-                        and not (self._instant_wait(t) if cstart else coord.would_block(w.checkpoint_id))):
+                        and not (self._instant_wait(t) if waits else coord.would_block(w.checkpoint_id))):
                     out.append(_event(E.RequestInstant, t))
             else:
                 if full:
@@ -547,7 +579,11 @@ class System:
             out.append(_event(E.Clean))
         if self.executor and self._may_run_job(None) is None:
             out.append(_event(E.RunJob))
-        if cfg.blocking and not acks:
+        if cfg.request_thread == "executor":
+            held = self._guard_holds_executor()
+            if held is not None:
+                out.append(_event(E.InstantTimeout, held.task))
+        elif cfg.blocking and not acks and not any(type(j) is CommitJob for j in self.executor):
             for t in range(P):
                 if self.writer_status(t) == "blocked":
                     out.append(_event(E.InstantTimeout, t))
@@ -721,7 +757,9 @@ class System:
         self.table.clean()
 
     def _do_timeout(self, ev):
-        if self.faults_stopped:
+        if self.config.request_thread == "executor":  # tasks and coordinator waited on each other
+            self.guard_deadlocks = self.guard_deadlocks + (self.step_count + 1,)
+        elif self.faults_stopped:
             self.stalls_after_stop = self.stalls_after_stop + (self.step_count + 1,)
         if self.config.coordinator_start:  # 0.x: instantToWrite's TimeWait fails the task
             failover.task_failover(self, ev.task)
@@ -781,13 +819,17 @@ class System:
                     do(E.DeliverEvent(t))
 
         def run_jobs():
-            while self.executor and not self._slow_job_ahead(1):
+            while self.executor and not self._slow_job_ahead(1) and self._guard_holds_executor() is None:
                 do(E.RunJob())
 
         def answer(t):
             while self._queued_request(t) is not None:
                 if self._may_request_expired(E.RequestExpired(t)) is None:
                     do(E.RequestExpired(t))
+                    return False
+                held = self._guard_holds_executor()
+                if held is not None:
+                    do(E.InstantTimeout(held.task))
                     return False
                 do(E.RunJob())
             return True
@@ -800,6 +842,11 @@ class System:
             while self.acks_in_flight:
                 do(E.DeliverAck(self.acks_in_flight[0]))
             run_jobs()
+            held = self._guard_holds_executor()
+            if held is not None and rounds < max_checkpoints:
+                do(E.InstantTimeout(held.task))
+                rounds += 1
+                continue
             if self.is_quiescent(executor=False) or rounds >= max_checkpoints:
                 break
             if self.pending_checkpoint is None:
@@ -827,7 +874,13 @@ class System:
         while self.executor:
             expired = next((t for t in range(self.config.parallelism)
                             if self._may_request_expired(E.RequestExpired(t)) is None), None)
-            do(E.RunJob() if expired is None else E.RequestExpired(expired))
+            held = self._guard_holds_executor()
+            if expired is not None:
+                do(E.RequestExpired(expired))
+            elif held is not None:
+                do(E.InstantTimeout(held.task))
+            else:
+                do(E.RunJob())
         if not self.config.eager and self.table.failed_writes():
             do(E.Clean())
         return out

@@ -47,6 +47,7 @@ CASES = [
     ("liveness.stall", "coordinator-start-lost-ack-stall"),
     ("liveness.stall", "no-commit-ack"),
     ("liveness.stall", "table-service-on-executor"),
+    ("liveness.stall", "commit-guard-on-executor"),
     ("I12.state-coverage", "hudi-0.x-coordinator-start"),  # (its data loss: test_protocol_coordinator_start)
     ("exactly-once.drained", "checkpoint-overtakes-notification"),
 ]

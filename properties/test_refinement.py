@@ -61,10 +61,12 @@ def any_design(draw):
     if flags["coordinator_starts_instants"] and choice["mode"] == "blocking":
         # 0.x coordinator-started instants are modelled with sync delivery and region failover only
         choice.update(event_delivery="sync", task_failover="region")
-    if choice["mode"] != "async":  # the executor queue is modelled for async instant generation only
-        flags["executor_queue"] = False
-    if not flags["executor_queue"]:  # a table-service job runs on the executor queue
-        choice["table_service"] = "none"
+    if flags["coordinator_starts_instants"] and choice["mode"] == "blocking":
+        flags["executor_queue"] = False  # 0.x writers send no instant request to queue
+    if not flags["executor_queue"] or choice["mode"] == "blocking":
+        choice["table_service"] = "none"  # a table-service job runs on the queue, modelled in async mode
+    if not flags["executor_queue"] or choice["mode"] != "blocking":
+        choice["request_thread"] = "own"  # only blocking mode's CommitGuard waits on the request's thread
     return ProtocolConfig(**choice, **flags, parallelism=draw(st.integers(1, 3)),
                           max_checkpoints=draw(st.integers(1, 3)), records=draw(st.integers(0, 3)),
                           buffer_size=draw(st.integers(1, 2)), faults=draw(st.frozensets(st.sampled_from(FAULTS))),
@@ -141,6 +143,10 @@ EXHAUSTIVE = [
     ("no-commit-ack", _SMALL, ("task-crash",), 3000),
     ("hudi-1.1-executor", _SMALL, ("lost-ack", "request-timeout", "task-crash"), 4500),
     ("table-service-on-executor", _TWO, ("request-timeout", "task-crash"), 2500),
+    ("hudi-1.1-blocking-executor", _SMALL, ("lost-ack", "request-timeout", "task-crash"), 4500),
+    ("hudi-1.1-blocking-executor", _TWO, ("coordinator-crash", "abort"), 3000),
+    ("commit-guard-on-executor", _SMALL, ("task-crash", "lost-ack"), 4500),
+    ("commit-guard-on-executor", _TWO, ("request-timeout",), 3000),
 ]
 if DEEP:
     EXHAUSTIVE += [

@@ -24,7 +24,13 @@ Processes
   channels takes no time of its own. A barrier that reaches a restarting task waits until it runs again.
 * **coordinator** — two single-threaded executors (:class:`sim.executor.Executor`) as in Hudi 1.1
   (``instantRequestExecutor`` and the ``meta-event-handle`` executor; in blocking mode instant requests
-  share the commit thread, as 0.x's coordinator started the next instant after the commit). An instant
+  share the commit thread, as 0.x's coordinator started the next instant after the commit). Blocking mode's
+  ``CommitGuard`` wait is the writer's ``blocked`` status (it waits in its own process, holding no thread,
+  as with the spec's ``request_thread="own"``); once the model lets it ask, the request queues on the shared
+  thread behind the commits there and times out after ``coordinator.request_timeout_s``
+  (:func:`expire_request`, model fault ``request-timeout``). The guard waiting *on* the executor
+  (``request_thread="executor"``, variant ``commit-guard-on-executor``, a deadlock until the guard's timeout)
+  is the spec's alone: a variant with the spec's executor queue is refused here. An instant
   request that starts a new instant costs a timeline listing (``listing_base_ms + listing_ms_per_instant *
   active instants``), the TrueTime generation (:class:`model.truetime.SkewAdjustingTimeGenerator` through the
   model's ``TrueTimeSource``: lock contention and the skew wait, charged from the generator's own records)

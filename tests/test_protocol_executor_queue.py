@@ -100,7 +100,13 @@ def test_a_global_failover_drops_the_queued_jobs():
 
 
 @pytest.mark.parametrize("bad,match", [
-    (dict(mode="blocking", executor_queue=True), "executor_queue: modelled for async"),
+    (dict(mode="blocking", executor_queue=True, coordinator_starts_instants=True),
+     "executor_queue: not modelled with coordinator_starts_instants"),
+    (dict(mode="blocking", executor_queue=True, table_service="bounded"),
+     "table_service: 'bounded' is modelled for async instant generation only"),
+    (dict(request_thread="executor", executor_queue=True), "request_thread: 'executor' needs mode='blocking'"),
+    (dict(request_thread="executor", mode="blocking"), "request_thread: 'executor' needs mode='blocking'"),
+    (dict(mode="blocking", executor_queue=True, request_thread="both"), "request_thread: 'both' is not one of"),
     (dict(table_service="slow"), "table_service: 'slow' needs executor_queue"),
     (dict(executor_queue=True, table_service="sometimes"), "table_service: 'sometimes' is not one of"),
 ])
@@ -170,13 +176,15 @@ def test_engine_refines_the_spec_along_the_stall():
         assert check_refines(cfg, path) is None
 
 
-def test_the_simulation_refuses_a_spec_queue_variant():
+@pytest.mark.parametrize("key,name", [("async_variant", "hudi-1.1-executor"),
+                                      ("blocking_variant", "hudi-1.1-blocking-executor"),
+                                      ("blocking_variant", "commit-guard-on-executor")])
+def test_the_simulation_refuses_a_spec_queue_variant(key, name):
     """The simulation runs the executor's queue itself (``coordinator.request_timeout_s``); a variant with the
     spec's queue would leave its requests unanswered, so it is refused in one line naming the key."""
     from lakeio.errors import UserError
     from sim import config as sim_config
 
-    raw = {"name": "q", "kind": "stream", "protocol": {"async_variant": "hudi-1.1-executor"}}
-    with pytest.raises(UserError, match=r"protocol\.async_variant: 'hudi-1.1-executor' models the coordinator's "
-                                        r"executor queue"):
+    raw = {"name": "q", "kind": "stream", "protocol": {key: name}}
+    with pytest.raises(UserError, match=rf"protocol\.{key}: '{name}' models the coordinator's executor queue"):
         sim_config.from_dict(raw, "test")

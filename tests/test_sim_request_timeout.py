@@ -70,3 +70,21 @@ def test_cli_refuses_a_bad_request_timeout_with_one_line_and_exit_2(tmp_path, ca
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "coordinator.request_timeout_s" in lines[0], lines
     assert not (tmp_path / "out").exists()
+
+
+def test_blocking_mode_queues_the_released_request_on_the_thread_that_commits():
+    """Blocking mode (issue #15 item 3): the CommitGuard's wait is the writer's ``blocked`` status (its own
+    process, no coordinator thread held: the spec's ``request_thread="own"``); once released, its request
+    queues on the one thread that also commits, so behind a 12 s commit it times out after 5 s and fails its
+    task (model fault ``request-timeout``). Async mode answers requests on a thread of their own."""
+    from sim.engine import StreamSim
+
+    exp = small(request_timeout_s=5.0)
+    blocking = StreamSim(exp, "blocking", 1, quick=True)
+    assert blocking.request_thread is blocking.commit_thread
+    assert blocking.pcfg.blocking and blocking.pcfg.request_thread == "own" and not blocking.pcfg.executor_queue
+    assert StreamSim(exp, "async", 1, quick=True).request_thread is not StreamSim(exp, "async", 1).commit_thread
+    res = blocking.run()
+    assert res.request_timeouts > 0
+    assert sum(ev.kind == "request-timeout" for ev in blocking.events) == res.request_timeouts
+    assert res.verdict == "ok" and res.lost_records == 0 and res.duplicated_records == 0

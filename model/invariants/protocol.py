@@ -60,7 +60,8 @@ EXPLANATIONS = {
     "bounded-state": "coordinator or task state grew beyond O(parallelism x pending checkpoints)",
     "liveness": "a flushed interval was not committed within the bound after faults stopped",
     "liveness.stall": "progress resumed only through timeout failovers (instant timeouts after faults stopped, "
-                      "instant requests expired behind a slow executor job), more than the configured stall bound",
+                      "instant requests expired behind a slow executor job, CommitGuard waits holding the "
+                      "executor), more than the configured stall bound",
 }
 
 #: Commit outcomes in which the instant was on the timeline (and so was committed, once or again).
@@ -273,22 +274,38 @@ def check_stall(s: State) -> Verdict:
     resumes only through a ``write.commit.ack.timeout`` failover (blocking mode after a lost ack: the
     buffered instant is never committed, the next barrier's instant request waits on the CommitGuard) is a
     liveness violation, not quiescence. Requests that expired behind a slow job of the coordinator's executor
-    (``request-expired``, ``executor_queue``) count too, whenever they happened: no fault caused them."""
-    bound = s.config.stall_bound
-    n = len(s.history.stalls)
-    k = len(s.history.expired)
-    if bound < 0 or n + k <= bound:
+    (``request-expired``, ``executor_queue``) and CommitGuard timeouts of a request that held the executor
+    (``request_thread="executor"``: tasks and coordinator waited on each other) count too, whenever they
+    happened: no fault caused them."""
+    return stall_verdict(s.config.stall_bound, s.history.stalls, s.history.expired, s.history.deadlocks)
+
+
+def stall_verdict(bound: int, stalls: tuple, expired: tuple, deadlocks: tuple) -> Verdict:
+    """The ``liveness.stall`` verdict from the steps of the instant timeouts after faults stopped, of the
+    requests expired behind a slow executor job and of the CommitGuard timeouts on the executor."""
+    n, k, d = len(stalls), len(expired), len(deadlocks)
+    if bound < 0 or n + k + d <= bound:
         extra = f", {k} request(s) expired behind a slow executor job" if k else ""
+        extra += f", {d} CommitGuard timeout(s) on the executor" if d else ""
         return Verdict("liveness.stall", True, f"{n} instant timeout(s) after faults stopped{extra}")
-    steps = sorted(s.history.stalls + s.history.expired)
-    if not k:
+    steps = sorted(stalls + expired + deadlocks)
+    examples = tuple(f"step {st}" for st in steps[:5])
+    if not k and not d:
         return Verdict("liveness.stall", False,
                        f"{n} instant-timeout failover(s) after faults stopped (stall bound {bound}), first at step "
-                       f"{steps[0]}", tuple(f"step {st}" for st in steps[:5]))
+                       f"{steps[0]}", examples)
+    if d:
+        also = (f"; {k} instant request(s) expired behind a slow executor job" if k else "") + (
+            f"; {n} instant timeout(s) after faults stopped" if n else "")
+        return Verdict("liveness.stall", False,
+                       f"{n + k + d} timeout failover(s) ({d} where tasks and coordinator waited on each other: an "
+                       f"instant request held the coordinator's executor in the CommitGuard's wait while the commit "
+                       f"that would release it was queued behind it, until write.commit.ack.timeout{also}; stall "
+                       f"bound {bound}), first at step {steps[0]}", examples)
     return Verdict("liveness.stall", False,
                    f"{n + k} timeout failover(s) ({k} instant request(s) expired behind a slow job of the "
                    f"coordinator's executor, {n} instant timeout(s) after faults stopped; stall bound {bound}), "
-                   f"first at step {steps[0]}", tuple(f"step {st}" for st in steps[:5]))
+                   f"first at step {steps[0]}", examples)
 
 
 def check_drained(s: State, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:

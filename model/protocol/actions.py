@@ -24,12 +24,15 @@ complete-checkpoint    every task snapshotted                              tasks
 deliver-ack(n)         n in flight and the oldest (any with late-ack)      commit keys < n (with the
                                                                            queue: commit job queued)
 run-job                executor queue: a job queued, and not a slow job    the oldest job's effect
-                       with a request of a live attempt behind it
+                       with a request of a live attempt behind it, nor a
+                       request the CommitGuard holds (request thread =
+                       executor)
 deliver-event(t)       async delivery: a message in flight from t          the coordinator handles
                                                                            the oldest one
 clean                  LAZY and a pending instant's heartbeat expired      roll those back
-instant-timeout(t)     blocking, t blocked, no ack in flight               global failover (0.x
-                                                                           task failover)
+instant-timeout(t)     blocking, t blocked, no ack in flight nor commit    global failover (0.x
+                       queued; request thread = executor: t's request      task failover)
+                       held by the CommitGuard at the executor's head
 stop-faults            faults not stopped yet                              no more faults
 lose-ack(n)            [lost-ack] n in flight                              drop it
 abort-checkpoint       [abort] one pending (and no task snapshotted yet,   drop it
@@ -53,8 +56,8 @@ from typing import Callable, NamedTuple
 from . import coordinator, events as E, executor, failover, table, writer
 from .channels import receive, send
 from .state import (CheckpointCoverage, Pending, State, barrier_waiting, bootstrap_in_flight, buffer_full,
-                    failed_writes, has_statuses, instant_wait, late_keys, needs_instant, queued_request,
-                    slow_job_ahead, snapshotted, writer_status)
+                    failed_writes, guard_holds_executor, has_statuses, instant_wait, late_keys, needs_instant,
+                    queued_request, slow_job_ahead, snapshotted, writer_status)
 from .values import CommitJob, CompletedCheckpoint, RequestJob, TableServiceJob, TaskSnapshot
 
 
@@ -96,7 +99,9 @@ def do_ingest(s: State, ev: E.Ingest) -> State:
 # ------------------------------------------------------------------------------- request-instant(t)
 def may_request_instant(s: State, ev: E.RequestInstant) -> str | None:
     """``StreamWriteFunction.instantToWrite`` -> ``Correspondent.requestInstantTime(checkpointId)``: a flush or
-    the barrier needs an instant; blocking mode waits (``CommitGuard``) while the previous one is buffered.
+    the barrier needs an instant; blocking mode waits (``CommitGuard``) while the previous one is buffered
+    (with ``request_thread="executor"`` the request joins the executor's queue at once and the guard waits
+    when it runs there: :func:`may_run_job`).
     0.x coordinator-started instants: ``instantToWrite`` polls the last pending instant and waits while
     ``confirming`` (:func:`~model.protocol.state.waits_for_new_instant`)."""
     t = ev.task
@@ -260,11 +265,22 @@ def do_deliver_event(s: State, ev: E.DeliverEvent) -> State:
 def may_run_job(s: State, ev: E.RunJob) -> str | None:
     """``NonThrownExecutor``: the executor thread takes the oldest job. A slow table-service job outlasts the
     RPC timeout of every request queued behind it, so it cannot end before such a request (of a live attempt)
-    has timed out (``request-expired``), unless one already did (the job is overdue)."""
+    has timed out (``request-expired``), unless one already did (the job is overdue). With
+    ``request_thread="executor"`` an instant request at the head whose ``CommitGuard`` would wait
+    (:func:`~model.protocol.state.guard_holds_executor`) holds the thread: no job behind it runs (the commit
+    that would release the guard among them) until the guard's timeout (``instant-timeout``)."""
     if not s.config.executor_queue:
         return "no executor queue modelled (executor_queue off): jobs take effect when they arrive"
     if not s.executor:
         return "the coordinator's executor has no job queued"
+    held = guard_holds_executor(s)
+    if held is not None:
+        behind = next((j for j in s.executor[1:] if type(j) is CommitJob), None)
+        release = (f"the commit that would release it, {behind}, is queued behind it on the same thread" if behind
+                   else "only a commit on the same thread could release it")
+        return (f"the CommitGuard holds the coordinator's executor: task {held.task}'s instant request (key "
+                f"{held.key}) waits in awaitAllInstantsToCompleteIfNecessary for the buffered instant's commit, and "
+                f"{release}: tasks and coordinator wait on each other until write.commit.ack.timeout")
     head = s.executor[0]
     if type(head) is TableServiceJob and head.slow and not head.overdue:
         for t in range(s.config.parallelism):
@@ -387,13 +403,23 @@ def do_clean(s: State, ev: E.Clean) -> State:
 # -------------------------------------------------------------------------------- instant-timeout(t)
 def may_instant_timeout(s: State, ev: E.InstantTimeout) -> str | None:
     """Blocking mode: the instant request of a blocked task times out (``write.commit.ack.timeout``) unless
-    an ack in flight may still unblock it. (0.x: ``instantToWrite``'s ``TimeWait`` with that timeout.)"""
+    an ack in flight or a commit queued on the coordinator's executor may still unblock it. (0.x:
+    ``instantToWrite``'s ``TimeWait`` with that timeout.) With ``request_thread="executor"`` the guard waits
+    on the executor: the timeout ends the wait of the request the guard holds at the head of the queue
+    (certain: the commit that would release it cannot run on the thread the wait holds)."""
     if not s.config.blocking:
         return "only blocking mode waits for instants"
+    if s.config.guard_on_executor:
+        held = guard_holds_executor(s)
+        if held is None or held.task != ev.task:
+            return f"no instant request of task {ev.task} held by the CommitGuard at the head of the executor"
+        return None
     if writer_status(s, ev.task) != "blocked":
         return f"task {ev.task} is not blocked"
     if s.acks_in_flight:
         return "an ack in flight may still unblock the task"
+    if any(type(j) is CommitJob for j in s.executor):
+        return "a commit queued on the coordinator's executor may still release the CommitGuard"
     return None
 
 
@@ -402,8 +428,12 @@ def do_instant_timeout(s: State, ev: E.InstantTimeout) -> State:
     coordinator-started instants: ``TimeWait#waitFor`` throws in the write task (``instantToWrite``), the
     task fails: a task failover (its restart re-sends the write metadata of the pending instant, and the
     coordinator recommits it and starts a new instant, ``handleBootstrapEvent -> initInstant``). History:
-    after faults stopped, a stall."""
-    if s.faults_stopped:
+    after faults stopped, a stall; with ``request_thread="executor"`` a deadlock whenever it happens (the
+    guard's ``HoodieException("Timeout(..ms) while waiting for instants [..] to commit")`` on the executor
+    fails the job; no fault caused it: tasks and coordinator waited on each other)."""
+    if s.config.guard_on_executor:
+        s = replace(s, history=replace(s.history, deadlocks=s.history.deadlocks + (s.history.steps,)))
+    elif s.faults_stopped:
         s = replace(s, history=replace(s.history, stalls=s.history.stalls + (s.history.steps,)))
     if s.config.coordinator_start:
         return failover.task_failover(s, ev.task)

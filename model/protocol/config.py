@@ -29,6 +29,7 @@ _CHOICES = {
     "task_failover": ("region", "single"),
     "event_delivery": ("sync", "async"),
     "table_service": ("none", "bounded", "slow"),
+    "request_thread": ("own", "executor"),
 }
 _BOUNDS = {
     "parallelism": (1, 256),
@@ -134,13 +135,26 @@ class ProtocolConfig:
       the slow restart where the heartbeat expires first.
     * ``drop_failed_attempt_events`` -- async delivery: events of a failed attempt are dropped on
       failover (True, Flink); False is the broken design that still delivers them afterwards.
-    * ``executor_queue`` -- async mode only: the coordinator's executor is an explicit FIFO queue of jobs
+    * ``executor_queue`` -- the coordinator's executor is an explicit FIFO queue of jobs
       (``StreamWriteOperatorCoordinator``'s single-threaded ``NonThrownExecutor``; :mod:`model.protocol.executor`):
       ``deliver-ack(n)`` queues the commit of checkpoint n (``notifyCheckpointComplete -> executor.execute``),
       ``request-instant(t)`` queues the task's instant request, and ``run-job`` runs the oldest job, one at a
       time; the task waits (its thread is in the RPC) until its request has run. A request can time out only
       while another job is ahead of it. False (default): a commit and an instant request take effect in the
-      step that delivers them, and the ``request-timeout`` fault may hit any grantable request.
+      step that delivers them, and the ``request-timeout`` fault may hit any grantable request. In blocking
+      mode (1.1 COW upsert, ``CommitGuard``) ``request_thread`` says where the guard's wait happens; not
+      modelled with 0.x coordinator-started instants (no instant request) nor with a table-service job in
+      blocking mode (how a slow job and the guard's timeout race is not modelled).
+    * ``request_thread`` -- blocking mode with ``executor_queue``: the thread that answers instant requests and
+      so does the ``CommitGuard`` wait (``EventBuffers#awaitAllInstantsToCompleteIfNecessary``, one
+      ``condition.await(write.commit.ack.timeout)`` released by any ``EventBuffers#reset``). ``"own"`` (Hudi
+      1.1, ``instantRequestExecutor``): the request waits on the guard off the executor (the task is
+      ``blocked``) while the queued commits run, and once released joins the queue as a job (the instant lock
+      orders its ``startInstant`` behind the commits queued before it). ``"executor"`` (the broken design
+      where the request is answered on the executor that also commits): the request joins the queue at once;
+      at the head, while the guard would wait, it holds the executor thread, and the commit that would release
+      the guard is queued behind it: tasks and coordinator wait on each other until the guard's timeout
+      (``instant-timeout``: a global failover, recorded as a stall whenever it happens).
     * ``table_service`` -- with ``executor_queue``: ``"none"``, no table-service job (the scheduling is off the
       executor); ``"bounded"``, a commit that committed is followed on the executor by ``scheduleTableServices``
       (compaction / clean scheduling), which ends within the RPC timeout of a request queued behind it;
@@ -183,6 +197,7 @@ class ProtocolConfig:
     clean_during_restart: bool = False
     executor_queue: bool = False
     table_service: str = "none"
+    request_thread: str = "own"
     parallelism: int = 2
     max_checkpoints: int = 3
     records: int = 4
@@ -207,9 +222,16 @@ class ProtocolConfig:
         for f in fields(self):
             if f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
                 raise ValueError(f"{f.name}: {getattr(self, f.name)!r} is not true/false")
-        if self.executor_queue and self.mode != "async":
-            raise ValueError("executor_queue: modelled for async instant generation only (blocking mode's "
-                             "CommitGuard wait on the request thread is not a job of the queue)")
+        if self.executor_queue and self.coordinator_starts_instants and self.mode == "blocking":
+            raise ValueError("executor_queue: not modelled with coordinator_starts_instants (0.x writers send no "
+                             "instant request to queue; they poll the last pending instant)")
+        if self.table_service != "none" and self.mode == "blocking":
+            raise ValueError(f"table_service: {self.table_service!r} is modelled for async instant generation only "
+                             "(in blocking mode how a table-service job and the CommitGuard's timeout race is not "
+                             "modelled)")
+        if self.request_thread != "own" and not (self.executor_queue and self.mode == "blocking"):
+            raise ValueError(f"request_thread: {self.request_thread!r} needs mode='blocking' and executor_queue "
+                             "(only blocking mode's CommitGuard waits on the thread that answers a request)")
         if self.table_service != "none" and not self.executor_queue:
             raise ValueError(f"table_service: {self.table_service!r} needs executor_queue (a table-service job "
                              "runs on the coordinator's executor queue)")
@@ -230,6 +252,11 @@ class ProtocolConfig:
     def coordinator_start(self) -> bool:
         """0.x coordinator-started instants (blocking mode only)."""
         return self.mode == "blocking" and self.coordinator_starts_instants
+
+    @property
+    def guard_on_executor(self) -> bool:
+        """Blocking mode's ``CommitGuard`` waits on the coordinator's executor (``request_thread="executor"``)."""
+        return self.request_thread == "executor"
 
     @property
     def async_events(self) -> bool:

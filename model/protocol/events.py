@@ -24,7 +24,9 @@ Normal actions
     ``instant-timeout(task)``    blocking mode: the instant request timed out
                                  (``CommitGuard`` / ``write.commit.ack.timeout``) -> global failover;
                                  0.x coordinator-started instants: the writer's wait for a new instant
-                                 (``instantToWrite``'s ``TimeWait``) -> the task fails, task failover
+                                 (``instantToWrite``'s ``TimeWait``) -> the task fails, task failover;
+                                 ``request_thread="executor"``: the guard's wait of the request at
+                                 the head of the executor's queue, holding the thread -> global failover
     ``run-job``                  executor queue: the coordinator's executor runs its oldest job (a
                                  commit, an instant request, a table-service scheduling)
     ``request-expired(task)``    executor queue: the task's instant request, queued behind a slow

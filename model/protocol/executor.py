@@ -16,8 +16,17 @@ running at a time:
   ``table_service`` is not "none", the tail of the same job, ``scheduleTableServices``, becomes the next job
   (a :class:`TableServiceJob`; ``CompactionUtil.scheduleCompaction`` writes a plan after a commit -- the
   delta-time trigger that also schedules without one is not modelled); a :class:`RequestJob` runs
-  ``handleInstantRequest`` and grants the instant to the task if it is still the attempt that asked; a :class:`TableServiceJob` only occupies the thread (its
+  ``handleInstantRequest`` and grants the instant to the task if it is still the attempt that asked (in
+  blocking mode past the ``CommitGuard``: with ``request_thread="own"`` the request waited on it before it
+  joined the queue, and Hudi does not check it again before ``startInstant``, so an event buffered meanwhile --
+  async event delivery -- does not stop a new instant; with ``"executor"`` ``run-job`` is refused while the
+  guard would wait); a :class:`TableServiceJob` only occupies the thread (its
   timeline effect, a compaction plan, is the table machine's, :mod:`model.table_machine`);
+* blocking mode (``CommitGuard``, ``ProtocolConfig.request_thread``): with ``"own"`` a request joins the queue
+  only once the guard let it through (the wait is the task's ``blocked`` status, off the executor); with
+  ``"executor"`` it joins at once, and at the head, while the guard would wait
+  (:func:`model.protocol.state.guard_holds_executor`), it holds the thread: ``run-job`` is refused and only
+  the guard's timeout (``instant-timeout``) ends it;
 * :func:`mark_overdue` -- a request timed out behind a slow table-service job: the job is past one RPC
   timeout, and how much longer it runs is not modelled (a later request behind it times out only through the
   ``request-timeout`` fault).
@@ -54,7 +63,7 @@ def run_head(s: State) -> State:
             s = replace(s, executor=(TableServiceJob(s.config.table_service == "slow"),) + s.executor)
         return s
     if type(job) is RequestJob:
-        s, instant = coordinator.handle_instant_request(s, job.key)
+        s, instant = coordinator.handle_instant_request(s, job.key, guard_passed=True)
         w = s.writers[job.task]
         if w.attempt == job.attempt:  # the answer to a failed attempt reaches no one
             s = replace(s, writers=s.writers[:job.task] + (writer.grant(w, instant),) + s.writers[job.task + 1:])

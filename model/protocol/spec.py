@@ -27,8 +27,9 @@ from . import actions, events as E
 from .actions import guard
 from .config import ProtocolConfig
 from .state import (State, View, committed_offsets, committed_records, describe, emitted_offsets,  # noqa: F401
-                    emitted_records, failed_writes, initial_state, is_quiescent, pending_instants, queued_request,
-                    slow_job_ahead, table_view, instant_wait, would_block, writer_status)
+                    emitted_records, failed_writes, guard_holds_executor, initial_state, is_quiescent,
+                    pending_instants, queued_request, slow_job_ahead, table_view, instant_wait, would_block,
+                    writer_status)
 
 #: Checkpoints the drain may run before giving up (liveness is judged separately).
 DRAIN_LIMIT = 5
@@ -86,6 +87,8 @@ def task_step(s: State, t: int, at_barrier: bool = True) -> str | None:
     ``at_barrier``), ``"flush"`` or None."""
     if guard(s, E.RequestInstant(t)) is None:
         return "request-instant"
+    if s.config.executor_queue and queued_request(s, t) is not None:
+        return None  # its thread is in the instant request's RPC, waiting for the answer
     if writer_status(s, t) == "blocked":
         return "blocked"
     if at_barrier and guard(s, E.SnapshotTask(t)) is None:
@@ -108,7 +111,10 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
     With the executor queue: the executor runs its jobs after the acks are delivered, but stops before a slow
     table-service job (the tasks are faster than it: a request they send meanwhile waits behind it); a task's
     request is answered by running the jobs up to it, or times out behind a slow job (``request-expired``, a
-    stall). Once the run is quiescent the jobs left run too."""
+    stall). With ``request_thread="executor"`` an instant request the CommitGuard holds at the head of the
+    queue (:func:`~model.protocol.state.guard_holds_executor`) ends only by the guard's timeout
+    (``instant-timeout``, a global failover, recorded as a deadlock); the round counts as a checkpoint round.
+    Once the run is quiescent the jobs left run too."""
     out: list[E.Event] = []
 
     def do(ev: E.Event) -> None:
@@ -122,14 +128,19 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
                 do(E.DeliverEvent(t))
 
     def run_jobs() -> None:
-        while s.executor and not slow_job_ahead(s, 1):
+        while s.executor and not slow_job_ahead(s, 1) and guard_holds_executor(s) is None:
             do(E.RunJob())
 
     def answer(t: int) -> bool:
-        """Run the jobs until task t's request ran (True), or until it expired behind a slow job (False)."""
+        """Run the jobs until task t's request ran (True), or until it expired behind a slow job or the
+        CommitGuard's wait holding the executor timed out (False)."""
         while queued_request(s, t) is not None:
             if guard(s, E.RequestExpired(t)) is None:
                 do(E.RequestExpired(t))
+                return False
+            held = guard_holds_executor(s)
+            if held is not None:
+                do(E.InstantTimeout(held.task))
                 return False
             do(E.RunJob())
         return True
@@ -142,6 +153,11 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
         while s.acks_in_flight:
             do(E.DeliverAck(s.acks_in_flight[0]))
         run_jobs()
+        held = guard_holds_executor(s)
+        if held is not None and rounds < max_checkpoints:
+            do(E.InstantTimeout(held.task))
+            rounds += 1
+            continue
         if is_quiescent(s, executor=False) or rounds >= max_checkpoints:
             break
         if s.pending is None:
@@ -168,7 +184,13 @@ def drain(s: State, max_checkpoints: int = DRAIN_LIMIT) -> tuple[State, list[E.E
         do(E.CompleteCheckpoint())
     while s.executor:
         expired = next((t for t in range(s.config.parallelism) if guard(s, E.RequestExpired(t)) is None), None)
-        do(E.RunJob() if expired is None else E.RequestExpired(expired))
+        held = guard_holds_executor(s)
+        if expired is not None:
+            do(E.RequestExpired(expired))
+        elif held is not None:
+            do(E.InstantTimeout(held.task))
+        else:
+            do(E.RunJob())
     if not s.config.eager and failed_writes(s):
         do(E.Clean())
     return s, out

@@ -166,6 +166,7 @@ class History:
     checkpoints: tuple = ()        # tuple[CheckpointCoverage]
     stalls: tuple = ()             # steps of the instant timeouts taken after faults stopped
     expired: tuple = ()            # steps of the requests that expired behind a slow executor job (any time)
+    deadlocks: tuple = ()          # steps of the CommitGuard timeouts of a request holding the executor (any time)
 
 
 @dataclass(frozen=True)
@@ -330,6 +331,8 @@ def instant_wait(s: State, t: int) -> bool:
     :func:`waits_for_new_instant`; else the coordinator would block a new instant (:func:`would_block`)."""
     if s.config.coordinator_start:
         return waits_for_new_instant(s, t)
+    if s.config.guard_on_executor:
+        return False  # the request joins the executor's queue at once; the guard waits there (guard_holds_executor)
     return would_block(s, s.writers[t].checkpoint_id)
 
 
@@ -351,6 +354,19 @@ def queued_request(s: State, t: int) -> int | None:
     for i, job in enumerate(s.executor):
         if type(job) is RequestJob and job.task == t and job.attempt == attempt:
             return i
+    return None
+
+
+def guard_holds_executor(s: State) -> RequestJob | None:
+    """``request_thread="executor"``: the instant request at the head of the executor's queue when its
+    ``CommitGuard`` would wait (``awaitAllInstantsToCompleteIfNecessary``: an entry still holds an event), so
+    the executor thread is held by the wait and nothing queued behind it runs; None otherwise. The request of
+    a failed attempt holds it too (the coordinator does not know the attempt failed)."""
+    if not s.config.guard_on_executor or not s.executor:
+        return None
+    head = s.executor[0]
+    if type(head) is RequestJob and would_block(s, head.key):
+        return head
     return None
 
 

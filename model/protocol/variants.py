@@ -74,6 +74,16 @@ _V = [
             "RPC timeout of a request queued behind it), so a request times out only through the "
             "request-timeout fault while another job is ahead of it. Stall bound 0 holds.",
             {"executor_queue": True, "table_service": "bounded"}),
+    Variant("hudi-1.1-blocking-executor",
+            "Hudi 1.1 COW upsert (blocking instant generation, CommitGuard, EAGER) with the coordinator's executor "
+            "as an explicit FIFO queue: the commit of a checkpoint is a job of the executor, and instant requests "
+            "are answered on their own thread (instantRequestExecutor): the CommitGuard's wait "
+            "(awaitAllInstantsToCompleteIfNecessary) happens there, off the executor, so the queued commit runs "
+            "and releases it; the released request then joins the queue (the instant lock orders it behind the "
+            "commits queued before it). No deadlock: without faults stall bound 0 holds; after a lost ack the "
+            "guard waits for the write.commit.ack.timeout failover as in hudi-1.1-blocking, hence stall bound 1.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "executor_queue": True,
+             "request_thread": "own", "stall_bound": 1}),
     Variant("hudi-1.1-partial-abort",
             "Hudi 1.1 where a checkpoint may abort after some tasks snapshotted it: those tasks "
             "advanced their last-known checkpoint id, the others did not, so one key's entry collects "
@@ -213,6 +223,20 @@ _V = [
             "needed. hudi-1.1-executor (bounded scheduling) holds the same bound.",
             {"executor_queue": True, "table_service": "slow", "stall_bound": 0},
             ("liveness.stall",), ()),
+    Variant("commit-guard-on-executor",
+            "Blocking mode (COW upsert, CommitGuard) where instant requests are answered on the coordinator's "
+            "executor that also commits: a task that needs a new instant while the previous one is buffered "
+            "queues its request before the checkpoint's commit; at the head of the queue the request's CommitGuard "
+            "waits for a commit, holding the executor thread, and the commit that would release it is queued "
+            "behind it. Tasks and coordinator wait on each other until write.commit.ack.timeout fails the job (a "
+            "global failover): a stall (bound 0) with no fault. hudi-1.1-blocking-executor (the request on its own "
+            "thread) holds the same bound without faults. With a task crash it also loses data (found by this "
+            "model): the crashed attempt's request stays queued, runs once the restart's cleanup emptied the "
+            "buffered entry, and its startCommit (EAGER) rolls back the instant that entry still maps to, which "
+            "the restarted task is then given and writes under; the guard's failover finds it rolled back.",
+            {"mode": "blocking", "failed_writes": "eager", "table_type": "cow", "executor_queue": True,
+             "request_thread": "executor", "stall_bound": 0},
+            ("liveness.stall", "exactly-once.drained"), ()),
     Variant("unbounded-task-state",
             "Tasks append each interval's write metadata to their state instead of replacing it.",
             {"task_state": "append"}, ("bounded-state", "I12.state-coverage"), ()),
@@ -266,6 +290,15 @@ _L = [
                     "commit of the un-acked instant, which only the write.commit.ack.timeout failover "
                     "(instant-timeout, not fair) brings.",
                     base="hudi-1.1-blocking", breaks=("writer-unblocked", "interval-committed", "instant-resolved")),
+    LivenessVariant("guard-holds-executor",
+                    "Blocking mode with the CommitGuard's wait on the coordinator's executor (commit-guard-on-executor): "
+                    "an instant request that overtook the commit it waits for holds the executor thread, and only the "
+                    "write.commit.ack.timeout failover (instant-timeout, not fair) ends it: the instant stays "
+                    "requested and the flushed interval uncommitted forever (no fault needed from two checkpoints "
+                    "on; at one checkpoint with a lost ack, too). The waiting task's request is queued, so it is not "
+                    "'blocked' and writer-unblocked does not see it. hudi-1.1-blocking-executor (the wait on the "
+                    "request's own thread) holds every temporal property without faults.",
+                    base="commit-guard-on-executor", breaks=("instant-resolved", "interval-committed")),
     LivenessVariant("no-clean-rollback",
                     "A LAZY cleaner that never rolls back an expired instant: clean is not weakly fair, so a "
                     "failed write stays requested forever while the coordinator keeps committing checkpoints "
