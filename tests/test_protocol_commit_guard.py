@@ -231,3 +231,23 @@ def test_the_temporal_properties_see_the_deadlock_without_faults():
     assert spec.guard_holds_executor(s) is not None and spec.guard(s, E.RunJob()).startswith("the CommitGuard")
     own = check_liveness(variant("hudi-1.1-blocking-executor", **SMALL, faults=frozenset()))
     assert own.complete and own.holds
+
+
+def test_finding_the_guard_passes_while_the_previous_event_is_in_flight():
+    """A model finding, not confirmed against Hudi: blocking mode (1.1 COW upsert) with asynchronous event
+    delivery loses an interval with no fault. Task 1 asks for the next instant while task 0's write-metadata
+    event of the same instant is still in flight: no buffer holds an event yet, so the ``CommitGuard`` lets the
+    request through; the new instant's EAGER ``startCommit`` rolls the previous, uncommitted instant back, and
+    its records are in no committed instant (``exactly-once.drained``). In Hudi the event is handled on the
+    coordinator's executor and the request on ``instantRequestExecutor``, so the two can be taken in this order."""
+    cfg = variant("hudi-1.1-blocking", event_delivery="async", parallelism=2, max_checkpoints=2, records=1,
+                  buffer_size=1, faults=frozenset())
+    res = explore(SystemModel(cfg))
+    d = res.discoveries["exactly-once.drained"]
+    assert res.stop_reason == "violation" and len(d.actions) == 24 and "1 lost" in d.detail
+    names = [str(a) for a in d.actions]
+    # the second instant is asked for before task 0's event of the first was delivered
+    assert names.index("request-instant(task=1)", names.index("snapshot-task(task=1)")) < names.index("deliver-event(task=0)")
+    sync = explore(SystemModel(variant("hudi-1.1-blocking", parallelism=2, max_checkpoints=2, records=1,
+                                       buffer_size=1, faults=frozenset())))
+    assert sync.stop_reason == "exhausted" and not sync.discoveries  # with synchronous events it holds
