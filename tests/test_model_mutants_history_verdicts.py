@@ -346,10 +346,16 @@ def test_completion_found_exact_verdicts():
     for k in (6, 1, 2, 4, 5):
         wrong[t(10 * k)] = None if k == 2 else t(10 * k + 9)
     del wrong[t(60)]
+    # 5 wrong: the detail names the first 3 (by requested time), involved all 5
     assert H.completion_found(FakeView(wrong), expected) == Verdict(
         "H.completion-found", False,
         f"{t(10)}: {t(19)} != {t(15)}; {t(20)}: None != {t(25)}; {t(40)}: {t(49)} != {t(45)}",
         (t(10), t(20), t(40), t(50), t(60)))
+    # 6 wrong: involved is capped at the first 5
+    assert H.completion_found(FakeView(dict(wrong, **{t(0): t(1)})), expected) == Verdict(
+        "H.completion-found", False,
+        f"{t(0)}: {t(1)} != {t(5)}; {t(10)}: {t(19)} != {t(15)}; {t(20)}: None != {t(25)}",
+        (t(0), t(10), t(20), t(40), t(50)))
     # a lookup that fails stops the check and names that instant (not the earlier mismatch)
     v = H.completion_found(FakeView(wrong, broken=(t(30),)), expected)
     assert v == Verdict("H.completion-found", False, f"lookup of {t(30)} failed: cannot read {t(30)}", (t(30),))
