@@ -75,6 +75,13 @@ def test_earliest_pending_write_is_the_latest_commit_before_it():
     assert retain(tl) == (t(0), (("earliest-pending-write", t(0)),), False)
 
 
+def test_earliest_pending_write_bound_is_strictly_before_it():
+    """A completed deltacommit requested at the same time as the pending commit (two actions may share a requested
+    time in the model) is not "before" it: the latest commit strictly before is the bound."""
+    tl = timeline((0, CP, DONE), (10, DC, DONE), (10, CP, {R}))
+    assert retain(tl) == (t(0), (("earliest-pending-write", t(0)),), False)
+
+
 def test_earliest_pending_write_with_no_commit_before_it_is_the_pending_instant():
     tl = timeline((0, DC, {R}), (10, CP, DONE), (20, CP, DONE))
     assert retain(tl) == (t(0), (("earliest-pending-write", t(0)),), False)
@@ -222,6 +229,10 @@ def test_decide_archives_down_to_keep_min_before_the_bound_with_cleans_and_rollb
     assert bounded.why == (f"7 completed commits > keep.max 4: archive 2 commits (down to keep.min 2) before {t(20)}, "
                            "and 1 clean/rollback")
     assert A.decide(tl, CFG, design=A.VARIANTS["lagging-archiver"].design).to_archive == bounded.to_archive[:1]
+    # a clean requested at the last archived commit's time is not before it: it stays
+    same = A.decide(commits(7, (40, Action.CLEAN, DONE), (35, Action.ROLLBACK, DONE)), CFG)
+    assert [(i.requested_time, i.action) for i in same.to_archive] == [
+        (t(0), CP), (t(10), CP), (t(20), CP), (t(30), CP), (t(35), Action.ROLLBACK), (t(40), CP)]
     assert len(A.decide(tl, CFG, design=A.VARIANTS["archive-below-min"].design).commits_to_archive) == 7
 
 

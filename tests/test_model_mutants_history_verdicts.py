@@ -394,6 +394,15 @@ def test_reads_preserved_holds_exactly_on_equal_views():
         "H.reads-preserved", True, "")
 
 
+def test_reads_preserved_compares_files_by_name_not_size():
+    """A read plans files by name (``size`` is not part of a file's identity): the same files with other sizes
+    are the same read."""
+    tl = mor({10: {R, I, C}})
+    small, big = BaseFile("fg", "1-0-1", t(0), size=10), BaseFile("fg", "1-0-1", t(0), size=99)
+    assert H.reads_preserved(FileSystemView(tl, [big], LOGS[:1]), FileSystemView(tl, [small], LOGS[:1])) == Verdict(
+        "H.reads-preserved", True, "")
+
+
 def test_reads_preserved_names_the_snapshot_and_each_incremental_range_that_differ():
     ghost = FileSystemView(mor({10: {R, I, C}, 20: {R, I}}), [BASE], LOGS)
     hist = FileSystemView(mor({10: {R, I}, 20: {R, I, C}}), [BASE], LOGS)
