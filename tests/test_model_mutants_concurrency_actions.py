@@ -207,3 +207,199 @@ def test_pending_plan_files_only_completed_compactions_end_a_plan():
     assert run(cfg, [("c", "execute"), ("c", "commit")], s).pending_plan_files() == frozenset()
     # a plan at the time of a completed deltacommit (not a compaction) is still pending
     assert replace(s, plans=((f"{T}0", slices),)).pending_plan_files() == files
+
+
+# ----------------------------------------------------------------------------------------- MachineConfig
+FLAW_LIST = ["clean-ignores-plans", "clean-ignores-savepoints", "clustering-no-check", "ignore-pending-compaction",
+             "no-0x-guard", "no-commit-lock"]
+TV6 = Settings(mode="single_writer", table_version=6, compaction_scheduling="0.x", index="simple", lock_provider=None)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(writers=0), "writers must be 1..3, not 0"), (dict(writers=4), "writers must be 1..3, not 4"),
+    (dict(commits=0), "commits must be 1..3, not 0"), (dict(commits=4), "commits must be 1..3, not 4"),
+    (dict(keys=0), "keys must be 1..3, not 0"), (dict(keys=4), "keys must be 1..3, not 4"),
+    (dict(buckets=0), "buckets must be 1..3, not 0"), (dict(buckets=4), "buckets must be 1..3, not 4"),
+    (dict(compactions=-1), "compactions must be 0..2, not -1"), (dict(compactions=3), "compactions must be 0..2, not 3"),
+    (dict(clusterings=-1), "clusterings must be 0..1, not -1"), (dict(clusterings=2), "clusterings must be 0..1, not 2"),
+    (dict(clusterings=1), "clustering is modelled on table version 8 with the simple index (a bucket index fixes "
+                          "file groups)"),
+    (dict(clusterings=1, settings=TV6), "clustering is modelled on table version 8 with the simple index (a bucket "
+                                        "index fixes file groups)"),
+    (dict(clean_policy="KEEP_ALL"), "clean_policy must be one of ('KEEP_LATEST_COMMITS', 'KEEP_LATEST_FILE_VERSIONS') "
+                                    "or None, not 'KEEP_ALL'"),
+    (dict(clean_retained=0), "clean_retained must be 1..3, not 0"),
+    (dict(clean_retained=4), "clean_retained must be 1..3, not 4"),
+    (dict(cleans=-1), "cleans must be 0..2, not -1"), (dict(cleans=3), "cleans must be 0..2, not 3"),
+    (dict(crashes=-1), "crashes must be 0..2, not -1"), (dict(crashes=3), "crashes must be 0..2, not 3"),
+    (dict(generator="x"), "generator must be one of ('truetime', 'naive'), not 'x'"),
+    (dict(storage="x"), "storage must be one of ('put-if-absent', 'overwrite'), not 'x'"),
+    (dict(flaws={"x", "no-0x-guard"}), f"unknown flaw(s) ['x']; known: {FLAW_LIST}"),
+    (dict(compactions=1, settings=Settings(mode="occ", table_type="cow")), "compactions need a MOR table"),
+])
+def test_machine_config_bounds_refuse_with_the_exact_message(kw, msg):
+    with pytest.raises(ValueError) as e:
+        MachineConfig(**kw)
+    assert str(e.value) == msg
+
+
+@pytest.mark.parametrize("kw", [
+    dict(writers=1), dict(writers=3), dict(commits=1), dict(commits=3), dict(keys=1), dict(keys=3), dict(buckets=1),
+    dict(buckets=3), dict(compactions=0), dict(compactions=2), dict(clusterings=0), dict(cleans=0), dict(cleans=2),
+    dict(clusterings=1, settings=Settings(mode="occ", index="simple")), dict(clean_retained=1),
+    dict(clean_retained=3), dict(crashes=0), dict(crashes=2), dict(clean_policy=None),
+    dict(clean_policy="KEEP_LATEST_COMMITS"), dict(generator="naive"), dict(storage="overwrite"),
+    dict(flaws=set(FLAW_LIST)), dict(compactions=1, settings=Settings(mode="occ", table_type="mor")),
+])
+def test_machine_config_bounds_accept_the_edges(kw):
+    cfg = MachineConfig(**kw)
+    assert {k: getattr(cfg, k) for k in kw} == {k: (frozenset(v) if isinstance(v, set) else v) for k, v in kw.items()}
+
+
+def test_machine_config_validates_its_settings_unless_told_not_to():
+    from model.concurrency.settings import SettingsError
+
+    bad = Settings(mode="occ", lock_provider=None)
+    with pytest.raises(SettingsError):
+        MachineConfig(bad)
+    assert MachineConfig(bad, validated=False).settings == bad
+    cfg = MachineConfig(flaws={"no-0x-guard"})
+    assert type(cfg.flaws) is frozenset and cfg.flaws == frozenset({"no-0x-guard"})
+    assert MachineConfig(writers=3).processes == ("w1", "w2", "w3")
+    assert [MachineConfig(keys=3).key_of(w, c) for w, c in (("w1", 0), ("w2", 0), ("w3", 1), ("w1", 5))] == [
+        "k0", "k1", "k0", "k2"]
+    assert [cfg.token(p) for p in ("c", "cl", "k", "w1", "w3", "s")] == ["9-0-1", "8-0-1", "7-0-1", "1-0-1", "3-0-1",
+                                                                         "-0-1"]
+
+
+def test_initial_state_per_index_and_generator():
+    from model.concurrency.state import initial_state
+
+    def files(**kw):
+        return [(f.name, recs) for f, recs in initial_state(MachineConfig(**kw)).files]
+    v0 = lambda k: (k, "v0", T0, T0)  # noqa: E731
+    assert files(keys=3, buckets=2) == [(f"b0_0-0-1_{T0}.parquet", (v0("k0"), v0("k2"))),
+                                        (f"b1_0-0-1_{T0}.parquet", (v0("k1"),))]
+    assert files(keys=2, settings=Settings(mode="occ", index="simple")) == [
+        (f"f0_0-0-1_{T0}.parquet", (v0("k0"), v0("k1")))]
+    assert files(preloaded=False) == []
+    s = initial_state(MachineConfig())
+    assert (s.now, s.comp, s.clus, s.lock, s.crashes, s.markers, s.plans, s.dead) == (
+        0, ("idle", None, 0), ("idle", None, 0), None, 0, (), (), frozenset())
+    assert s.procs == (("w1", "idle", None, 0, frozenset()), ("w2", "idle", None, 0, frozenset()))
+    assert [str(i) for i in s.tl.instants()] == [f"{T0}->20241231235959995.deltacommit[completed]"]
+    assert (type(s.gen).__name__, s.gen.config.max_expected_skew_ms, s.gen.config.use_lock) == (
+        "SkewAdjustingTimeGenerator", 1, True)
+    n = initial_state(MachineConfig(generator="naive"))
+    assert (type(n.gen).__name__, n.gen.config.max_expected_skew_ms, n.gen.config.use_lock) == (
+        "NaiveGenerator", 0, False)
+    cow = initial_state(MachineConfig(Settings(mode="single_writer", table_type="cow", lock_provider=None),
+                                      storage="overwrite"))
+    assert [str(i) for i in cow.tl.instants()] == [f"{T0}->20241231235959995.commit[completed]"]
+    assert cow.tl.storage == "overwrite"
+
+
+def test_read_slices_reports_missing_files_and_skips_unadmitted_records():
+    from model.concurrency.state import read_slices
+
+    b = BaseFile("b0", "0-0-1", T0, "parquet", "p")
+    lg, gone = LogFile("b0", f"{T}0", 1, "1-0-1", False, "p"), LogFile("b0", f"{T}0", 2, "1-0-1", False, "p")
+    g = FileGroupId("p", "b0")
+    from model.slicing import FileSlice
+    files = {b: (("k0", "v0", T0, T0),), lg: (("k0", "a", f"{T}0", f"{T}0"), ("k1", "b", f"{T}1", f"{T}1"))}
+    out, missing = read_slices(files, [FileSlice(g, T0, b, (lg, gone))], {f"{T}0"})
+    assert out == {g: {"k0": ("k0", "a", f"{T}0", f"{T}0")}} and missing == [gone]
+    out, missing = read_slices({}, [FileSlice(g, T0, b, ())], set())
+    assert out == {g: {}} and missing == [b]
+
+
+# ----------------------------------------------------------------------------------------- compactor
+SW = MachineConfig(Settings(mode="single_writer", lock_provider=None), writers=1, keys=1, compactions=1)
+
+
+def test_compactor_schedule_execute_commit_exact_effects():
+    s = run(SW, W1)
+    assert M.refusal(SW, M.initial_state(SW), ("c", "schedule")) == f"nothing to compact at {T}0"
+    assert M.refusal(SW, s, ("c", "execute")) == "compactor is idle; execute needs scheduled"
+    assert M.refusal(SW, s, ("c", "commit")) == "compactor is idle; commit needs executed"
+    tc = f"{T}2"
+    b0 = BaseFile("b0", "0-0-1", T0, "parquet", "p")
+    lg = LogFile("b0", f"{T}0", 1, "1-0-1", False, "p")
+    from model.slicing import FileSlice
+    g = FileGroupId("p", "b0")
+    c = M.step(SW, s, ("c", "schedule"))
+    assert c == replace(s, comp=("scheduled", tc, 0), now=3, plans=((tc, ((g, FileSlice(g, T0, b0, (lg,))),)),))
+    assert hist(c)[-1] == ("c", "generate", tc)
+    assert c.tl.writers_of(tc, Action.COMPACTION) == {State.REQUESTED: ("c",)}
+    assert M.refusal(SW, c, ("c", "schedule")) == "compactor is scheduled with 0 of 1 compaction(s) done"
+    e = M.step(SW, c, ("c", "execute"))
+    new = BaseFile("b0", "9-0-1", tc, "parquet", "p")
+    rec = ("k0", "w1.0", f"{T}0", f"{T}0")
+    assert e == replace(c, comp=("executed", tc, 0), markers=((tc, new),),
+                        files=((lg, (rec,)), (b0, (("k0", "v0", T0, T0),)), (new, (rec,))))
+    assert e.tl.writers_of(tc, Action.COMPACTION) == {State.REQUESTED: ("c",), State.INFLIGHT: ("c",)}
+    d = M.step(SW, replace(e, markers=((f"{T}7", b0),) + e.markers), ("c", "commit"))
+    assert d == replace(e, comp=("idle", None, 1), now=4, markers=((f"{T}7", b0),))
+    assert hist(d)[-1] == ("c", "consume", f"{T}3") and hist(e) == hist(c)
+    assert d.tl.writers_of(tc, Action.COMPACTION)[State.COMPLETED] == ("c",)
+    assert M.refusal(SW, d, ("c", "schedule")) == "compactor is idle with 1 of 1 compaction(s) done"
+
+
+def test_0x_guard_refuses_and_the_flawed_design_records_the_unsafe_schedule():
+    cfg = MachineConfig(Settings(mode="single_writer", lock_provider=None, table_version=6,
+                                 compaction_scheduling="0.x"), writers=1, keys=1, compactions=1, commits=2)
+    s = run(cfg, W1 + [("w1", "generate"), ("w1", "publish")])
+    assert M.refusal(cfg, s, ("c", "schedule")) == (
+        f"0.x scheduling: write {T}2 is inflight and older than the compaction (Earliest write inflight instant time "
+        f"must be later than compaction time)")
+    flawed = replace(cfg, flaws=frozenset({"no-0x-guard"}))
+    u = M.step(flawed, s, ("c", "schedule"))
+    assert u.unsafe_schedules == ((f"{T}3", (f"{T}2",)),) and u.comp == ("scheduled", f"{T}3", 0)
+    assert run(cfg, W1 + [("c", "schedule")]).unsafe_schedules == ()
+
+
+# ----------------------------------------------------------------------------------------- writers
+def test_candidate_actions_in_their_fixed_order():
+    cfg = MachineConfig(Settings(mode="occ", index="simple"), writers=2, crashes=1, compactions=1, clusterings=1,
+                        cleans=1, savepoint=True)
+    steps = ["generate", "publish", "write", "acquire", "check", "complete"]
+    assert A.candidate_actions(cfg) == ([("w1", s) for s in steps] + [("w2", s) for s in steps] +
+                                        [("w1", "crash"), ("w2", "crash"), ("c", "schedule"), ("c", "execute"),
+                                         ("c", "commit"), ("k", "schedule"), ("k", "execute"), ("k", "commit"),
+                                         ("cl", "clean"), ("s", "savepoint")])
+    assert A.candidate_actions(MachineConfig(writers=1)) == [("w1", s) for s in steps]
+
+
+def test_writer_lock_section_and_phase_guards():
+    cfg = MachineConfig(Settings(mode="occ"), writers=2)
+    s0 = M.initial_state(cfg)
+    assert M.refusal(cfg, s0, ("w1", "publish")) == "w1 is idle; publish needs generated"
+    assert M.refusal(cfg, s0, ("w1", "acquire")) == "w1 is idle; acquire needs written"
+    assert M.refusal(cfg, s0, ("w1", "check")) == "w1 is idle; check needs locked"
+    assert M.refusal(cfg, s0, ("w1", "complete")) == "w1 is idle; complete needs checked"
+    g = M.step(cfg, s0, ("w1", "generate"))
+    assert g.lock == "w1" and g.procs[0] == ("w1", "generated", f"{T}0", 0, frozenset()) and g.now == 1
+    assert M.refusal(cfg, g, ("w2", "generate")) == "the table lock is held by w1"
+    p = M.step(cfg, g, ("w1", "publish"))
+    assert p.lock is None and p.procs[0][1] == "requested"
+    assert p.tl.writers_of(f"{T}0", Action.DELTACOMMIT) == {State.REQUESTED: ("w1",)}
+    a = run(cfg, [("w1", "write"), ("w1", "acquire")], p)
+    assert a.lock == "w1" and a.procs[0] == ("w1", "locked", f"{T}0", 0, frozenset({("p", "b0")}))
+    flawed = replace(cfg, flaws=frozenset({"no-commit-lock"}))
+    assert run(flawed, [("w1", "write"), ("w1", "acquire")], p).lock is None
+    done = run(cfg, [("w1", "check"), ("w1", "complete")], a)
+    assert done.lock is None and done.procs[0] == ("w1", "idle", None, 1, frozenset())
+    assert done.committed == ((f"{T}0", f"{T}1", "w1", (("k0", "w1.0"),)),) and done.markers == ()
+    assert M.refusal(cfg, done, ("w1", "generate")) == "w1 made its 1 commit(s)"
+    # without a lock provider nobody holds the lock
+    single = MachineConfig(Settings(mode="single_writer", lock_provider=None), writers=1)
+    assert run(single, [("w1", "generate")]).lock is None
+
+
+def test_a_refused_create_aborts_the_writer_without_killing_the_other_instant():
+    cfg = MachineConfig(Settings(mode="occ"), writers=2, generator="naive")   # no lock wait: equal times
+    s = run(cfg, [("w1", "generate"), ("w1", "publish"), ("w2", "generate")])
+    assert s.procs[1] == ("w2", "generated", f"{T}0", 0, frozenset()) and s.lock == "w2"
+    a = M.step(cfg, s, ("w2", "publish"))
+    assert a.procs == (s.procs[0], ("w2", "idle", None, 1, frozenset())) and a.lock is None and a.dead == frozenset()
+    assert a.tl.writers_of(f"{T}0", Action.DELTACOMMIT) == {State.REQUESTED: ("w1",)}
