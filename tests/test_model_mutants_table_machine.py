@@ -270,3 +270,58 @@ def test_verdicts_name_the_slicing_rule_of_the_table_version():
         assert [v.invariant for v in vs if v.invariant.startswith(("I6", "I7"))] == [name]
         assert all(v.holds for v in vs)
         assert vs[-1].invariant == "I1.generation-order"
+
+
+def test_schedule_plans_the_slice_its_lookup_sees():
+    from model.slicing import FileSlice
+
+    base0 = TM._base(TM.T_BASE)
+    new = LogFile("fg-0", f"{T}0", 1, "0-1-1", False, "p")
+    for lookup, logs in (("sees-all", (OLD_LOG, new)), ("misses-one", (OLD_LOG,))):
+        cfg = TM.TableConfig(plan_lookup=lookup)
+        s = run(cfg, [("w1", "start"), ("w1", "write"), ("w1", "complete")])
+        c = TM.step(cfg, s, ("c", "schedule"))
+        assert c.plans == ((f"{T}4", ((TM.FG, FileSlice(TM.FG, TM.T_BASE, base0, logs)),)),)
+        assert c.procs[1] == ("c", "scheduled", f"{T}4") and c.now == 6
+        assert hist(c)[-1] == ("c", "generate", f"{T}4", 4, 4, 6)
+        assert c.tl.writers_of(f"{T}4", Action.COMPACTION) == {State.REQUESTED: ("c",)}
+
+
+def test_schedule_on_tv6_applies_the_0x_guard():
+    cfg = TM.TableConfig(table_version=6)
+    s = run(cfg, [("w1", "start")])
+    assert TM.refusal(cfg, s, ("c", "schedule")) == (
+        f"0.x scheduling guard: write {T}0 is pending and older than compaction {T}2")
+    s = run(cfg, [("w1", "write"), ("w1", "complete")], s)
+    c = TM.step(cfg, s, ("c", "schedule"))
+    (tc, ((gid, sl),)), = c.plans
+    assert (tc, gid, sl.base_instant, [lf.version for lf in sl.log_files]) == (f"{T}4", TM.FG, TM.T_BASE, [1, 2])
+
+
+def test_execute_writes_the_compacted_base_and_completes_as_commit():
+    cfg = TM.TableConfig()
+    sch = run(cfg, [("c", "schedule")])
+    d = TM.step(cfg, sch, ("c", "execute"))
+    assert d.bases == (TM._base(TM.T_BASE), TM._base(f"{T}0"))
+    assert d.logs == sch.logs and d.blocks == sch.blocks and d.plans == sch.plans
+    assert str(d.tl.instants()[-1]) == f"{T}0->{T}2.commit[completed]"
+    assert d.pending_compactions() == {}
+
+
+def test_tv6_rollback_without_a_command_block_only_deletes_the_instant():
+    cfg = TM.TableConfig(table_version=6, failures=1, writers=2, compaction=False, rollback="no-command-block")
+    s = run(cfg, [("w1", "start"), ("w1", "write"), ("w2", "start"), ("w2", "write"), ("w1", "fail")])
+    r = TM.step(cfg, s, ("r", "rollback"))
+    assert r.logs == s.logs and r.blocks == s.blocks
+    assert r.procs == (("w1", "rolled-back", f"{T}0"), ("w2", "written", f"{T}2"), ("c", "idle", None),
+                       ("r", "idle", f"{T}4"))
+    assert [i.requested_time for i in r.tl.instants()] == [TM.T_BASE, TM.T_LOG, f"{T}2", f"{T}4"]
+    assert str(r.tl.instants()[-1]) == f"{T}4->{T}6.rollback[completed]"
+
+
+def test_rollback_takes_the_oldest_failed_write_first():
+    cfg = TM.TableConfig(failures=2, writers=2, compaction=False)
+    s = run(cfg, [("w2", "start"), ("w1", "start"), ("w1", "write"), ("w2", "write"), ("w1", "fail"), ("w2", "fail")])
+    assert s.procs[:2] == (("w1", "failed", f"{T}2"), ("w2", "failed", f"{T}0"))
+    r = TM.step(cfg, s, ("r", "rollback"))
+    assert r.procs[:2] == (("w1", "failed", f"{T}2"), ("w2", "rolled-back", f"{T}0"))
