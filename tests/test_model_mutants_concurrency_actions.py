@@ -403,3 +403,80 @@ def test_a_refused_create_aborts_the_writer_without_killing_the_other_instant():
     a = M.step(cfg, s, ("w2", "publish"))
     assert a.procs == (s.procs[0], ("w2", "idle", None, 1, frozenset())) and a.lock is None and a.dead == frozenset()
     assert a.tl.writers_of(f"{T}0", Action.DELTACOMMIT) == {State.REQUESTED: ("w1",)}
+
+
+# ----------------------------------------------------------------------------------------- rules, exactly
+FG0, FG1 = ("p", "b0"), ("p", "b1")
+
+
+def ws(t, fgs=(FG0,), action=R.DELTACOMMIT, op=R.UPSERT, state=R.INFLIGHT, completion=None, start=None):
+    return R.WriteSummary(t, action, op, frozenset(fgs), start=start, state=state, completion=completion)
+
+
+def test_write_summary_defaults():
+    w = R.WriteSummary("010", R.COMMIT, R.UPSERT, [FG0])
+    assert (w.start, w.state, w.completion, w.file_groups) == ("010", R.INFLIGHT, None, frozenset({FG0}))
+    assert not w.completed and not w.is_table_service
+    assert ws("010", start="007").start == "007"
+    assert ws("1", action=R.CLUSTERING).is_table_service and ws("1", action=R.COMPACTION).is_table_service
+    assert not ws("1", action=R.REPLACECOMMIT).is_table_service and ws("1", state=R.COMPLETED).completed
+
+
+def test_candidates_edges_and_order():
+    mine = ws("010")
+    at_start = ws("005", state=R.COMPLETED, completion="010")       # completed at mine's start: not after it
+    late2 = ws("003", state=R.COMPLETED, completion="014")
+    late1 = ws("006", state=R.COMPLETED, completion="012")
+    tie = ws("002", state=R.COMPLETED, completion="012")
+    same = ws("010", action=R.COMPACTION, op=R.COMPACT)             # a service at mine's own time: not after it
+    p2, p1 = ws("013", action=R.CLUSTERING, op=R.CLUSTER), ws("011", action=R.COMPACTION, op=R.COMPACT)
+    own_completed = ws("010", state=R.COMPLETED, completion="011")   # mine itself, however it is listed
+    got = R.candidate_instants([at_start, late2, late1, tie, same, p2, p1, own_completed], mine)
+    assert got == [tie, late1, late2, p1, p2]
+    # prefer-writer, a table service: inflight writes yield candidates, requested ones do not; sorted by instant
+    svc = ws("011", action=R.CLUSTERING, op=R.CLUSTER)
+    w9, w8, req = ws("009"), ws("008"), ws("007", state=R.REQUESTED)
+    assert R.candidate_instants([w9, req, w8, p2], svc, "prefer-writer") == [w8, w9]
+    with pytest.raises(ValueError) as e:
+        R.candidate_instants([], mine, "bogus")
+    assert str(e.value) == "unknown conflict strategy 'bogus'"
+
+
+def test_conflict_reason_text():
+    occ = Settings()
+    mine = ws("010", fgs=(FG0, FG1, "x"))
+    done = ws("009", fgs=(FG1, FG0, "x"), state=R.COMPLETED, completion="012")
+    assert R.conflict(occ, mine, done) == (
+        "simple strategy: deltacommit 009 completed after 010 started touches file group(s) p/b0, p/b1, x "
+        "(Cannot resolve conflicts for overlapping writes)")
+    plan = ws("011", action=R.COMPACTION, op=R.COMPACT, state=R.REQUESTED)
+    pw = Settings(conflict_strategy="prefer-writer")
+    assert R.conflict(pw, mine, plan) == (
+        "prefer-writer strategy: compaction 011 requested (planned) after 010 started touches file group(s) p/b0 "
+        "(Cannot resolve conflicts for overlapping writes)")
+    # a compaction at mine's own time is not resolved: only one requested strictly before mine is
+    assert R.conflict(occ, mine, ws("010", action=R.COMPACTION, op=R.COMPACT)) is not None
+    assert R.conflict(occ, mine, ws("009", action=R.COMPACTION, op=R.COMPACT)) is None
+    # NBCC: a clustering is checked (even against a deltacommit), a bulk insert against a commit, not a deltacommit
+    nbcc = Settings(mode="nbcc")
+    clus = ws("010", action=R.CLUSTERING, op=R.CLUSTER)
+    assert R.needs_conflict_resolution(nbcc, clus) and not R.needs_conflict_resolution(nbcc, mine)
+    assert R.conflict(nbcc, clus, done) is not None
+    bulk = ws("010", op=R.BULK_INSERT)
+    assert R.conflict(nbcc, bulk, done) is None
+    assert R.conflict(nbcc, bulk, ws("009", action=R.COMMIT, state=R.COMPLETED, completion="012")) is not None
+    assert not R.needs_conflict_resolution(Settings(mode="single_writer", lock_provider=None), clus)
+
+
+def test_bucket_of_keys_with_and_without_digits():
+    assert [R.bucket_of(k, 3) for k in ("k0", "k4", "k12", "a1b2")] == [0, 1, 0, 0]
+    assert R.bucket_of("ab", 7) == (ord("a") + ord("b")) % 7 == 6
+
+
+def test_files_to_clean_keep_latest_commits_edges():
+    slices = {"b1": [("t5", ("C5",))], "b0": [("t5", ("B5",)), ("t3", ("B3", "L3")), ("t1", ("B1",))]}
+    # exactly `retained` commits: the oldest is the earliest to retain; a slice at it is kept, plus one before it
+    assert R.files_to_clean(R.KEEP_LATEST_COMMITS, 3, slices, ["t5", "t1", "t3"]) == ([], "t1")
+    assert R.files_to_clean(R.KEEP_LATEST_COMMITS, 2, slices, ["t1", "t3", "t5"]) == ([], "t3")
+    assert R.files_to_clean(R.KEEP_LATEST_FILE_VERSIONS, 2, slices, ["t1", "t3", "t5"]) == (["B1"], None)
+    assert R.files_to_clean(R.KEEP_LATEST_FILE_VERSIONS, 1, slices, []) == (["B3", "L3", "B1"], None)
