@@ -480,3 +480,68 @@ def test_files_to_clean_keep_latest_commits_edges():
     assert R.files_to_clean(R.KEEP_LATEST_COMMITS, 2, slices, ["t1", "t3", "t5"]) == ([], "t3")
     assert R.files_to_clean(R.KEEP_LATEST_FILE_VERSIONS, 2, slices, ["t1", "t3", "t5"]) == (["B1"], None)
     assert R.files_to_clean(R.KEEP_LATEST_FILE_VERSIONS, 1, slices, []) == (["B3", "L3", "B1"], None)
+
+
+# ----------------------------------------------------------------------------------------- writer effects
+G1 = [("w1", "generate"), ("w1", "publish"), ("w1", "write")]
+
+
+def test_cow_write_merges_the_group_latest_records_into_a_new_base_file():
+    cfg = MachineConfig(Settings(mode="occ", table_type="cow"), writers=2, keys=2)
+    s0 = M.initial_state(cfg)
+    s = run(cfg, G1)
+    new = BaseFile("b0", "1-0-1", f"{T}0", "parquet", "p")
+    mine = ("k0", "w1.0", f"{T}0", f"{T}0")
+    assert s.files == s0.files + ((new, (mine, ("k1", "v0", T0, T0))),)
+    assert s.markers == ((f"{T}0", new),) and s.touched == ((f"{T}0", frozenset({FG0})),)
+    assert s.procs[0] == ("w1", "written", f"{T}0", 0, frozenset({FG0}))
+    assert s.tl.writers_of(f"{T}0", Action.COMMIT) == {State.REQUESTED: ("w1",), State.INFLIGHT: ("w1",)}
+
+
+def test_simple_index_insert_goes_to_a_new_file_group_named_by_the_writer():
+    cfg = MachineConfig(Settings(mode="occ", index="simple"), writers=2, keys=2, preloaded=False)
+    s = run(cfg, G1)
+    new = BaseFile(f"n{T}0", "1-0-1", f"{T}0", "parquet", "p")
+    assert s.files == ((new, (("k0", "w1.0", f"{T}0", f"{T}0"),)),)
+    assert s.procs[0][4] == frozenset({("p", f"n{T}0")})
+    # once committed, the next write of the key finds it there and appends a log (MOR)
+    two = replace(cfg, commits=2, keys=1, writers=1)
+    s = run(two, G1 + [("w1", "acquire"), ("w1", "check"), ("w1", "complete")] + G1)
+    assert [f.name for f, _ in s.files] == [f".n{T}0_{T}2.log.1_1-0-1", f"n{T}0_1-0-1_{T}0.parquet"]
+
+
+def test_tv6_logs_are_named_after_the_slice_and_take_the_next_version():
+    cfg = MachineConfig(Settings(mode="single_writer", lock_provider=None, table_version=6,
+                                 compaction_scheduling="0.x"), writers=1, keys=1, commits=2)
+    s = run(cfg, G1 + [("w1", "acquire"), ("w1", "check"), ("w1", "complete")] + G1)
+    assert [(f, r) for f, r in s.files] == [
+        (LogFile("b0", T0, 1, "1-0-1", False, "p"), (("k0", "w1.0", f"{T}0", f"{T}0"),)),
+        (LogFile("b0", T0, 2, "1-0-1", False, "p"), (("k0", "w1.1", f"{T}2", f"{T}2"),)),
+        (BaseFile("b0", "0-0-1", T0, "parquet", "p"), (("k0", "v0", T0, T0),))]
+
+
+def test_a_conflict_at_check_aborts_the_writer_and_releases_the_lock():
+    cfg = MachineConfig(Settings(mode="occ"), writers=2, keys=1)
+    w2 = [("w2", "generate"), ("w2", "publish"), ("w2", "write"), ("w2", "acquire"), ("w2", "check"), ("w2", "complete")]
+    s = run(cfg, G1 + w2 + [("w1", "acquire")])
+    assert s.lock == "w1"
+    c = M.step(cfg, s, ("w1", "check"))
+    assert c == replace(s, procs=(("w1", "idle", None, 1, frozenset()), s.procs[1]), lock=None,
+                        dead=frozenset({f"{T}0"}))
+    ok = run(cfg, G1 + [("w1", "acquire")])
+    assert M.step(cfg, ok, ("w1", "check")).procs[0] == ("w1", "checked", f"{T}0", 0, frozenset({FG0}))
+
+
+def test_a_write_whose_instant_was_rolled_back_under_it_aborts():
+    """Single writer, EAGER: w2's start rolls back w1's pending instant; w1's next step finds it gone."""
+    cfg = MachineConfig(Settings(mode="single_writer", failed_writes="eager", lock_provider=None), writers=2)
+    s = run(cfg, [("w1", "generate"), ("w1", "publish"), ("w2", "generate")])
+    assert s.dead == frozenset({f"{T}0"}) and s.rollbacks == ((f"{T}0", True),)
+    a = M.step(cfg, s, ("w1", "write"))
+    assert a.procs[0] == ("w1", "idle", None, 1, frozenset()) and a.files == s.files and a.markers == s.markers
+    w = run(cfg, [("w1", "generate"), ("w1", "publish"), ("w1", "write"), ("w1", "acquire"), ("w2", "generate")])
+    assert M.step(cfg, w, ("w1", "check")).procs[0] == ("w1", "idle", None, 1, frozenset())
+    k = run(cfg, [("w1", "generate"), ("w1", "publish"), ("w1", "write"), ("w1", "acquire"), ("w1", "check"),
+                  ("w2", "generate")])
+    done = M.step(cfg, k, ("w1", "complete"))
+    assert done.procs[0] == ("w1", "idle", None, 1, frozenset()) and done.committed == ()
