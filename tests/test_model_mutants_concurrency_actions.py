@@ -545,3 +545,34 @@ def test_a_write_whose_instant_was_rolled_back_under_it_aborts():
                   ("w2", "generate")])
     done = M.step(cfg, k, ("w1", "complete"))
     assert done.procs[0] == ("w1", "idle", None, 1, frozenset()) and done.committed == ()
+
+
+# ----------------------------------------------------------------------------------------- cleaner protections
+def _clean(name, extra):
+    cfg = VARIANTS[name].config()
+    s = run(cfg, extra + W1 + ([("c", "schedule")] if cfg.compactions else []))
+    return cfg, s
+
+
+@pytest.mark.parametrize("keeps, ignores, extra", [
+    ("clean-keeps-savepoints", "clean-ignores-savepoints", [("s", "savepoint")]),
+    ("clean-keeps-plans", "clean-ignores-plans", []),
+])
+def test_cleaner_protects_savepointed_and_planned_files_unless_its_flaw_drops_it(keeps, ignores, extra):
+    cfg, s = _clean(keeps, extra)
+    assert M.refusal(cfg, s, ("cl", "clean")) == "nothing to clean or roll back"
+    cfg, s = _clean(ignores, extra)
+    c = M.step(cfg, s, ("cl", "clean"))
+    gone = [f.name for f, _ in s.files if f not in dict(c.files)]
+    assert c.cleans == ((R.KEEP_LATEST_FILE_VERSIONS, None, tuple(gone), tuple(gone)),)
+    assert gone and c.files == tuple((f, r) for f, r in s.files if f.name not in gone)
+
+
+def test_committed_slices_take_completed_and_pending_compaction_slices_only():
+    cfg, s = _clean("clean-keeps-plans", [])
+    tc = s.comp[1]
+    b0, lg = BaseFile("b0", "0-0-1", T0, "parquet", "p"), LogFile("b0", f"{T}0", 1, "1-0-1", False, "p")
+    assert A.committed_slices(s) == {"b0": [(tc, ()), (T0, (b0, lg))]}
+    cow = MachineConfig(Settings(mode="occ", table_type="cow"), writers=1, keys=1)
+    w = run(cow, G1)   # the written base file's instant is not completed
+    assert A.committed_slices(w) == {"b0": [(T0, (b0,))]}
