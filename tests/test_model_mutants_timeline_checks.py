@@ -206,6 +206,8 @@ def test_committed_files_counts_archived_and_completed_instants_only():
     logs = [log("fg-0", 5), log("fg-0", 10), log("fg-0", 20), log("fg-0", 30)]
     assert committed_files(tl, bases, logs) == ([bases[0], bases[2]], [logs[0], logs[2]])
     assert committed_files(Timeline(8), bases, logs) == ([], [])   # an empty timeline: nothing archived
+    # tv8 judges logs by their names even when their blocks are known
+    assert committed_files(tl, [], [logs[1]], {logs[1]: [data_block(T(20))]}) == ([], [])
 
 
 def test_committed_files_tv6_logs_by_their_blocks():
@@ -215,6 +217,8 @@ def test_committed_files_tv6_logs_by_their_blocks():
     tl.load(T(30), Action.DELTACOMMIT, DONE, None)
     l1, l2, l3, l4 = (log("fg-0", 10, v) for v in (1, 2, 3, 4))
     assert committed_files(tl, [], [l1, l2]) == ([], [l1, l2])   # no blocks known: every tv6 log counts
+    pend = log("fg-0", 20)   # a tv6 name carries the slice's base instant, not the writer: it counts too
+    assert committed_files(tl, [], [pend]) == ([], [pend])
     blocks = {l1: [data_block(T(10))], l2: [data_block(T(20))], l3: [data_block(T(30)), rollback_block(T(40), T(30))]}
     assert committed_files(tl, [], [l1, l2, l3, l4], blocks) == ([], [l1, l4])
 
