@@ -576,3 +576,49 @@ def test_committed_slices_take_completed_and_pending_compaction_slices_only():
     cow = MachineConfig(Settings(mode="occ", table_type="cow"), writers=1, keys=1)
     w = run(cow, G1)   # the written base file's instant is not completed
     assert A.committed_slices(w) == {"b0": [(T0, (b0,))]}
+
+
+# ----------------------------------------------------------------------------------------- conflict view
+def W(w):
+    return [(w, "generate"), (w, "publish"), (w, "write"), (w, "acquire"), (w, "check"), (w, "complete")]
+
+
+TWO_GROUPS = MachineConfig(Settings(mode="occ", index="simple"), writers=2, keys=2, commits=2, preloaded=False,
+                           compactions=1, clusterings=1)
+
+
+def test_summaries_and_clustering_only_its_planned_groups():
+    """Two file groups (two inserts, one update): the compaction plans the updated one, the clustering takes the
+    other; conflict resolution sees each instant with its operation, state and file groups."""
+    s = run(TWO_GROUPS, W("w1") + W("w2") + W("w1") + [("c", "schedule"), ("k", "schedule")])
+    na, nb = FileGroupId("p", f"n{T}0"), FileGroupId("p", f"n{T}2")
+    done = dict(state=R.COMPLETED)
+    assert A.summaries(TWO_GROUPS, s) == [
+        R.WriteSummary(T0, R.DELTACOMMIT, R.UPSERT, (), completion="20241231235959995", **done),
+        R.WriteSummary(f"{T}0", R.DELTACOMMIT, R.UPSERT, {("p", f"n{T}0")}, completion=f"{T}1", **done),
+        R.WriteSummary(f"{T}2", R.DELTACOMMIT, R.UPSERT, {("p", f"n{T}2")}, completion=f"{T}3", **done),
+        R.WriteSummary(f"{T}4", R.DELTACOMMIT, R.UPSERT, {("p", f"n{T}2")}, completion=f"{T}5", **done),
+        R.WriteSummary(f"{T}6", R.COMPACTION, R.COMPACT, {nb}, state=R.REQUESTED),
+        R.WriteSummary(f"{T}7", R.CLUSTERING, R.CLUSTER, {na}, state=R.REQUESTED)]
+    e = M.step(TWO_GROUPS, s, ("k", "execute"))
+    new = BaseFile(f"c{T}7", "7-0-1", f"{T}7", "parquet", "p")
+    assert dict(e.files)[new] == (("k0", "w1.0", f"{T}0", f"{T}0"),)
+    assert A.summaries(TWO_GROUPS, e)[-1] == R.WriteSummary(f"{T}7", R.CLUSTERING, R.CLUSTER,
+                                                            {na, ("p", f"c{T}7")}, state=R.INFLIGHT)
+
+
+def test_ignoring_pending_compactions_still_checks_completed_ones():
+    cfg = MachineConfig(Settings(mode="occ"), writers=2, keys=1, compactions=1,
+                        flaws=frozenset({"ignore-pending-compaction"}))
+    s = run(cfg, W("w2") + [("w1", "generate"), ("w1", "publish"), ("c", "schedule"), ("c", "execute"),
+                            ("c", "commit"), ("w1", "write"), ("w1", "acquire")])
+    assert s.comp == ("idle", None, 1)
+    assert M.step(cfg, s, ("w1", "check")).procs[0] == ("w1", "idle", None, 1, frozenset())
+
+
+def test_a_timeline_rule_refuses_the_step_naming_the_rule():
+    cfg = MachineConfig(Settings(mode="occ"), writers=1, generator="naive")   # no wait: completion == requested
+    s = run(cfg, [("w1", "generate"), ("w1", "publish"), ("w1", "write"), ("w1", "acquire"), ("w1", "check")])
+    assert M.refusal(cfg, s, ("w1", "complete")) == (
+        f"I2.requested-before-completion: [I2.requested-before-completion] completion time {T}0 is not after "
+        f"requested time {T}0")
