@@ -622,3 +622,15 @@ def test_a_timeline_rule_refuses_the_step_naming_the_rule():
     assert M.refusal(cfg, s, ("w1", "complete")) == (
         f"I2.requested-before-completion: [I2.requested-before-completion] completion time {T}0 is not after "
         f"requested time {T}0")
+
+
+def test_clustering_maps_pending_then_replaced_and_gone_after_a_rollback():
+    k = run(CLUS, [("k", "schedule")])
+    tk = f"{T}0"
+    assert k.clustering_maps() == ({}, {F0: tk})
+    assert [s.file_id for s in k.view().latest_file_slices()] == ["f0"]
+    c = run(CLUS, [("k", "execute"), ("k", "commit")], k)
+    assert c.clustering_maps() == ({F0: tk}, {})
+    assert [s.file_id for s in c.view().latest_file_slices()] == [f"c{tk}"]   # the replaced group is hidden
+    rolled = run(CLUS, [("k", "schedule")] + W1 + [("k", "execute"), ("k", "commit")])
+    assert rolled.cplans == ((tk, (F0,)),) and rolled.clustering_maps() == ({}, {})
