@@ -325,3 +325,11 @@ def test_rollback_takes_the_oldest_failed_write_first():
     assert s.procs[:2] == (("w1", "failed", f"{T}2"), ("w2", "failed", f"{T}0"))
     r = TM.step(cfg, s, ("r", "rollback"))
     assert r.procs[:2] == (("w1", "failed", f"{T}2"), ("w2", "rolled-back", f"{T}0"))
+
+
+def test_a_lookup_that_misses_the_only_log_has_nothing_to_compact():
+    cfg = TM.TableConfig(plan_lookup="misses-one")
+    s = TM.initial_state(cfg)
+    assert TM.refusal(cfg, s, ("c", "schedule")) == f"nothing to compact at {T}0"
+    assert TM.enabled(cfg, s) == [(("w1", "start"), TM.step(cfg, s, ("w1", "start"))),
+                                  (("clock", "tick"), TM.step(cfg, s, ("clock", "tick")))]

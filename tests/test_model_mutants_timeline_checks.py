@@ -261,3 +261,20 @@ def test_table_verdicts_per_layout_and_their_inputs():
     vis = {v.invariant: v for v in table_verdicts(tl8, view8, [b10], [l10], rule="completion-time",
                                                   pending_clustering_instants=[T(10)])}["I8.reader-visibility"]
     assert vis.involved == (b10.path,)
+
+
+def test_instant_time_rule_judges_log_names_not_base_files():
+    """I7: a log must sit in the slice its name's instant names; a base file is judged for a unique slice only."""
+    from model.invariants.timeline import check_files_in_one_slice
+
+    b10, l10 = base("fg-0", 10), log("fg-0", 10)
+
+    class Placed:
+        def file_groups(self):
+            return [FileGroup(G0, (FileSlice(G0, T(30), b10, (l10,)),))]
+    v = check_files_in_one_slice(Placed(), [b10], [l10], rule="instant-time")
+    assert v == Verdict("I7.slice-by-instant-time", False,
+                        f"1 committed file(s) not in exactly one (correct) slice: {l10.path} names base instant "
+                        f"{T(10)} but sits in slice {T(30)}", (l10.path,))
+    assert check_files_in_one_slice(Placed(), [b10], [l10], rule="completion-time") == Verdict(
+        "I6.slice-by-completion-time", True)
