@@ -157,10 +157,14 @@ def test_check_names_a_key_returned_by_two_file_groups():
     from model.filenames import BaseFile
 
     cfg = MachineConfig(Settings(mode="occ"), writers=2, keys=2)
-    s = M.initial_state(cfg)
+    s = M.run(cfg, [(w, a) for w in ("w1", "w2") for a in ("generate", "publish", "write", "acquire", "check",
+                                                             "complete")])[-1]
     twin = BaseFile("b9", "0-0-1", T0, "parquet", "p")
     dup = replace(s, files=s.files + ((twin, (("k0", "v0", T0, T0),)),))
     v = O.check(cfg, dup)
+    # four reads return k0 twice (the snapshot and three as-of times): the detail quotes the first, involved the
+    # next two
+    assert O.as_of_times(cfg, dup) == [T0_DONE, f"{T}1", f"{T}3"]
     assert v[3] == Verdict("oracle.no-duplicate-key", False, "snapshot: k0 in b0 and b9",
-                           (f"as-of {T0_DONE}: k0 in b0 and b9",))
+                           (f"as-of {T0_DONE}: k0 in b0 and b9", f"as-of {T}1: k0 in b0 and b9"))
     assert v[0].holds and v[1].holds
