@@ -278,3 +278,33 @@ def test_instant_time_rule_judges_log_names_not_base_files():
                         f"{T(10)} but sits in slice {T(30)}", (l10.path,))
     assert check_files_in_one_slice(Placed(), [b10], [l10], rule="completion-time") == Verdict(
         "I6.slice-by-completion-time", True)
+
+
+def test_log_blocks_rollbacks_anywhere_in_the_group_count():
+    """I8.log-blocks: a rollback command block in an older slice of the group still masks the target's blocks."""
+    from model.invariants.timeline import check_log_blocks_read
+
+    tl = Timeline(8)
+    for n in (10, 20, 30):
+        tl.load(T(n), Action.DELTACOMMIT, DONE, T(n + 1))
+    b10, b30, l10, l30 = base("fg-0", 10), base("fg-0", 30), log("fg-0", 10), log("fg-0", 30)
+    s30, s10 = FileSlice(G0, T(30), b30, (l30,)), FileSlice(G0, T(10), b10, (l10,))
+    view = SView([FileGroup(G0, (s30, s10))], [s30])
+    blocks = {l30: [data_block(T(20))], l10: [rollback_block(T(25), T(20))]}
+    v = check_log_blocks_read(view, tl, blocks, reader=lambda bs, timeline: list(bs))
+    assert v == Verdict("I8.log-blocks", False, f"1 log block(s) a reader must not merge: p/fg-0: a reader merges "
+                                                f"data@{T(20)}, which rollback command blocks roll back", ("p/fg-0",))
+
+
+def test_compaction_plan_blocks_a_rollback_undoes_only_its_own_file_group():
+    from model.invariants.timeline import check_compaction_plan_blocks
+
+    tl = Timeline(6)
+    tl.load(T(10), Action.DELTACOMMIT, DONE, None)
+    tl.load(T(20), Action.DELTACOMMIT, [State.REQUESTED], None)
+    l0, l1 = log("fg-0", 10), log("fg-1", 10)
+    tc = T(50)
+    blocks = {l0: [data_block(T(20))], l1: [rollback_block(T(30), T(20))]}
+    assert check_compaction_plan_blocks(tl, {tc: [l0, l1]}, blocks).involved == (l0.name,)
+    same = {l0: [data_block(T(20))], log("fg-0", 10, 2): [rollback_block(T(30), T(20))]}
+    assert check_compaction_plan_blocks(tl, {tc: list(same)}, same).holds
