@@ -168,3 +168,17 @@ def test_check_names_a_key_returned_by_two_file_groups():
     assert v[3] == Verdict("oracle.no-duplicate-key", False, "snapshot: k0 in b0 and b9",
                            (f"as-of {T0_DONE}: k0 in b0 and b9", f"as-of {T}1: k0 in b0 and b9"))
     assert v[0].holds and v[1].holds
+
+
+def test_variant_config_splits_overrides_into_settings_and_bounds():
+    from model.concurrency.variants import VARIANTS
+
+    v = VARIANTS["lazy-crash"]
+    cfg = v.config(conflict_strategy="prefer-writer", writers=3, keys=3)
+    assert cfg == MachineConfig(Settings(mode="occ", conflict_strategy="prefer-writer"), writers=3, crashes=1, cleans=1,
+                                keys=3)
+    assert v.config() == MachineConfig(Settings(mode="occ"), writers=2, crashes=1, cleans=1)
+    assert v.bounds == {"writers": 2, "crashes": 1, "cleans": 1} and v.settings == {"mode": "occ"}  # not changed
+    naive = VARIANTS["naive-overwrite"]
+    assert naive.fixed() == naive.config(generator="truetime") and naive.fixed().generator == "truetime"
+    assert naive.config().generator == "naive"
