@@ -634,3 +634,13 @@ def test_clustering_maps_pending_then_replaced_and_gone_after_a_rollback():
     assert [s.file_id for s in c.view().latest_file_slices()] == [f"c{tk}"]   # the replaced group is hidden
     rolled = run(CLUS, [("k", "schedule")] + W1 + [("k", "execute"), ("k", "commit")])
     assert rolled.cplans == ((tk, (F0,)),) and rolled.clustering_maps() == ({}, {})
+
+
+def test_cow_write_merges_only_its_own_group_and_refuses_an_existing_file():
+    cfg = MachineConfig(Settings(mode="occ", table_type="cow"), writers=2, keys=2, buckets=2)
+    p = run(cfg, [("w1", "generate"), ("w1", "publish")])
+    s = M.step(cfg, p, ("w1", "write"))
+    new = BaseFile("b0", "1-0-1", f"{T}0", "parquet", "p")
+    assert dict(s.files)[new] == (("k0", "w1.0", f"{T}0", f"{T}0"),)
+    clash = replace(p, files=p.files + ((new, ()),))
+    assert M.refusal(cfg, clash, ("w1", "write")) == f"{new.name} exists"
