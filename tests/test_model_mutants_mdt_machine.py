@@ -359,3 +359,28 @@ def test_config_bounds_inclusive_edges():
         "upto": "contiguous", "catchup": True, "catchup_check": "per-partition", "recheck_after_wait": True,
         "indexer_lock": "short", "commit_order": "mdt-first", "abort_cleanup": True, "mdt_compaction": False,
         "compaction_input": "valid-only", "timeouts": 0, "retries": 0, "drop": False, "heartbeat_check": True}
+
+
+def test_a_process_holding_the_lock_may_go_on():
+    """``_need_lock`` refuses only a lock held by another process: each process passes with its own lock
+    (constructed states: the rollbacker, the indexer and the compactor never keep it between their steps)."""
+    failed = run(F, *W, "w1 fail")
+    assert changed(failed, M.step(F, replace(failed, lock="r"), ("r", "rollback")))["lock"] == "r"
+    assert M.refusal(F, replace(failed, lock="i"), ("r", "rollback")) == "the table lock is held by i"
+    s = M.initial_state(F)
+    assert view(M.step(F, replace(s, lock="i"), ("i", "schedule")))[3] == "i"
+    assert M.refusal(F, replace(s, lock="m"), ("i", "schedule")) == "the table lock is held by m"
+    assert view(M.step(F, replace(s, lock="m"), ("m", "compact")))[3] == "m"
+    assert M.refusal(F, replace(s, lock="i"), ("m", "compact")) == "the table lock is held by i"
+    built = run(F, "i schedule", "i execute", "i catchup", "i complete")
+    assert view(M.step(F, replace(built, lock="i"), ("i", "drop")))[3] == "i"
+    assert M.refusal(F, replace(built, lock="r"), ("i", "drop")) == "the table lock is held by r"
+
+
+def test_an_abort_keeps_a_writers_lock():
+    s = run(F, *X, "w1 commit")
+    assert changed(s, M.step(F, s, ("i", "timeout"))) == {
+        "dt": (DC0, ("T3", "deltacommit", 2, None)), "idx": ("aborted", "T2", "T0", (), "T0", 1, 1),
+        "mdt": (("files", (), (FILES0, ("T3", "w", (("files", "fg-1_T3", "T3"),)))),),
+        "parts": ("parts", ("files",), ())}
+    assert view(M.step(F, s, ("i", "timeout")))[3] == "w1"
