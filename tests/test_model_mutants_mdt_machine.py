@@ -185,6 +185,25 @@ EFFECTS = [
         "clock": 7, "dt": (DC0, ("T4", "rollback", 3, "T6")), "mdt": (("files", (), (FILES0,)),),
         "mdt_tl": (DC0, ("T4", "deltacommit", 3, "T5")),
         "procs": (("w1", "rolled-back", "T2", None), W2), "writes": (("T0", (("k0", "fg-0"),)),)}),
+    # the oldest FAILED write is rolled back, not an older pending write of a live writer
+    (F, ("w2 start", "w1 start", "w1 write", "w1 fail"), "r rollback", {
+        "clock": 7, "dt": (DC0, ("T2", "deltacommit", 1, None), ("T4", "rollback", 3, "T6")),
+        "mdt_tl": (DC0, ("T4", "deltacommit", 3, "T5")),
+        "procs": (("w1", "rolled-back", "T3", None), ("w2", "requested", "T2", None)),
+        "writes": (("T0", (("k0", "fg-0"),)),)}),
+    # indexUptoInstant past a pending hole: contiguous stops before it, last-completed (broken) does not
+    (F, ("w1 start", "w2 start", "w2 write", "w2 commit", "w2 complete"), "i schedule", {
+        "clock": 7, "dt": (DC0, ("T2", "deltacommit", 1, None), ("T3", "deltacommit", 3, "T5"),
+                           ("T6", "indexing", 1, None)),
+        "idx": ("scheduled", "T6", "T0", (), None, 1, 0), "plans": (("T6", "record_index", "T0"),)}),
+    (M.IndexingConfig(upto="last-completed"), ("w1 start", "w2 start", "w2 write", "w2 commit", "w2 complete"),
+     "i schedule", {
+        "clock": 7, "dt": (DC0, ("T2", "deltacommit", 1, None), ("T3", "deltacommit", 3, "T5"),
+                           ("T6", "indexing", 1, None)),
+        "idx": ("scheduled", "T6", "T3", (), None, 1, 0), "plans": (("T6", "record_index", "T3"),)}),
+    # a skipped head leaves the rest of the catch-up list
+    (F, ("i schedule", "w1 start", "w1 write", "w2 start", "i execute", "i catchup", "w1 fail"), "i catchup", {
+        "idx": ("catching-up", "T2", "T0", (("T4", True),), "T0", 1, 0)}),
     # the indexer
     (F, (), "i schedule", {"clock": 3, "dt": (DC0, ("T2", "indexing", 1, None)),
                            "idx": ("scheduled", "T2", "T0", (), None, 1, 0),
@@ -384,3 +403,24 @@ def test_an_abort_keeps_a_writers_lock():
         "mdt": (("files", (), (FILES0, ("T3", "w", (("files", "fg-1_T3", "T3"),)))),),
         "parts": ("parts", ("files",), ())}
     assert view(M.step(F, s, ("i", "timeout")))[3] == "w1"
+
+
+def test_fairness_table():
+    assert M.FAIRNESS == {
+        "start": "weak", "write": "weak", "commit": "weak", "complete": "weak", "fail": "none", "rollback": "weak",
+        "schedule": "none", "execute": "weak", "catchup": "weak", "timeout": "weak", "drop": "none", "compact": "weak"}
+
+
+def test_all_logs_compaction_takes_completed_mdt_deltacommits_and_the_indexers_entries():
+    """``all-logs`` (broken) merges a writer's entry whose MDT deltacommit completed -- not one without an MDT
+    deltacommit (constructed: the machine never leaves one) -- and every entry of the indexer's catch-up."""
+    s = run(A, *W, "w1 commit", "w1 complete")
+    ghost = ("20260101000000009", "w", frozenset({("files", "ghost", "20260101000000009")}))
+    applied = ("20260101000000008", "i", frozenset({("files", "applied", "20260101000000008")}))
+    name, base, logs = s.mdt[0]
+    s = replace(s, mdt=((name, base, logs + (ghost, applied)),))
+    assert changed(s, M.step(A, s, ("m", "compact"))) == {
+        "clock": 7, "compacted": 1,
+        "mdt": (("files", (("files", "applied", "T8"), ("files", "fg-0_T0", "T0"), ("files", "fg-1_T2", "T2")),
+                 (("T9", "w", (("files", "ghost", "T9"),)),)),),
+        "mdt_tl": (DC0, ("T2", "deltacommit", 3, "T3"), ("T5", "compaction", 3, "T6"))}
