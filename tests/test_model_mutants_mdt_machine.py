@@ -424,3 +424,17 @@ def test_all_logs_compaction_takes_completed_mdt_deltacommits_and_the_indexers_e
         "mdt": (("files", (("files", "applied", "T8"), ("files", "fg-0_T0", "T0"), ("files", "fg-1_T2", "T2")),
                  (("T9", "w", (("files", "ghost", "T9"),)),)),),
         "mdt_tl": (DC0, ("T2", "deltacommit", 3, "T3"), ("T5", "compaction", 3, "T6"))}
+
+
+def test_timeline_writers_are_recorded():
+    """Each timeline file names the process that wrote it (``Timeline.writers_of``): the writer its requested and
+    inflight files, the indexer all three of its indexing instant, the rollbacker its rollback's request."""
+    from model.instant import State
+
+    R, I, C = State.REQUESTED, State.INFLIGHT, State.COMPLETED
+    s = run(F, *W, "w1 commit", "w1 complete", "i schedule", "i execute", "i catchup", "i complete")
+    assert [(short(i.requested_time), s.dt.writers_of(i.requested_time, i.action)) for i in s.dt.instants()] == [
+        ("T0", {}), ("T2", {R: ("w1",), I: ("w1",)}), ("T5", {R: ("i",), I: ("i",), C: ("i",)})]
+    s = run(F, *W, "w1 fail", "r rollback")
+    assert [(short(i.requested_time), s.dt.writers_of(i.requested_time, i.action)) for i in s.dt.instants()] == [
+        ("T0", {}), ("T3", {R: ("r",)})]
