@@ -44,6 +44,7 @@ def test_data_file_name_refusals_name_the_file_and_the_problem():
 def test_parse_data_file_name_refusals():
     a, b = t(0), t(10)
     assert lsm.parse_data_file_name(f"{a}_{b}_3.parquet") == lsm.DataFile(a, b, 3)
+    assert lsm.parse_data_file_name(f"{a}_{a}_0.parquet") == lsm.DataFile(a, a, 0)  # one instant: min == max
     shape = "not an LSM timeline data file (<min>_<max>_<level>.parquet, one-digit level)"
     for bad in (f"{a}_{b}_10.parquet", f"{a}_{b}.parquet", f"{a}_{b}_0.parquet.tmp", "manifest_1", f"x{a}_{b}_0.parquet"):
         assert refused(lsm.parse_data_file_name, bad) == (bad, shape)
@@ -115,6 +116,9 @@ def test_commit_and_write_steps_in_both_orders():
     assert lsm.write_steps([rec(10), rec(0)]) == (lsm.WriteDataFile(a, (rec(0), rec(10))),) + lsm.commit_steps((), a)
     assert lsm.write_steps([rec(10), rec(0)], True) == ((lsm.WriteDataFile(a, (rec(0), rec(10))),)
                                                         + lsm.commit_steps((), a, True))
+    # the L0 file is named by the first and the last instant of the batch
+    three = lsm.data_file_name(t(0), t(20), 0)
+    assert lsm.write_steps([rec(20), rec(0), rec(10)])[0] == lsm.WriteDataFile(three, (rec(0), rec(10), rec(20)))
 
 
 def test_compact_steps_merge_records_once_and_commit_in_the_order_asked():
