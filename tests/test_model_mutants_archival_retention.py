@@ -249,3 +249,46 @@ def test_decide_stops_at_the_first_savepoint_unless_beyond():
     assert d.why == "8 completed commits > keep.max 4: archive 6 commits (down to keep.min 2) before no bound"
     ignore = A.decide(tl, CFG, design=A.VARIANTS["archive-past-savepoint"].design)
     assert times(ignore.commits_to_archive) == [t(0), t(10), t(20), t(30), t(40), t(50)]
+
+
+# ------------------------------------------------------------------------------------------ plan and refusals
+def history_of(n: int) -> A.HistoryState:
+    files = set()
+    for k in range(n):
+        files |= {A.ActiveFile(t(10 * k), CP, st, t(10 * k + 5) if st is C else None) for st in (R, I, C)}
+    return A.HistoryState(frozenset(files))
+
+
+def test_plan_writes_then_deletes_pending_files_first_then_completed_ascending():
+    """``#archiveIfRequired``: the L0 write and its commit, then ``#deleteArchivedActions`` (pending states first,
+    completed ones last and ascending, HUDI-7207), then ``compactAndClean``; the broken completed-first design
+    deletes the completed files first."""
+    from model import lsm
+    s = history_of(5)
+    d, steps = A.plan(s, CFG)
+    assert times(d.to_archive) == [t(0), t(10), t(20)]
+    recs = [lsm.LSMRecord(t(n), t(n + 5), "commit") for n in (0, 10, 20)]
+    pending = [A.DeleteActiveFile(A.ActiveFile(t(n), CP, st)) for n in (0, 10, 20) for st in (R, I)]
+    done = [A.DeleteActiveFile(A.ActiveFile(t(n), CP, C, t(n + 5))) for n in (0, 10, 20)]
+    assert steps == lsm.write_steps(recs) + tuple(pending + done) + (A.CompactLevel(0),)
+    design = A.VARIANTS["completed-first"].design
+    _, broken = A.plan(s, CFG, design=design)
+    assert broken == lsm.write_steps(recs) + tuple(done + pending) + (A.CompactLevel(0),)
+    assert A.plan(history_of(4), CFG) == (A.decide(A.active_timeline(history_of(4)), CFG), ())
+
+
+def test_archival_refusals_say_why():
+    import pytest
+    s = history_of(5)
+    _, running = A.start(s, CFG)
+    with pytest.raises(A.ArchivalStepRefused) as e:
+        A.start(running, CFG)
+    assert (e.value.kind, e.value.why) == ("start", "an archival job is running")
+    with pytest.raises(A.ArchivalStepRefused) as e:
+        A.step(s, CFG)
+    assert (e.value.kind, e.value.why) == ("step", "no archival job is running")
+    gone = A.ActiveFile(t(99), CP, R)
+    assert A.guard(s, A.DeleteActiveFile(gone)) == f"{gone} is not on the active timeline"
+    with pytest.raises(A.ArchivalStepRefused) as e:
+        A.apply(s, A.DeleteActiveFile(gone), CFG)
+    assert (e.value.kind, e.value.why) == ("delete-active-file", f"{gone} is not on the active timeline")
