@@ -111,3 +111,21 @@ def test_consume_time_without_action_and_with_a_failing_one():
     with pytest.raises(KeyError):
         free.consume_time("w2", 20, boom)
     assert free.pending == {} and free.lock.last_released_at == 0
+
+
+def test_acquire_names_itself_when_refused_for_its_phase():
+    g = TimeGenerator(TimeGeneratorConfig(use_lock=True))
+    assert bad(g.acquire, "w9", 0) == "w9: acquire without a pending request"
+    g.request("w1", 0)
+    g.acquire("w1", 0)
+    assert bad(g.acquire, "w1", 0) == "w1: acquire out of order: next step is read"
+
+
+def test_a_refused_consume_time_leaves_a_foreign_lock_alone():
+    """A sequential ``consume_time`` refused before its request touches no lock it does not hold a request for
+    (constructed: the lock's holder set by hand)."""
+    g = TimeGenerator(TimeGeneratorConfig(use_lock=True))
+    g.request("w2", 0)
+    g.lock.holder = "w1"
+    assert bad(g.consume_time, "w1", 5) == "w1: sequential call while ['w2'] are mid-generation; use the steps"
+    assert (g.lock.holder, g.lock.last_released_at, list(g.lock.queue)) == ("w1", 0, ["w2"])
