@@ -148,3 +148,36 @@ def test_as_of_includes_a_slice_based_at_the_as_of_time():
     assert [s.base_instant for s in v.latest_file_slices_as_of(f"{T}2")] == [f"{T}1"]
     assert [s.base_instant for s in v.latest_file_slices_as_of(f"{T}1")] == [f"{T}1"]
     assert v.latest_file_slices_as_of(f"{T}0") == []
+
+
+def test_archival_machine_actions_fairness_and_variants():
+    assert am.candidate_actions(am.MachineConfig(crashes=1)) == [
+        ("w1", "start"), ("w1", "complete"), ("w2", "start"), ("w2", "complete"), ("w1", "fail"), ("w2", "fail"),
+        ("c", "rollback"), ("a", "archive"), ("a", "step"), ("a", "crash")]
+    assert am.candidate_actions(am.MachineConfig(writers=1, failures=0)) == [
+        ("w1", "start"), ("w1", "complete"), ("a", "archive"), ("a", "step")]
+    assert am.FAIRNESS == {"start": "weak", "complete": "weak", "fail": "none", "rollback": "weak", "archive": "weak",
+                           "step": "weak", "crash": "none"}
+    assert am.fairness(("a", "step")) == "weak" and am.fairness(("a", "step"), frozenset({"step"})) == "none"
+    assert am.format_action(("c", "rollback")) == "c rollback"
+    cfg = am.MachineConfig(crashes=1)
+    s = am.initial_state(cfg)
+    assert am.describe(s) == "[w1=idle, w2=idle] 1 completed commits active, job 0 steps left, lock=None"
+    assert am.describe(am.step(cfg, s, ("w1", "start"))) == (
+        "[w1=writing@0003, w2=idle] 1 completed commits active, job 0 steps left, lock=None")
+    v = am.ARCHIVAL_LIVENESS_VARIANTS
+    assert [(x.name, x.overrides, x.unfair, x.breaks) for x in v.values()] == [
+        ("hudi", {"crashes": 1}, frozenset(), ()),
+        ("no-failed-write-rollback", {}, frozenset({"rollback"}), ("archival-bounded",)),
+        ("archiver-stalls", {}, frozenset({"step"}), ("archival-bounded", "archival-finishes"))]
+    assert list(v) == [x.name for x in v.values()]
+    assert v["hudi"].config(writers=1) == am.MachineConfig(writers=1, crashes=1)
+    assert v["hudi"].description == ("TimelineArchiverV2 after every commit, a LAZY cleaner rolling back failed "
+                                     "writes, every own step weakly fair; one writer may die, one archiver crash.")
+    assert v["no-failed-write-rollback"].description == (
+        "The failed write is never rolled back (the cleaner's rollback not fair, e.g. hoodie.clean.automatic=false): "
+        "retention (1), the latest commit before the earliest pending write, holds archival back forever and the "
+        "active timeline stays over keep.max.")
+    assert v["archiver-stalls"].description == (
+        "The archiver's run may stop between two storage steps and never go on (its step not fair): the job never "
+        "finishes, the lock is never released and the timeline stays over keep.max.")
