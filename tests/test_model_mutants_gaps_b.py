@@ -181,3 +181,38 @@ def test_archival_machine_actions_fairness_and_variants():
     assert v["archiver-stalls"].description == (
         "The archiver's run may stop between two storage steps and never go on (its step not fair): the job never "
         "finishes, the lock is never released and the timeline stays over keep.max.")
+
+
+def test_lsm_file_name_parsing():
+    with pytest.raises(CodecError) as e:
+        lsm.parse_data_file_name("2_1_0.parquet")
+    assert (e.value.name, e.value.problem) == ("2_1_0.parquet", "min instant is after max instant")
+    with pytest.raises(CodecError) as e:
+        lsm.parse_data_file_name("1_2_10.parquet")
+    assert (e.value.name, e.value.problem) == (
+        "1_2_10.parquet", "not an LSM timeline data file (<min>_<max>_<level>.parquet, one-digit level)")
+    assert lsm.parse_data_file_name("1_1_3.parquet") == lsm.DataFile("1", "1", 3)
+    with pytest.raises(CodecError) as e:
+        lsm.manifest_name(0)
+    assert str(e.value) == "manifest_0: manifest versions start at 1"
+    assert lsm.manifest_name(1) == "manifest_1" and lsm.parse_manifest_name("manifest_1") == 1
+    with pytest.raises(CodecError) as e:
+        lsm.parse_manifest_name("manifest_0")
+    assert str(e.value) == "manifest_0: not a manifest file (manifest_<N>, N >= 1)"
+
+
+def test_lsm_latest_manifest_version_zero_and_none():
+    """``_version_`` holding 0 names a manifest that does not exist (manifests start at 1): a read error, not
+    an empty timeline; no ``_version_`` and no manifest is the empty one."""
+    assert lsm.latest_manifest(lsm.EMPTY) == ()
+    with pytest.raises((lsm.LSMReadError, CodecError)):  # (today the CodecError of manifest_name(0))
+        lsm.latest_manifest(replace(lsm.EMPTY, version=0))
+    s = replace(lsm.EMPTY, manifests=((1, ("a",)), (2, ("a", "b"))))
+    assert lsm.latest_manifest(s) == ("a", "b")
+
+
+def test_lsm_clean_keeps_exactly_retained_plus_compacted_manifests():
+    s = replace(lsm.EMPTY, manifests=((1, ("a",)), (2, ("b",)), (3, ("c",))))
+    assert lsm.clean_steps(s, 0, retained=3) == ()
+    assert lsm.clean_steps(s, 1, retained=2) == ()
+    assert lsm.clean_steps(s, 0, retained=2)[0] == lsm.DeleteManifest(1)
