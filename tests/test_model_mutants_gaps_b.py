@@ -212,7 +212,7 @@ def test_lsm_latest_manifest_version_zero_and_none():
 
 
 def test_lsm_clean_keeps_exactly_retained_plus_compacted_manifests():
-    s = replace(lsm.EMPTY, manifests=((1, ("a",)), (2, ("b",)), (3, ("c",))))
-    assert lsm.clean_steps(s, 0, retained=3) == ()
+    s = replace(lsm.EMPTY, manifests=((1, ("a",)), (2, ("b",)), (3, ("c",))), files=(("z", ()),))
+    assert lsm.clean_steps(s, 0, retained=3) == ()  # nothing to clean: not even the unlisted leftover z
     assert lsm.clean_steps(s, 1, retained=2) == ()
     assert lsm.clean_steps(s, 0, retained=2)[0] == lsm.DeleteManifest(1)
