@@ -148,6 +148,13 @@ def test_as_of_includes_a_slice_based_at_the_as_of_time():
     assert [s.base_instant for s in v.latest_file_slices_as_of(f"{T}2")] == [f"{T}1"]
     assert [s.base_instant for s in v.latest_file_slices_as_of(f"{T}1")] == [f"{T}1"]
     assert v.latest_file_slices_as_of(f"{T}0") == []
+    # getLatestMergedFileSlicesBeforeOrOn: the same bound
+    assert [s.base_instant for s in v.latest_merged_file_slices(f"{T}3")] == [f"{T}3"]
+    assert [s.base_instant for s in v.latest_merged_file_slices(f"{T}2")] == [f"{T}1"]
+    assert v.latest_merged_file_slices(f"{T}0") == []
+    with pytest.raises(ValueError) as e:
+        v.as_of_read(f"{T}3", mode="x")
+    assert str(e.value) == "unknown as-of mode 'x'; expected 'spec' or 'hudi-rs'"
 
 
 def test_archival_machine_actions_fairness_and_variants():
