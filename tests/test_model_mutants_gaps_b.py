@@ -148,3 +148,78 @@ def test_as_of_includes_a_slice_based_at_the_as_of_time():
     assert [s.base_instant for s in v.latest_file_slices_as_of(f"{T}2")] == [f"{T}1"]
     assert [s.base_instant for s in v.latest_file_slices_as_of(f"{T}1")] == [f"{T}1"]
     assert v.latest_file_slices_as_of(f"{T}0") == []
+    # getLatestMergedFileSlicesBeforeOrOn: the same bound
+    assert [s.base_instant for s in v.latest_merged_file_slices(f"{T}3")] == [f"{T}3"]
+    assert [s.base_instant for s in v.latest_merged_file_slices(f"{T}2")] == [f"{T}1"]
+    assert v.latest_merged_file_slices(f"{T}0") == []
+    with pytest.raises(ValueError) as e:
+        v.as_of_read(f"{T}3", mode="x")
+    assert str(e.value) == "unknown as-of mode 'x'; expected 'spec' or 'hudi-rs'"
+
+
+def test_archival_machine_actions_fairness_and_variants():
+    assert am.candidate_actions(am.MachineConfig(crashes=1)) == [
+        ("w1", "start"), ("w1", "complete"), ("w2", "start"), ("w2", "complete"), ("w1", "fail"), ("w2", "fail"),
+        ("c", "rollback"), ("a", "archive"), ("a", "step"), ("a", "crash")]
+    assert am.candidate_actions(am.MachineConfig(writers=1, failures=0)) == [
+        ("w1", "start"), ("w1", "complete"), ("a", "archive"), ("a", "step")]
+    assert am.FAIRNESS == {"start": "weak", "complete": "weak", "fail": "none", "rollback": "weak", "archive": "weak",
+                           "step": "weak", "crash": "none"}
+    assert am.fairness(("a", "step")) == "weak" and am.fairness(("a", "step"), frozenset({"step"})) == "none"
+    assert am.format_action(("c", "rollback")) == "c rollback"
+    cfg = am.MachineConfig(crashes=1)
+    s = am.initial_state(cfg)
+    assert am.describe(s) == "[w1=idle, w2=idle] 1 completed commits active, job 0 steps left, lock=None"
+    assert am.describe(am.step(cfg, s, ("w1", "start"))) == (
+        "[w1=writing@0003, w2=idle] 1 completed commits active, job 0 steps left, lock=None")
+    v = am.ARCHIVAL_LIVENESS_VARIANTS
+    assert [(x.name, x.overrides, x.unfair, x.breaks) for x in v.values()] == [
+        ("hudi", {"crashes": 1}, frozenset(), ()),
+        ("no-failed-write-rollback", {}, frozenset({"rollback"}), ("archival-bounded",)),
+        ("archiver-stalls", {}, frozenset({"step"}), ("archival-bounded", "archival-finishes"))]
+    assert list(v) == [x.name for x in v.values()]
+    assert v["hudi"].config(writers=1) == am.MachineConfig(writers=1, crashes=1)
+    assert v["hudi"].description == ("TimelineArchiverV2 after every commit, a LAZY cleaner rolling back failed "
+                                     "writes, every own step weakly fair; one writer may die, one archiver crash.")
+    assert v["no-failed-write-rollback"].description == (
+        "The failed write is never rolled back (the cleaner's rollback not fair, e.g. hoodie.clean.automatic=false): "
+        "retention (1), the latest commit before the earliest pending write, holds archival back forever and the "
+        "active timeline stays over keep.max.")
+    assert v["archiver-stalls"].description == (
+        "The archiver's run may stop between two storage steps and never go on (its step not fair): the job never "
+        "finishes, the lock is never released and the timeline stays over keep.max.")
+
+
+def test_lsm_file_name_parsing():
+    with pytest.raises(CodecError) as e:
+        lsm.parse_data_file_name("2_1_0.parquet")
+    assert (e.value.name, e.value.problem) == ("2_1_0.parquet", "min instant is after max instant")
+    with pytest.raises(CodecError) as e:
+        lsm.parse_data_file_name("1_2_10.parquet")
+    assert (e.value.name, e.value.problem) == (
+        "1_2_10.parquet", "not an LSM timeline data file (<min>_<max>_<level>.parquet, one-digit level)")
+    assert lsm.parse_data_file_name("1_1_3.parquet") == lsm.DataFile("1", "1", 3)
+    with pytest.raises(CodecError) as e:
+        lsm.manifest_name(0)
+    assert str(e.value) == "manifest_0: manifest versions start at 1"
+    assert lsm.manifest_name(1) == "manifest_1" and lsm.parse_manifest_name("manifest_1") == 1
+    with pytest.raises(CodecError) as e:
+        lsm.parse_manifest_name("manifest_0")
+    assert str(e.value) == "manifest_0: not a manifest file (manifest_<N>, N >= 1)"
+
+
+def test_lsm_latest_manifest_version_zero_and_none():
+    """``_version_`` holding 0 names a manifest that does not exist (manifests start at 1): a read error, not
+    an empty timeline; no ``_version_`` and no manifest is the empty one."""
+    assert lsm.latest_manifest(lsm.EMPTY) == ()
+    with pytest.raises((lsm.LSMReadError, CodecError)):  # (today the CodecError of manifest_name(0))
+        lsm.latest_manifest(replace(lsm.EMPTY, version=0))
+    s = replace(lsm.EMPTY, manifests=((1, ("a",)), (2, ("a", "b"))))
+    assert lsm.latest_manifest(s) == ("a", "b")
+
+
+def test_lsm_clean_keeps_exactly_retained_plus_compacted_manifests():
+    s = replace(lsm.EMPTY, manifests=((1, ("a",)), (2, ("b",)), (3, ("c",))), files=(("z", ()),))
+    assert lsm.clean_steps(s, 0, retained=3) == ()  # nothing to clean: not even the unlisted leftover z
+    assert lsm.clean_steps(s, 1, retained=2) == ()
+    assert lsm.clean_steps(s, 0, retained=2)[0] == lsm.DeleteManifest(1)
