@@ -24,7 +24,7 @@ write path the pipeline's coordinator calls), then copied twice so both runs sta
 The indexer runs in its own session (``setsid``): a separate job, as Hudi's ``HoodieIndexer`` is; with the
 kernel's autogroup scheduling a child in the benchmark's own session would split the writer's CPU share.
 ``--indexer-priority background|normal``: the command's ``--priority`` (background, its default: the job at
-``SCHED_IDLE``, in the idle I/O class, with its session's autogroup at nice 19, paced to half a CPU; normal: not
+``SCHED_IDLE``, in the idle I/O class, with its session's autogroup at nice 19, paced to a quarter of a CPU; normal: not
 lowered, not paced); ``--indexer-max-cpu``: its ``--max-cpu``. ``--beside burner`` (a control): instead of the
 indexer a process that only spins the CPU for ``--burn-seconds`` at the same priority (paced to
 ``--burn-share``): what any busy neighbour costs the pipeline on this machine.
@@ -321,7 +321,7 @@ def main(argv=None) -> int:
                     help="hoodie-lab index --priority: background (its default: SCHED_IDLE, autogroup nice 19) "
                          "or normal")
     ap.add_argument("--indexer-max-cpu", type=float, default=None,
-                    help="hoodie-lab index --max-cpu (default: the command's own, 0.5 in the background)")
+                    help="hoodie-lab index --max-cpu (default: the command's own, 0.25 in the background)")
     ap.add_argument("--beside", choices=["indexer", "burner"], default="indexer",
                     help="what runs beside the pipeline (pipeline mode): the indexer, or as a control a process that "
                          "only spins the CPU for --burn-seconds at the same priority (what any busy neighbour costs)")

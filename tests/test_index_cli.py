@@ -228,7 +228,7 @@ def test_the_index_runs_at_the_priority_asked(tmp_path, capfd, priority):
     assert cli(["index", str(path), *OK_ARGS, "--priority", priority, "--json"]) == 0
     rep = json.loads(capfd.readouterr().out)
     assert rep["outcome"] == "completed"
-    assert rep["max_cpu"] == (1.0 if priority == "normal" else 0.5)  # the background job is paced by default
+    assert rep["max_cpu"] == (1.0 if priority == "normal" else 0.25)  # the background job is paced by default
     if priority == "normal":
         assert rep["priority"] == describe_priority() and rep["paced_s"] == 0.0
     else:

@@ -8,7 +8,7 @@ catch up with the commits made meanwhile, complete (``<t>_<c>.indexing``, the pa
 ``lakeio/ondisk/mdt_index.py`` over the spec's ``model/mdt/partitions.py``.
 The work, the request's checks included, runs as a background job (``--priority
 background``, the default; ``lakeio/background.py``: its own session, ``SCHED_IDLE``, the idle I/O class, the
-session's autogroup at nice 19) paced to half a CPU (``--max-cpu``, :class:`lakeio.background.Pacer`), so the
+session's autogroup at nice 19) paced to a quarter of a CPU (``--max-cpu``, :class:`lakeio.background.Pacer`), so the
 writers beside it keep their pace -- Hudi runs the indexer as a job with its own resources. ``--priority
 normal`` runs it in this process at normal priority, unpaced unless ``--max-cpu`` says otherwise.
 Exit 0 when the index completed (or there was nothing to index), 1 when it aborted, 2 on bad input (a
@@ -44,7 +44,7 @@ def add_parser(subparsers) -> None:
                         "its session's autogroup at nice 19), so live writers keep their pace; normal: in this "
                         "process at normal priority")
     p.add_argument("--max-cpu", type=float, default=None, metavar="SHARE",
-                   help="pace the work outside the lock to this share of one CPU, in (0, 1] (default: 0.5 with "
+                   help="pace the work outside the lock to this share of one CPU, in (0, 1] (default: 0.25 with "
                         "--priority background, 1 = unpaced with normal): even at the lowest priority a job "
                         "busy on the other core slows the writers (benchmarks/bench_indexing.py --beside burner)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
@@ -62,8 +62,10 @@ def _job_argv(args) -> list[str]:
 
 
 def max_cpu(args) -> float:
-    """The share of a CPU the work is paced to: ``--max-cpu``, else half a CPU in the background, 1 otherwise."""
-    return args.max_cpu if args.max_cpu is not None else (0.5 if args.priority == "background" else 1.0)
+    """The share of a CPU the work is paced to: ``--max-cpu``, else a quarter of a CPU in the background (on a
+    2-core machine shared with a writer, even a job that only spins the CPU at the lowest priority costs the writer
+    about a tenth of its throughput at full pace: ``benchmarks/bench_indexing.py --beside burner``), 1 otherwise."""
+    return args.max_cpu if args.max_cpu is not None else (0.25 if args.priority == "background" else 1.0)
 
 
 def run(args) -> int:
