@@ -65,13 +65,17 @@ class Pacer:
     between pieces of work, sleeps for as long as the process is ahead of that rate. The pieces run at full
     speed, so the finer they are, the closer the rate holds over short spans (a duty cycle, as Postgres'
     ``vacuum_cost_delay`` or RocksDB's rate limiter for compactions pace background work). ``share`` 1 (or
-    more) never sleeps."""
+    more) never sleeps. ``since_process_start``: count from the process's start (its CPU time and age), so a
+    background job's start-up is paced for too."""
 
-    def __init__(self, share: float = 1.0):
+    def __init__(self, share: float = 1.0, *, since_process_start: bool = False):
         if not share > 0:
             raise ValueError(f"share: {share!r} is not a positive fraction of a CPU")
         self.share = float(share)
         self.cpu0, self.wall0 = time.process_time(), time.monotonic()
+        if since_process_start:  # a job of its own: its start-up (imports) counts against the pace too
+            self.cpu0 = 0.0
+            self.wall0 -= max(0.0, time.time() - psutil.Process().create_time())
         self.slept = 0.0
 
     def pace(self) -> None:

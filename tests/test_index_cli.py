@@ -262,6 +262,12 @@ def test_a_paced_index_keeps_to_its_share_of_a_cpu_and_builds_the_same_index(tmp
     assert Pacer(1.0).share == 1.0
     with pytest.raises(ValueError, match="share"):
         Pacer(0)
+    # a background job counts from its process's start: its start-up (imports) is paced for too
+    import psutil
+
+    job = Pacer(0.25, since_process_start=True)
+    age = time.time() - psutil.Process().create_time()
+    assert job.cpu0 == 0.0 and abs((time.monotonic() - job.wall0) - age) < 0.5
 
 
 def test_ctrl_c_reaches_the_background_job_which_aborts_cleanly(tmp_path):

@@ -91,11 +91,13 @@ def run(args) -> int:
         root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
         return run_as_background_job(_job_argv(args), env=env)
+    from lakeio.background import Pacer
     from lakeio.ondisk.mdt_index import run_index, settings_from
 
     settings = settings_from(args.concurrency_mode, args.lock_provider)
     rep = run_index(Path(args.path), args.index_type, settings, timeout_s=args.timeout, poll_s=args.poll,
-                    progress=say, max_cpu=max_cpu(args))
+                    progress=say, max_cpu=max_cpu(args),
+                    pacer=Pacer(max_cpu(args), since_process_start=bool(os.environ.get(JOB_ENV))))
     rep.priority = describe_priority()
     if args.json:
         json.dump(asdict(rep), sys.stdout, indent=2)
