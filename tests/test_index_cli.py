@@ -245,7 +245,7 @@ def test_a_paced_index_keeps_to_its_share_of_a_cpu_and_builds_the_same_index(tmp
 
     path = tmp_path / "t"
     make_table(path, commits=3)
-    rep = mdt_index.run_index(path, "record_index", SETTINGS, poll_s=0.05, max_cpu=0.1)
+    rep = mdt_index.run_index(path, "record_index", SETTINGS, poll_s=0.05, pacer=Pacer(0.1))
     assert rep.outcome == "completed" and rep.max_cpu == 0.1 and rep.base_records > 0
     assert rep.paced_s > 0  # it paused (unless this process waited for a CPU 10x longer than it ran)
     assert _verdict(path, "MDT.record-index").holds

@@ -263,6 +263,11 @@ def test_parquet_block_keys_are_read_from_the_two_meta_columns(tmp_path):
         assert mdt.block_keys(b, "x") == [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in b.data_rows()]
 
 
+def _rli_cells(locations):
+    """Record-index cells built one by one: the reference the column-wise writers must equal."""
+    return [(k, mdt.rli_value(loc)) for k, loc in locations.items()]
+
+
 def _dict_record_index(table, slices):
     """The record index built record by record (the merge ``record_index_columns`` must equal)."""
     out = {}
@@ -288,8 +293,8 @@ def test_columnar_record_index_build_equals_the_record_by_record_merge(tmp_path,
         keys, locs, idx = mdt.record_index_columns(t.base_path, order)
         got = dict(zip(keys.to_pylist(), (locs[i] for i in idx)))
         assert got == want and keys.to_pylist() == sorted(want)
-        vals = [mdt.encode(mdt._record(mdt.TYPE_RECORD_INDEX, rli=mdt.rli_info(*loc))) for loc in locs]
-        assert mdt.base_hfile_columns(keys, vals, idx) == mdt.base_hfile(mdt.rli_cells(want))
+        vals = [mdt.rli_value(loc) for loc in locs]
+        assert mdt.base_hfile_columns(keys, vals, idx) == mdt.base_hfile(_rli_cells(want))
     empty = mdt.record_index_columns(t.base_path, [])
     assert len(empty[0]) == 0 and mdt.base_hfile_columns(*empty) == mdt.base_hfile([])
 
@@ -354,4 +359,4 @@ def test_the_record_index_block_from_columns_is_the_cell_by_cell_block():
             ("p1", "fg-3", "20261125000000003")]
     for n in (0, 1, 7, 3000):
         ups = {f"k{rng.randrange(10 ** 6):07d}": rng.choice(locs) for _ in range(n)}
-        assert mdt.rli_block("20261125000000009", ups) == mdt.hfile_block("20261125000000009", mdt.rli_cells(ups))
+        assert mdt.rli_block("20261125000000009", ups) == mdt.hfile_block("20261125000000009", _rli_cells(ups))

@@ -7,17 +7,7 @@ import pytest
 
 from model.protocol import ProtocolConfig, spec, variant
 from model.protocol import events as E
-
-BOUNDS = dict(parallelism=1, records=2, buffer_size=1, max_checkpoints=2, faults=frozenset())
-BEFORE_ACK = [E.Ingest(0), E.TriggerCheckpoint(), E.RequestInstant(0), E.RunJob(), E.SnapshotTask(0),
-              E.CompleteCheckpoint(), E.Ingest(0)]
-
-
-def run(cfg, events):
-    s = spec.init(cfg)
-    for ev in events:
-        s = spec.step(s, ev)
-    return s
+from test_protocol_commit_guard import BEFORE_ACK, BOUNDS, run
 
 
 @pytest.mark.parametrize("kw,message", [

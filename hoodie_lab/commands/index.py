@@ -96,8 +96,7 @@ def run(args) -> int:
 
     settings = settings_from(args.concurrency_mode, args.lock_provider)
     rep = run_index(Path(args.path), args.index_type, settings, timeout_s=args.timeout, poll_s=args.poll,
-                    progress=say, max_cpu=max_cpu(args),
-                    pacer=Pacer(max_cpu(args), since_process_start=bool(os.environ.get(JOB_ENV))))
+                    progress=say, pacer=Pacer(max_cpu(args), since_process_start=bool(os.environ.get(JOB_ENV))))
     rep.priority = describe_priority()
     if args.json:
         json.dump(asdict(rep), sys.stdout, indent=2)

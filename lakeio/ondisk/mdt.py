@@ -164,16 +164,9 @@ def rli_file_id(info: dict) -> str:
     return info.get("fileId") or ""
 
 
-def rli_cells(locations: dict[str, tuple[str, str, str]]) -> list:
-    """Record-index cells for ``key -> (partition, file id, instant)``; one encoding per distinct location."""
-    cache: dict = {}
-    out = []
-    for k, loc in locations.items():
-        v = cache.get(loc)
-        if v is None:
-            v = cache[loc] = encode(_record(TYPE_RECORD_INDEX, rli=rli_info(*loc)))
-        out.append((k, v))
-    return out
+def rli_value(location: tuple[str, str, str]) -> bytes:
+    """The record-index payload of one location ``(partition, file id, instant)``."""
+    return encode(_record(TYPE_RECORD_INDEX, rli=rli_info(*location)))
 
 
 # ------------------------------------------------------------------------------------------ table config
@@ -627,11 +620,11 @@ def hfile_block(t: str, cells: list) -> bytes:
 
 
 def rli_block(t: str, locations: dict[str, tuple[str, str, str]]) -> bytes:
-    """``hfile_block(t, rli_cells(locations))`` written from columns: the keys, the few distinct locations
-    encoded once each and every key's location index (no Python tuple per record)."""
+    """The record-index log block of ``key -> (partition, file id, instant)``, written from columns: the keys,
+    the few distinct locations encoded once each and every key's location index (no Python tuple per record)."""
     index: dict = {}
     idx = [index.setdefault(loc, len(index)) for loc in locations.values()]
-    values = [encode(_record(TYPE_RECORD_INDEX, rli=rli_info(*loc))) for loc in index]
+    values = [rli_value(loc) for loc in index]
     data = write_hfile_columns(list(locations), values, {"schema": schema_json().encode()}, value_index=idx)
     return lf.encode_block(4, {lf.INSTANT_TIME: t, lf.SCHEMA: schema_json()}, data)
 

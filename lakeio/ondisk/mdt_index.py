@@ -171,20 +171,18 @@ def _redo(table: Path, tbl, t: str, partition: str, lock: TxnLock) -> None:
 
 def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySettings, *,
               timeout_s: float = 900.0, poll_s: float = 0.5, heartbeat_expiry_s: float = HEARTBEAT_EXPIRY_S,
-              progress=None, fail_at: str | None = None, max_cpu: float = 1.0,
-              pacer: Pacer | None = None) -> IndexReport:
+              progress=None, fail_at: str | None = None, pacer: Pacer | None = None) -> IndexReport:
     """Schedule, build, catch up and complete (or abort) one index on ``table``. ``fail_at`` (``"build"``,
-    ``"catchup"``) raises there, for tests of the abort path. ``max_cpu`` < 1 paces the work outside the
-    lock to that share of one CPU (:class:`lakeio.background.Pacer`: a pause after each file slice read and
-    each HFile block written, and after each catch-up step); nothing is paced while the lock is held. ``pacer``:
-    the one to use instead (a background job's, counting from the process's start). Raises :class:`UserError` (exit 2) before
+    ``"catchup"``) raises there, for tests of the abort path. ``pacer`` (:class:`lakeio.background.Pacer`;
+    None: unpaced) paces the work outside the lock to its share of one CPU: a pause after each file slice read,
+    each HFile block written and each catch-up step; nothing is paced while the lock is held. Raises :class:`UserError` (exit 2) before
     anything is written when the request is refused, :class:`IndexAborted` (exit 1) after an abort."""
     from lakeio.ondisk.reader import read_table
 
     table = Path(table).resolve()
     say = progress or (lambda _msg: None)
     check_request(table, partition, settings)
-    pacer = pacer if pacer is not None else Pacer(max_cpu)
+    pacer = pacer if pacer is not None else Pacer(1.0)
     rep = IndexReport(str(table), partition, max_cpu=pacer.share)
     lock = TxnLock(table)
     # 1. schedule
@@ -220,7 +218,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         keys, locs, loc_index = mdtio.record_index_columns(snap.base_path, slices, pace=pacer.pace)
         if fail_at == "build":
             raise RuntimeError("failure injected while building (fail_at=build)")
-        values = [mdtio.encode(mdtio._record(mdtio.TYPE_RECORD_INDEX, rli=mdtio.rli_info(*loc))) for loc in locs]
+        values = [mdtio.rli_value(loc) for loc in locs]
         data = mdtio.base_hfile_columns(keys, values, loc_index, pace=pacer.pace)  # the long part: no lock held
         mdtio.write_index_base(table, partition, init_time, data, len(keys), mdtio.now_time())
         rep.base_records = len(keys)
