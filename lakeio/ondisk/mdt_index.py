@@ -156,14 +156,18 @@ def _mdt_wrote(table: Path, partition: str, t: str) -> tuple[bool, bool]:
     return done, wrote
 
 
-def _redo(table: Path, tbl, t: str, partition: str, lock: TxnLock) -> None:
+def _redo(table: Path, t: str, partition: str, lock: TxnLock) -> None:
     """``apply``: roll back the MDT deltacommit of completed data instant ``t`` and write it again with every
-    partition writers update now and the one being built (``updateIndexForWriteAction``)."""
-    inst = next(i for i in tbl.timeline.completed() if i.requested_time == t)
-    name = fn.timeline_file_name(t, inst.action, State.COMPLETED, inst.completion_time, 2)
-    meta = md.decode_commit_metadata((tbl.timeline_dir / name).read_bytes(), name) or {}
-    stats = [s for ss in (meta.get("partitionToWriteStats") or {}).values() for s in ss]
+    partition writers update now and the one being built (``updateIndexForWriteAction``); the timeline is
+    read under the lock (the new instant times must follow every time on it)."""
+    from lakeio.ondisk.reader import read_table
+
     with lock:
+        tbl = read_table(table)
+        inst = next(i for i in tbl.timeline.completed() if i.requested_time == t)
+        name = fn.timeline_file_name(t, inst.action, State.COMPLETED, inst.completion_time, 2)
+        meta = md.decode_commit_metadata((tbl.timeline_dir / name).read_bytes(), name) or {}
+        stats = [s for ss in (meta.get("partitionToWriteStats") or {}).values() for s in ss]
         rb = _fresh_time(tbl.timeline)
         mdtio.rollback(table, t, rb, _fresh_time(tbl.timeline))
         mdtio.apply_commit(table, t, inst.completion_time, stats, also=(partition,))
@@ -229,18 +233,25 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         deadline = time.monotonic() + timeout_s
         # the spec's list (every action but indexing from the catch-up start); rollbacks, cleans and restores
         # need nothing here: a data rollback rolls back the MDT deltacommit itself (mdt.rolling_back)
-        now = read_table(table).timeline.instants()
+        view = read_table(table)
+        now = view.timeline.instants()
         writes = {i.requested_time for i in now if i.action in WRITE_ACTIONS}
         todo = [(it, pend) for it, pend in catchup_list(now, upto) if it in writes]
         last = upto
         if fail_at == "catchup":
             raise RuntimeError("failure injected while catching up (fail_at=catchup)")
+
+        def state_of(it: str) -> str | None:
+            found = [i for i in view.timeline.instants() if i.requested_time == it and i.action in WRITE_ACTIONS]
+            return None if not found else ("completed" if found[0].state is State.COMPLETED else "pending")
+
         for it, was_pending in todo:
             while True:
                 pacer.pace()
-                cur = read_table(table)
-                found = [i for i in cur.timeline.instants() if i.requested_time == it and i.action in WRITE_ACTIONS]
-                dt_state = None if not found else ("completed" if found[0].state is State.COMPLETED else "pending")
+                dt_state = state_of(it)
+                if dt_state != "completed":  # a completed instant stays so; any other is read again
+                    view = read_table(table)
+                    dt_state = state_of(it)
                 done, wrote = _mdt_wrote(table, partition, it)
                 decision = catchup_decision(dt_state=dt_state, heartbeat_alive=_heartbeat_alive(table, it, heartbeat_expiry_s),
                                             mdt_completed=done, mdt_wrote_partition=wrote or it in snapshot,
@@ -253,7 +264,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
                     time.sleep(poll_s)
                     continue
                 if decision == APPLY:
-                    _redo(table, cur, it, partition, lock)
+                    _redo(table, it, partition, lock)
                 rep.decisions.append((it, decision))
                 if decision in (CAUGHT_UP, APPLY):
                     last = it
