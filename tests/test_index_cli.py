@@ -74,6 +74,26 @@ def test_index_with_writes_at_every_step_passes_audit(tmp_path):
     assert hudi_rs_rows(path) == hudi_rs_rows(copy_without_mdt(path, tmp_path / "nometa"))
 
 
+def test_the_catchup_reads_the_timeline_again_only_for_instants_not_completed(tmp_path, monkeypatch):
+    """The catch-up decides every instant completed in its last read of the timeline from that read; it reads
+    the timeline again only for one that was not (pending: it may have completed since). Six instants
+    committed during the build and one left pending: the reads do not grow with the completed ones."""
+    from lakeio.ondisk import reader
+
+    path = tmp_path / "t"
+    w, clock = make_table(path, commits=3)
+    calls = []
+    real = reader.read_table
+    monkeypatch.setattr(reader, "read_table", lambda *a, **k: calls.append(a) or real(*a, **k))
+    rep, pending = _run_with_writes(path, w, clock, at_build=6, pending_at_build=True)
+    decisions = dict(rep.decisions)
+    assert rep.outcome == "completed" and decisions[pending["t"]] == spec.SKIP_DEAD
+    assert list(decisions.values()).count(spec.CAUGHT_UP) >= 6
+    # schedule, execute's snapshot, the catch-up's list, one read for the pending instant, complete
+    assert len(calls) == 5, len(calls)
+    assert _verdict(path, "MDT.record-index").holds
+
+
 def test_index_beside_a_writer_thread(tmp_path):
     """A writer thread commits without pause while the indexer runs in this thread (real interleavings)."""
     path = tmp_path / "t"
