@@ -360,3 +360,29 @@ def test_the_record_index_block_from_columns_is_the_cell_by_cell_block():
     for n in (0, 1, 7, 3000):
         ups = {f"k{rng.randrange(10 ** 6):07d}": rng.choice(locs) for _ in range(n)}
         assert mdt.rli_block("20261125000000009", ups) == mdt.hfile_block("20261125000000009", _rli_cells(ups))
+
+
+def test_a_cow_commit_that_empties_a_file_group_still_reads_the_files_after_it(tmp_path):
+    """Reading a commit's keys from its files: a new base file version with no record left (every key of the
+    group deleted) is followed by the commit's other files, whose keys are still read (``commit_entries`` once
+    took the empty key list for its ``keys=False`` switch and skipped them)."""
+    path = tmp_path / "t"
+    clock = Clock()
+    w = writer(path, "COPY_ON_WRITE")
+    import pyarrow as pa
+
+    rows = lambda keys, ts, dels: pa.table({"key": keys, "ts": [ts] * len(keys),  # noqa: E731
+                                            "partition": [k[:2] for k in keys], "v": [1.0] * len(keys),
+                                            "_hoodie_is_deleted": dels})
+    t = clock()
+    w.start(t)
+    r = w.write_batch(t, rows(["p0-a", "p0-b", "p1-a", "p1-b"], 0, [False] * 4), "upsert")
+    w.commit(t, clock(), r)
+    t = clock()
+    w.start(t)
+    r = w.write_batch(t, rows(["p0-a", "p0-b", "p1-a"], 1, [True, True, False]), "upsert")
+    p0, p1 = "partition=p0", "partition=p1"
+    assert [s["partitionPath"] for s in r.write_stats] == [p0, p1] and r.write_stats[0]["numWrites"] == 0
+    _added, upserts, removed, _files = mdt.commit_entries(path, t, r.write_stats)
+    fid = r.write_stats[1]["fileId"]
+    assert upserts == {"p1-a": (p1, fid, t), "p1-b": (p1, fid, t)} and removed == {"p0-a": p0, "p0-b": p0}

@@ -586,13 +586,13 @@ def commit_entries(table: Path, t: str, write_stats: list[dict], keys: bool = Tr
         full = table / path
         fid = s["fileId"]
         if fn.is_base_file(name):
-            keys = _base_keys(full)
-            for k, p in keys:
+            base_keys = _base_keys(full)
+            for k, p in base_keys:
                 upserts[k] = (p, fid, t)
             prev = s.get("prevCommit")
             if prev and prev != "null":
                 folder = full.parent
-                now = {k for k, _ in keys}
+                now = {k for k, _ in base_keys}
                 for old in folder.glob(f"{fid}_*_{prev}.*"):
                     if old.name != name and fn.is_base_file(old.name):
                         for k, p in _base_keys(old):
