@@ -28,9 +28,12 @@ class Clock:
         return d.strftime("%Y%m%d%H%M%S") + f"{self.ms % 1000:03d}"
 
 
-def writer(path: Path, table_type: str = "MERGE_ON_READ", version: int = 8) -> HudiTableWriter:
+def writer(path: Path, table_type: str = "MERGE_ON_READ", version: int = 8, *,
+           record_delegates: bool = True) -> HudiTableWriter:
+    """The tests' writer; it collects its writes' record delegates as the pipeline's tasks do while a table has a
+    record index (``record_delegates=False``: a commit reads the keys from its files)."""
     return HudiTableWriter(path, table_type, version, record_key="key", ordering_field="ts",
-                           partition_field="partition", table_name="mdt_t")
+                           partition_field="partition", table_name="mdt_t", record_delegates=record_delegates)
 
 
 def batch(rng: random.Random, n: int, key_space: int, ts: int, deletes: float = 0.0) -> pa.Table:
@@ -46,7 +49,7 @@ def commit(w: HudiTableWriter, clock: Clock, records: pa.Table, *, hook: bool = 
     w.start(t)
     r = w.write_batch(t, records, "upsert")
     c = clock()
-    with mdt.committing(w.base_path, w.table_version, t, c, r.write_stats, enabled=hook):
+    with mdt.committing(w.base_path, w.table_version, t, c, r.write_stats, enabled=hook, delegates=r.record_delegates):
         w.commit(t, c, r)
     return t
 

@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 from lakeio.ondisk import metadata as md
 from model import filenames as fn
 
-from .schema import FILE_NAME, RECORD_KEY
+from . import delegates as _delegates
+from .schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from .write_handle import WriteContext
 
 
@@ -99,7 +100,14 @@ class CopyOnWriteContext(WriteContext):
         if len(ins):
             merged = pa.concat_tables([merged, self._data_rows(ins, name, task, start_seq=len(rep_i))])
         bf, size = self._write_base(fid, merged, task, "MERGE")
-        w._index.wrote_base(bf, merged.column(RECORD_KEY).combine_chunks())
+        merged_keys = merged.column(RECORD_KEY).combine_chunks()
+        w._index.wrote_base(bf, merged_keys)
+        if w._delegates is not None:  # every key of the new version; the old version's keys it no longer holds
+            self._delegate(bf.path, _delegates.WRITTEN, merged_keys, merged.column(PARTITION_PATH))
+            gone = pc.invert(pc.is_in(old.column(RECORD_KEY), value_set=merged_keys))
+            if pc.any(gone).as_py():
+                self._delegate(bf.path, _delegates.REPLACED, old.column(RECORD_KEY).filter(gone),
+                               old.column(PARTITION_PATH).filter(gone))
         return md.make_write_stat(self.part, bf.path, fid, old_base.instant_time, num_writes=merged.num_rows,
                                   num_inserts=len(ins), num_update_writes=len(rep_i), num_deletes=len(drop_j),
                                   size=size, prevBaseFile=old_base.name)

@@ -25,7 +25,9 @@ import pyarrow as pa
 from lakeio.ondisk import metadata as md
 from model import filenames as fn
 
+from . import delegates as _delegates
 from . import logfile
+from .schema import PARTITION_PATH, RECORD_KEY
 from .write_handle import WriteContext, create_marker
 from .write_helper import ordering_branch, ordering_value
 
@@ -90,6 +92,11 @@ class MergeOnReadContext(WriteContext):
         if len(del_idx):
             blocks.append(self._delete_block(del_idx))
         size = w._write_file(w.base_path / lf.path, b"".join(blocks), w.hoodie_dir / ".temp" / self.instant)
+        if w._delegates is not None:  # the data block's keys, then the delete block's, as the file holds them
+            if len(data_idx):
+                self._delegate(lf.path, _delegates.WRITTEN, rows.column(RECORD_KEY), rows.column(PARTITION_PATH))
+            if len(del_idx):
+                self._delegate(lf.path, _delegates.DELETED, self.keys.take(pa.array(del_idx)), self.part)
         prev = base.instant_time if w.table_version == 6 else self.instant
         return md.make_write_stat(self.part, lf.path, fid, prev, num_writes=len(data_idx), num_inserts=n_inserts,
                                   num_update_writes=len(data_idx) - n_inserts, num_deletes=len(del_idx), size=size,

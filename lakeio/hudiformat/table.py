@@ -61,6 +61,10 @@ What a write does (how Hudi's Spark upsert path behaves: ``HoodieWriteHelper.ded
   completed file) that deletes the instant's base files and, in version 8, its log files; in version 6 it
   appends a ROLLBACK command block (a new log version) to each file group the instant logged into, as 0.x
   does. Then the rolled-back instant's timeline files are deleted.
+- record delegates (``record_delegates=True``; :mod:`.delegates`, Hudi's ``WriteStatus.getIndexStats()``): the
+  write also returns, as one Arrow table in ``WriteResult.record_delegates``, each key its files wrote, deleted
+  (a delete block) or dropped (a new base file version without it), so the metadata table's record-index update
+  (:func:`lakeio.ondisk.mdt.apply_commit`) need not read the files again.
 - partitions get ``.hoodie_partition_metadata``; ``hoodie.properties`` is written on creation (no metadata
   table: ``hoodie.table.metadata.partitions`` is absent, so readers list the directories). A caller that wraps
   ``commit`` in :func:`lakeio.ondisk.mdt.committing` (the pipeline does, table version 8) gets one.
@@ -89,6 +93,7 @@ from model.instant import Action, State
 from model.timeline import Timeline
 
 from . import bucket as _bucket
+from . import delegates as _delegates
 from . import rollback as _rollback
 from . import tableconfig, timeline_ops
 from .cow import CopyOnWriteContext
@@ -124,6 +129,9 @@ class WriteResult:
     operation: str
     schema: str
     write_stats: list[dict] = field(default_factory=list)
+    #: the write's record delegates (:mod:`.delegates`: an Arrow table, key by key what each file did) when the
+    #: writer collected them (``record_delegates=True``), else None; not part of the JSON form
+    record_delegates: object = field(default=None, compare=False, repr=False)
 
     @property
     def partition_to_write_stats(self) -> dict[str, list[dict]]:
@@ -176,7 +184,7 @@ class HudiTableWriter:
                  *, table_name: str | None = None, hive_style_partitioning: bool = True,
                  log_block_format: str = "avro", max_file_rows: int = 1_000_000, small_file_rows: int = 0,
                  compression: str = "snappy", timezone: str = "UTC", for_task: bool = False,
-                 delete_field: str = IS_DELETED):
+                 delete_field: str = IS_DELETED, record_delegates: bool = False):
         self.base_path = Path(base_path)
         ttype = TYPE_ALIASES.get(str(table_type).lower(), str(table_type).upper())
         if ttype not in (COPY_ON_WRITE, MERGE_ON_READ):
@@ -201,6 +209,9 @@ class HudiTableWriter:
         self.compression = compression
         self.timezone = timezone
         self.action = Action.COMMIT if ttype == COPY_ON_WRITE else Action.DELTACOMMIT
+        # collect each write's record delegates (WriteResult.record_delegates) for the MDT's record index
+        self.record_delegates = bool(record_delegates)
+        self._delegates: _delegates.Collector | None = None  # the current write's, while it writes
 
         self._lock = threading.RLock()
         self._write_lock = threading.Lock()
@@ -341,13 +352,19 @@ class HudiTableWriter:
                 if instant_time in self._written:
                     raise UserError(f"write {instant_time}: already written (one write_batch per instant)")
             records = self._validate(records, operation)
-            if self._data_schema is None:  # a delete into an empty table
-                result = WriteResult(instant_time, self.action.value, operation_type(operation), "", [])
-            else:
-                codes, paths = partition_paths(records, self.partition_field, self.hive_style)
-                if operation != "insert":
-                    records, codes = deduplicate(records, codes, self.record_key, self.ordering_field)
-                result = self._write(instant_time, records, codes, paths, operation, num_buckets)
+            self._delegates = _delegates.Collector() if self.record_delegates else None
+            try:
+                if self._data_schema is None:  # a delete into an empty table
+                    result = WriteResult(instant_time, self.action.value, operation_type(operation), "", [])
+                else:
+                    codes, paths = partition_paths(records, self.partition_field, self.hive_style)
+                    if operation != "insert":
+                        records, codes = deduplicate(records, codes, self.record_key, self.ordering_field)
+                    result = self._write(instant_time, records, codes, paths, operation, num_buckets)
+                if self._delegates is not None:
+                    result.record_delegates = self._delegates.table()
+            finally:
+                self._delegates = None
             with self._lock:
                 self._written[instant_time] = result
             return result

@@ -30,7 +30,8 @@ from lakeio.ondisk import metadata as md
 from model import filenames as fn
 
 from . import basefile
-from .schema import RECORD_KEY
+from . import delegates as _delegates
+from .schema import PARTITION_PATH, RECORD_KEY
 
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
@@ -112,6 +113,11 @@ class WriteContext:
         meta = [const(self.instant), seq, keys, const(self.part), const(file_name)]
         return pa.Table.from_arrays(meta + [c.combine_chunks() for c in data.columns], schema=self.w._full_schema)
 
+    def _delegate(self, path: str, op: int, keys, partitions) -> None:
+        """Record what data file ``path`` did to ``keys`` (:mod:`.delegates`) when the writer collects delegates."""
+        if self.w._delegates is not None:
+            self.w._delegates.add(path, op, keys, partitions)
+
     def _write_base(self, fid: str, rows: pa.Table, task: int, io_type: str) -> tuple[fn.BaseFile, int]:
         """Marker, then the parquet base file (``basefile.write_base_file``, looked up at call time)."""
         w = self.w
@@ -134,6 +140,7 @@ class WriteContext:
         rows = self._data_rows(chunk, name, task)
         bf, size = self._write_base(fid, rows, task, "CREATE")
         w._index.wrote_base(bf, rows.column(RECORD_KEY).combine_chunks())
+        self._delegate(bf.path, _delegates.WRITTEN, rows.column(RECORD_KEY), rows.column(PARTITION_PATH))
         return md.make_write_stat(self.part, bf.path, fid, "null", num_writes=len(chunk),
                                   num_inserts=len(chunk), size=size)
 

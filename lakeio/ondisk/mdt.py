@@ -629,6 +629,83 @@ def rli_block(t: str, locations: dict[str, tuple[str, str, str]]) -> bytes:
     return lf.encode_block(4, {lf.INSTANT_TIME: t, lf.SCHEMA: schema_json()}, data)
 
 
+def rli_block_columns(t: str, keys, locations: list[tuple[str, str, str]], index) -> bytes:
+    """:func:`rli_block` for an index given as columns: ``keys`` (unique), the distinct ``locations`` and each
+    key's index into them."""
+    values = [rli_value(loc) for loc in locations]
+    data = write_hfile_columns(keys, values, {"schema": schema_json().encode()}, value_index=index)
+    return lf.encode_block(4, {lf.INSTANT_TIME: t, lf.SCHEMA: schema_json()}, data)
+
+
+def delegate_entries(t: str, write_stats: list[dict], delegates) -> tuple | None:
+    """The record-index entries of commit ``t`` from its write statuses' record delegates
+    (:mod:`lakeio.hudiformat.delegates`, ``HoodieRecordDelegate``s) instead of the files: the same mapping as
+    :func:`commit_entries` reads, computed on columns. Returns (upsert keys: sorted, unique; the distinct
+    locations (partition, file id, t); each key's location index; removed keys: sorted; their partitions), or
+    None when the delegates do not speak for every file of ``write_stats`` (a write that did not collect them:
+    the caller reads the files).
+
+    :func:`commit_entries`' rule, file after file in write-stat order: a written key's location is its file's
+    (the last one wins), a delete-block entry drops the key's location and removes it, a replaced base file's
+    key is removed unless the commit wrote it (without dropping a location written earlier). So a key is
+    upserted when its last written-or-deleted entry is a write (at that write's location), and removed when
+    it has a delete or replaced entry and is not upserted (the partition of the last such entry)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from lakeio.hudiformat import delegates as dg
+
+    files = dg.files_of(delegates)
+    pos = {s["path"]: i for i, s in enumerate(write_stats)}
+    if set(files) != set(pos) or len(files) != len(pos):
+        return None
+    file_stat = np.array([pos[f] for f in files], dtype=np.int64)
+    fids, stat_fid = np.unique(np.array([s["fileId"] for s in write_stats], dtype=object), return_inverse=True)
+    n = delegates.num_rows
+    stat = file_stat[delegates.column("file").to_numpy()] if n else np.zeros(0, dtype=np.int64)
+    order = np.argsort(stat, kind="stable")  # write-stat order; within a file the file's own order
+    if n and (np.diff(order) != 1).any():
+        delegates = delegates.take(pa.array(order))
+        stat = stat[order]
+    keys = delegates.column("key").combine_chunks()
+    parts = delegates.column("partition").combine_chunks()
+    op = delegates.column("op").to_numpy() if n else np.zeros(0, dtype=np.int8)
+    srt = pc.sort_indices(keys).to_numpy()  # one sort by key; stable: a key's entries stay in write order
+    skeys, sop = keys.take(pa.array(srt)), op[srt]
+    first = np.ones(n, dtype=bool)  # the first entry of each key in key order
+    if n > 1:
+        first[1:] = pc.not_equal(skeys.slice(0, n - 1), skeys.slice(1)).to_numpy(zero_copy_only=False)
+    group = np.cumsum(first) - 1
+
+    def last(mask):
+        """Sorted positions of the last entry in ``mask`` of each key (in key order)."""
+        m = np.nonzero(mask)[0]
+        keep = np.ones(len(m), dtype=bool)
+        keep[:-1] = group[m[1:]] != group[m[:-1]]
+        return m[keep]
+
+    last_wd = last(sop != dg.REPLACED)
+    ups_s = last_wd[sop[last_wd] == dg.WRITTEN]
+    ups = srt[ups_s]
+    up_keys = skeys.take(pa.array(ups_s, pa.int64()))
+    # the upserts' locations: (partition, file id of the write stat, t), the distinct ones once
+    penc = parts.take(pa.array(ups, pa.int64())).dictionary_encode(null_encoding="encode")
+    pidx = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    pdict = penc.dictionary.to_pylist()
+    width = max(1, len(pdict))
+    code = stat_fid.reshape(-1)[stat[ups]].astype(np.int64) * width + pidx  # (file id, partition) as one number
+    uniq, inverse = np.unique(code, return_inverse=True)
+    locs = [(pdict[int(c % width)], fids[int(c // width)], t) for c in uniq]
+    upserted = np.zeros(int(group[-1]) + 1 if n else 0, dtype=bool)
+    upserted[group[ups_s]] = True
+    last_dr = last(sop != dg.WRITTEN)
+    rm_s = last_dr[~upserted[group[last_dr]]]
+    rm_keys = skeys.take(pa.array(rm_s, pa.int64()))
+    rm_parts = parts.take(pa.array(srt[rm_s], pa.int64()))
+    return up_keys, locs, inverse.astype(np.int64).reshape(-1), rm_keys, rm_parts
+
+
 def base_hfile(cells: list) -> bytes:
     """An MDT base file (``HoodieAvroHFileWriter``): the schema and key range in the file info."""
     cells = list(cells)
@@ -652,12 +729,15 @@ def base_hfile_columns(keys, values, value_index=None, pace=None) -> bytes:
 
 
 def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats: list[dict],
-                 states: PartitionStates | None = None, also: tuple[str, ...] = ()) -> bool:
+                 states: PartitionStates | None = None, also: tuple[str, ...] = (), delegates=None) -> bool:
     """Write the MDT deltacommit ``t`` for data-table commit ``t`` into every partition a writer updates
     (:func:`writer_partitions`). Callers hold the transaction lock and call this before the data-table commit completes. An MDT deltacommit ``t`` already there (any
     state) is left by an earlier attempt of this commit that failed before the data-table commit completed:
     it is removed and written again with the partitions writers update now (Hudi likewise redoes it).
     ``also``: partitions written besides (the indexer's catch-up applies to the partition it builds).
+    ``delegates``: the write statuses' record delegates (:mod:`lakeio.hudiformat.delegates`, an Arrow table):
+    the record index's entries come from them (:func:`delegate_entries`) and no data file is opened; without
+    them (or when they do not cover every file) the keys are read from the files (:func:`commit_entries`).
     Returns whether it wrote."""
     table = Path(table)
     mdt = MetadataTable(table)
@@ -667,16 +747,30 @@ def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats:
         return False
     if mdt.instant(t) is not None:  # a previous attempt of this commit failed after writing it: redo it
         mdt.remove_instant(t)
-    added, upserts, removed, _ = commit_entries(table, t, write_stats, keys=RECORD_INDEX in parts)
+    from_delegates = None
+    if RECORD_INDEX in parts and delegates is not None:
+        from_delegates = delegate_entries(t, write_stats, delegates)
+    keys = RECORD_INDEX in parts and from_delegates is None
+    added, upserts, removed, _ = commit_entries(table, t, write_stats, keys=keys)
     files = {}
     if FILES in parts:
         cells = files_records(added)
         files[FILES] = (mdt._log_name(FILES, t), hfile_block(t, cells), len(cells), False)
     if RECORD_INDEX in parts:  # always a log file (an empty block when nothing moved): the indexer's
-        data = rli_block(t, upserts)  # catch-up sees from it that this commit wrote the partition
-        if removed:
-            data += lf.delete_block(t, [(k, p, None) for k, p in sorted(removed.items())], schema_json())
-        files[RECORD_INDEX] = (mdt._log_name(RECORD_INDEX, t), data, len(upserts) + len(removed), False)
+        # catch-up sees from it that this commit wrote the partition
+        if from_delegates is not None:
+            up_keys, locs, idx, rm_keys, rm_parts = from_delegates
+            data = rli_block_columns(t, up_keys, locs, idx)
+            n = len(up_keys) + len(rm_keys)
+            if len(rm_keys):  # removed keys are few (deletes): the delete block is written entry by entry
+                data += lf.delete_block(t, [(k, p, None) for k, p in zip(rm_keys.to_pylist(), rm_parts.to_pylist())],
+                                        schema_json())
+        else:
+            data = rli_block(t, upserts)
+            n = len(upserts) + len(removed)
+            if removed:
+                data += lf.delete_block(t, [(k, p, None) for k, p in sorted(removed.items())], schema_json())
+        files[RECORD_INDEX] = (mdt._log_name(RECORD_INDEX, t), data, n, False)
     if not files:
         return False
     mdt.deltacommit(t, completion, files)
@@ -775,11 +869,11 @@ def enabled_for(table: str | os.PathLike, table_version: int) -> bool:
 
 @contextmanager
 def committing(table: str | os.PathLike, table_version: int, t: str, completion: str, write_stats: list[dict],
-               enabled: bool = True):
+               enabled: bool = True, delegates=None):
     """The writer's commit hook: under the transaction lock, create the MDT (files partition, from the
     committed files) when the table has none, write the MDT deltacommit ``t``, then let the caller complete
     the data-table commit inside the ``with`` (Hudi: ``writeTableMetadata`` before ``saveAsComplete``, both
-    in the commit's transaction)."""
+    in the commit's transaction). ``delegates``: the write's record delegates (:func:`apply_commit`)."""
     if not enabled or not enabled_for(table, table_version):
         yield
         return
@@ -792,7 +886,7 @@ def committing(table: str | os.PathLike, table_version: int, t: str, completion:
 
             initialize_files(table, committed_listing(read_table(table)), t)
             states = partition_states(table)
-        apply_commit(table, t, completion, write_stats, states)
+        apply_commit(table, t, completion, write_stats, states, delegates=delegates)
         yield
 
 
