@@ -261,6 +261,9 @@ class PipelineCoordinator:
         self.skipped: list[int] = []
         self.task_faults = read_task_faults(rd)
         self.occ_aborts = 0
+        # instant -> the record delegates its tasks returned (an Arrow table, kept until the instant's commit or
+        # rollback; not persisted: a commit redone after a restart reads the keys from its files)
+        self._delegates: dict[str, pa.Table] = {}
 
     # ------------------------------------------------------------------------------------------ set-up
     def open(self) -> None:
@@ -410,6 +413,9 @@ class PipelineCoordinator:
         statuses = self._write_job(batch_id, instant, df, split)
         self.kill("write.files-written")
         result = self._result(instant, statuses)
+        got = self._task_delegates(statuses)
+        if got is not None:
+            self._delegates[instant] = got
         # the successful attempts' statuses are known: files of failed or duplicate attempts go now (the commit
         # reconciles again: an attempt Spark killed may still have been writing)
         reconciled = markers.reconcile_against_markers(self.rd.table, self.writer.hoodie_dir, instant,
@@ -479,8 +485,30 @@ class PipelineCoordinator:
         spec = executor.make_spec(self.cfg, base_path=self.rd.table, table_name=TABLE_NAME, instant=instant,
                                   batch=batch_id, own_pending=self._own_pending(instant),
                                   quarantine_dir=self.rd.quarantine, schema=executor.record_schema(self.cfg),
-                                  faults=self.task_faults, kill_mid=kill_mid, **fields)
+                                  faults=self.task_faults, kill_mid=kill_mid,
+                                  record_delegates=self._wants_delegates(), **fields)
         return executor.write_batch(df, spec, split=split)
+
+    def _wants_delegates(self) -> bool:
+        """The tasks return their record delegates while a commit writes the record index (the table keeps an
+        MDT whose ``record_index`` is available or inflight: :func:`model.mdt.partitions.writer_partitions`);
+        otherwise nothing is collected. An index scheduled after this check finds no delegates at the commit,
+        which then reads the keys from the files (:func:`lakeio.ondisk.mdt.apply_commit`)."""
+        from model.mdt.partitions import RECORD_INDEX, writer_partitions
+
+        if not self.cfg.get("metadata", True) or not mdt.enabled_for(self.rd.table, self.cfg["table_version"]):
+            return False
+        return RECORD_INDEX in writer_partitions(mdt.partition_states(self.rd.table))
+
+    @staticmethod
+    def _task_delegates(statuses: list[dict]):
+        """The batch's record delegates, the tasks' in task order (:func:`lakeio.hudiformat.delegates.concat`),
+        or None when a task returned none."""
+        if not statuses or any(r.get("delegates") is None for r in statuses):
+            return None
+        from lakeio.hudiformat import delegates
+
+        return delegates.concat(delegates.from_bytes(r["delegates"]) for r in statuses)
 
     def _own_pending(self, instant: str) -> list[str]:
         """Pending instants on disk whose data this job wrote and the model has not rolled back (written by
@@ -611,8 +639,10 @@ class PipelineCoordinator:
         self.kill("commit.before-complete")
         self._sleep_latency()
         with mdt.committing(self.rd.table, self.cfg["table_version"], t, inst.completion_time,  # MDT first
-                            result.write_stats if result else [], self.cfg.get("metadata", True)):
+                            result.write_stats if result else [], self.cfg.get("metadata", True),
+                            delegates=self._delegates.get(t)):
             self.writer.commit(t, inst.completion_time, result, extra_metadata=extra)
+        self._delegates.pop(t, None)
         self.kill("commit.after-complete")
         history.archive_after_commit(self.rd.table, self.cfg.get("archival"))  # post-commit archival, if set
         self.rd.log("committed", instant=t, completion=inst.completion_time, key=key, batch=wm["batch"])
@@ -630,6 +660,7 @@ class PipelineCoordinator:
         self._sleep_latency()
         mdt.rolling_back(self.rd.table, self.cfg["table_version"], t, rb, rbc, self.cfg.get("metadata", True))
         self.writer.rollback(t, rb, rbc)
+        self._delegates.pop(t, None)
         self.rd.log("rolled-back", target=t, rollback=rb)
         p = self._writemeta_path(t)
         p.unlink(missing_ok=True)

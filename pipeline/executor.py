@@ -29,7 +29,10 @@ lines and returns only the tasks' write statuses (a few rows per task, never a r
    records with the Hudi data-file writer (:meth:`lakeio.hudiformat.table.HudiTableWriter.write_task`: the
    bucket's file group updated or created, a direct marker before each file, every file named with the
    attempt's write token ``<partition>-<stage>-<attempt>``, ``FSUtils.makeWriteToken``), and returns one row:
-   task, attempt, token, record and quarantine counts, its write stats (``WriteStatus``) as JSON.
+   task, attempt, token, record and quarantine counts, its write stats (``WriteStatus``) as JSON and, while the
+   table has a record index (the spec's ``record_delegates``), the record delegates of its files
+   (``WriteStatus.getIndexStats()``: key, partition, file and what the file did to it) as one Arrow IPC stream
+   (:mod:`lakeio.hudiformat.delegates`), so the commit's record-index update does not read the files again.
 
 Spark returns the row of the one successful attempt of each task; a failed, killed or speculative attempt's
 files stay on storage until the driver reconciles the instant's markers with those rows
@@ -59,7 +62,7 @@ from pipeline import source as src
 RECORD_SCHEMA = src.GENERATED_SCHEMA  # the generated source's records (user data: the run's input_spec)
 QUARANTINE_SCHEMA = pa.schema([("batch", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 RESULT_DDL = ("task int, attempt int, stage int, token string, records bigint, quarantined bigint, "
-              "stats string, schema string")
+              "stats string, schema string, delegates binary")
 DUPLICATE_ATTEMPT = 100
 FAULT_KINDS = ("fail-after-file", "kill-worker", "duplicate-attempt")
 _ARROW_DDL = {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.float64(): "double",
@@ -91,15 +94,17 @@ def write_fields(cfg: dict) -> dict:
 def make_spec(cfg: dict, *, base_path: Path, table_name: str, instant: str, batch: int, own_pending,
               quarantine_dir: Path, schema: pa.Schema, record_key: str, ordering_field: str | None,
               partition_field: str | None, delete_field: str | None = None, faults=(),
-              kill_mid: dict | None = None) -> dict:
-    """What every task of a batch's write needs (JSON: it travels inside the task closure)."""
+              kill_mid: dict | None = None, record_delegates: bool = False) -> dict:
+    """What every task of a batch's write needs (JSON: it travels inside the task closure). ``record_delegates``:
+    the tasks return their writes' record delegates (the table has a record index, built or being built)."""
     return {"base_path": str(base_path), "table_type": cfg["table_type"], "table_version": cfg["table_version"],
             "table_name": table_name, "instant": instant, "batch": batch, "own_pending": sorted(own_pending),
             "parallelism": cfg["parallelism"], "buckets": cfg["buckets"], "quarantine": str(quarantine_dir),
             "schema": schema.serialize().to_pybytes().hex(), "record_key": record_key,
             "ordering_field": ordering_field, "partition_field": partition_field, "delete_field": delete_field,
             "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid,
-            "log_block_format": cfg.get("log_block_format", "avro"), "jvm_parse": cfg.get("jvm_parse", False)}
+            "log_block_format": cfg.get("log_block_format", "avro"), "jvm_parse": cfg.get("jvm_parse", False),
+            "record_delegates": bool(record_delegates)}
 
 
 def _schema(spec: dict) -> pa.Schema:
@@ -335,7 +340,8 @@ def _open_writer(spec: dict):
     return HudiTableWriter(spec["base_path"], spec["table_type"], spec["table_version"],
                            record_key=spec["record_key"], ordering_field=spec["ordering_field"],
                            partition_field=spec["partition_field"], table_name=spec["table_name"], for_task=True,
-                           log_block_format=spec.get("log_block_format", "avro"), **extra)
+                           log_block_format=spec.get("log_block_format", "avro"),
+                           record_delegates=spec.get("record_delegates", False), **extra)
 
 
 class _AfterFiles:
@@ -438,8 +444,20 @@ def write_partition(spec: dict, split=None):
             "stage": pa.array([stage], pa.int32()), "token": [token], "records": pa.array([good.num_rows], pa.int64()),
             "quarantined": pa.array([bad.num_rows if bad is not None else 0], pa.int64()),
             "stats": [json.dumps(result.write_stats if result is not None else [])],
-            "schema": [result.schema if result is not None else ""]})
+            "schema": [result.schema if result is not None else ""],
+            "delegates": pa.array([_delegate_bytes(spec, result)], pa.binary())})
     return fn
+
+
+def _delegate_bytes(spec: dict, result) -> bytes | None:
+    """The task's record delegates as an Arrow IPC stream (:mod:`lakeio.hudiformat.delegates`), when the spec
+    asks for them (a task that wrote nothing: an empty table); else null."""
+    if not spec.get("record_delegates"):
+        return None
+    from lakeio.hudiformat import delegates
+
+    got = result.record_delegates if result is not None else None
+    return delegates.to_bytes(got if got is not None else delegates.empty())
 
 
 # -------------------------------------------------------------------------------------------- driver

@@ -397,9 +397,17 @@ def test_nothing_to_index_when_the_first_write_is_pending(tmp_path, capfd):
 
 # ------------------------------------------------------------------------------------ live Spark pipeline
 @pytest.mark.spark
-def test_index_built_during_a_live_pipeline_run_passes_audit(tmp_path, spark):
+def test_index_built_during_a_live_pipeline_run_passes_audit(tmp_path, spark, monkeypatch):
+    """The index built beside a live pipeline run passes the audit; the batches written while the table had a
+    record index (inflight or built) had their tasks return record delegates, and their commits wrote the
+    record index from those (``mdt.delegate_entries``), not from the files."""
+    from pipeline.coordinator import PipelineCoordinator
     from pipeline.job import prepare_run, run_job
 
+    wanted, used = [], []
+    wants, entries = PipelineCoordinator._wants_delegates, mdt.delegate_entries
+    monkeypatch.setattr(PipelineCoordinator, "_wants_delegates", lambda self: wanted.append(wants(self)) or wanted[-1])
+    monkeypatch.setattr(mdt, "delegate_entries", lambda *a: used.append(entries(*a)) or used[-1])
     root = tmp_path / "run"
     prepare_run(root, mode="async", table_type="mor", table_version=8, records=400, batches=8, seed=3,
                 malformed=0, commit_latency_ms=150)
@@ -426,3 +434,5 @@ def test_index_built_during_a_live_pipeline_run_passes_audit(tmp_path, spark):
     r = audit_table(str(table))
     assert r.exit_code == 0, [str(v) for v in r.verdicts if not v.holds]
     assert next(v for v in r.verdicts if v.invariant == "MDT.record-index").holds
+    assert len(wanted) == 8 and not wanted[0] and any(wanted)  # none before the index was scheduled
+    assert len(used) == sum(wanted) and all(u is not None for u in used)
