@@ -18,6 +18,10 @@ write path the pipeline's coordinator calls), then copied twice so both runs sta
   within a run, so a window early in the run set against the whole run's mean gap would count that warm-up
   against the indexer. Also printed: beside over the window against the mean gap alone, over the gaps that
   *ended* in the window (the first measure) and over the whole runs.
+* ``--mode commit`` (a micro-benchmark, no Spark): the CPU time of one commit's MDT deltacommit with the
+  record index inflight, its keys read back from the files the commit wrote or taken from the write's record
+  delegates, against the files partition alone (:func:`commit_costs`; ``--records``: the table's first commit,
+  use a small one, e.g. 20,000: the commit's cost does not depend on it).
 * ``--mode writer``: no Spark; the writer commits ``--commits`` upserts of ``--batch`` records alone on A, then
   on B beside the indexer until the indexer ends; throughput over the commits made while it was alive.
 
@@ -33,10 +37,10 @@ records indexed, catch-up decisions; whether the audit of B holds (``MDT.record-
 rebuild). Target: the ratio is >= 0.90; exit 1 when it is not or the audit fails. The figures depend on the
 machine's load: say what else ran.
 
-    python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer] [--records N] [--seed S]
+    python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer|commit] [--records N] [--seed S]
         [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--indexer-after K]
         [--rounds R] [--indexer-priority background|normal] [--indexer-max-cpu SHARE]
-        [--beside indexer|burner] [--burn-seconds S] [--burn-share SHARE] [--keep] [--gaps]
+        [--beside indexer|burner] [--burn-seconds S] [--burn-share SHARE] [--keep] [--gaps] [--repeat N]
 """
 
 from __future__ import annotations
@@ -82,13 +86,17 @@ def _batch(keys, ts):
 
 
 def _commit(w, clock, records, hook=True):
+    """One upsert through the MDT hook, the write's record delegates collected while the table has a record index
+    (built or being built), as the pipeline's coordinator asks its tasks."""
     from lakeio.ondisk import mdt
+    from model.mdt.partitions import RECORD_INDEX, writer_partitions
 
     t = clock()
     w.start(t)
+    w.record_delegates = hook and RECORD_INDEX in writer_partitions(mdt.partition_states(w.base_path))
     r = w.write_batch(t, records, "upsert")
     c = clock()
-    with mdt.committing(w.base_path, 8, t, c, r.write_stats, enabled=hook):
+    with mdt.committing(w.base_path, 8, t, c, r.write_stats, enabled=hook, delegates=r.record_delegates):
         w.commit(t, c, r)
     return t
 
@@ -394,6 +402,76 @@ def plot_sweep(rows: list[dict], path: Path, title: str) -> Path:
     return path
 
 
+def commit_costs(tmp: Path, args) -> dict:
+    """``--mode commit``: the CPU time of one commit's MDT deltacommit (``mdt.apply_commit``) with the record index
+    inflight, on a merge-on-read table written as the pipeline writes (the bucket index, ``--buckets`` buckets a
+    partition, so a commit appends a log file to each of its file groups): ``--records`` records in one commit,
+    then ``--commits`` upserts of ``--batch`` records (:func:`upserts`: 70 % updates, 30 % new keys). Timed on
+    each written commit before it completes: the files partition only (as with no record index), the record
+    index from the keys read back from the commit's files, and from the write's record delegates (what the
+    pipeline's tasks return), ``--repeat`` times each in turns (each call redoes the MDT deltacommit; median per
+    commit, then over the commits). Also the delegates' trip from a task (Arrow IPC out and in). No Spark."""
+    import statistics
+
+    from lakeio.hudiformat import delegates as dg
+    from lakeio.ondisk import mdt
+    from model.mdt.partitions import RECORD_INDEX, PartitionStates
+
+    clock = Clock()
+    path = tmp / "commit"
+    w = _writer(path)
+    w.record_delegates = True
+
+    def write(records):
+        t = clock()
+        w.start(t)
+        return t, w.write_batch(t, records, "upsert", num_buckets=args.buckets), clock()
+
+    t, r, c = write(_batch(range(args.records), 0))
+    with mdt.committing(path, 8, t, c, r.write_stats):
+        w.commit(t, c, r)
+    rng = random.Random(args.seed)
+    fresh = itertools.count(args.records)
+    files_only = mdt.partition_states(path)
+    with_ri = PartitionStates(files_only.available, files_only.inflight | {RECORD_INDEX})
+    kinds = ("files only", "record index, keys read from the files", "record index, keys from the delegates")
+    per = {k: [] for k in kinds}
+    trip = []
+    files = []
+    for i in range(args.commits):
+        t, r, c = write(upserts(rng, args.batch, args.records, fresh, i + 1))
+        files.append(len(r.write_stats))
+        runs = {k: [] for k in kinds}
+        for j in range(args.repeat):
+            order = kinds if (i + j) % 2 == 0 else kinds[::-1]
+            for k in order:
+                mdt.write_partition_states(path, files_only if k == kinds[0] else with_ri)
+                d = r.record_delegates if k == kinds[2] else None
+                t0 = time.process_time()
+                mdt.apply_commit(path, t, c, r.write_stats, delegates=d)
+                runs[k].append(time.process_time() - t0)
+        t0 = time.process_time()
+        dg.concat([dg.from_bytes(dg.to_bytes(r.record_delegates))])
+        trip.append(time.process_time() - t0)
+        mdt.write_partition_states(path, with_ri)
+        mdt.apply_commit(path, t, c, r.write_stats, delegates=r.record_delegates)
+        w.commit(t, c, r)
+        for k in kinds:
+            per[k].append(statistics.median(runs[k]))
+    med = {k: statistics.median(v) * 1000 for k, v in per.items()}
+    ri_files, ri_dg = med[kinds[1]] - med[kinds[0]], med[kinds[2]] - med[kinds[0]]
+    print(f"one commit's MDT deltacommit, {args.batch:,} records (70 % updates) into {statistics.median(files):g} "
+          f"files ({args.buckets} buckets a partition), {args.commits} commits x {args.repeat} runs each, CPU ms "
+          "(median):")
+    for k in kinds:
+        print(f"  {k}: {med[k]:.2f} ms")
+    print(f"  the record index's share: {ri_files:.2f} ms with the keys read from the files, {ri_dg:.2f} ms from "
+          f"the delegates ({ri_dg / ri_files:.0%}); the whole deltacommit {med[kinds[2]] / med[kinds[1]]:.0%} "
+          f"of the re-reading one")
+    print(f"  the delegates' trip from a task (Arrow IPC out and in): {statistics.median(trip) * 1000:.2f} ms")
+    return med
+
+
 def _indexer_line(out: str) -> str:
     rep = json.loads(out)
     counts: dict[str, int] = {}
@@ -407,7 +485,7 @@ def _indexer_line(out: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="100,000 records; a short pipeline run")
-    ap.add_argument("--mode", choices=["pipeline", "writer"], default="pipeline")
+    ap.add_argument("--mode", choices=["pipeline", "writer", "commit"], default="pipeline")
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--pipeline-records", type=int, default=300_000)
     ap.add_argument("--pipeline-batches", type=int, default=60,
@@ -415,6 +493,9 @@ def main(argv=None) -> int:
                          "window is measured")
     ap.add_argument("--batch", type=int, default=20_000)
     ap.add_argument("--commits", type=int, default=12)
+    ap.add_argument("--repeat", type=int, default=5, help="--mode commit: timed runs of each kind per commit")
+    ap.add_argument("--buckets", type=int, default=4, help="--mode commit: bucket-index buckets a partition "
+                    "(the pipeline's default)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--indexer-after", type=int, default=2,
                     help="start the indexer when this many pipeline commits of the run completed (pipeline mode)")
@@ -462,6 +543,18 @@ def main(argv=None) -> int:
         ap.error("--indexer-max-cpu: several shares (a sweep) only in --mode pipeline beside the indexer")
     if args.indexer_after < 0:
         ap.error(f"--indexer-after: {args.indexer_after}: not negative")
+    if args.mode == "commit":
+        if args.repeat < 1 or args.buckets < 1:
+            ap.error(f"--repeat {args.repeat} / --buckets {args.buckets}: at least 1")
+        tmp = Path(tempfile.mkdtemp(prefix="bench-indexing-commit-"))
+        try:
+            print(f"bench_indexing --mode commit: {args.records:,}-record table, seed {args.seed}; load average "
+                  f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+            commit_costs(tmp, args)
+            print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            return 0
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     from lakeio.audit import audit_table
 
     print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); beside the pipeline: "

@@ -47,3 +47,17 @@ def test_bad_arguments_exit_2_before_anything_runs(argv, capsys):
         bi.main(argv)
     assert e.value.code == 2
     assert argv[0] in capsys.readouterr().err
+
+
+def test_commit_mode_times_the_three_deltacommits(capsys):
+    """``--mode commit`` (the micro-benchmark of one commit's record-index upkeep) runs on a small table and
+    prints the three costs and the delegates' share."""
+    assert bi.main(["--mode", "commit", "--records", "300", "--batch", "100", "--commits", "2", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "keys read from the files:" in out and "keys from the delegates:" in out and "the record index's share" in out
+
+
+def test_commit_mode_refuses_a_repeat_of_0(capsys):
+    with pytest.raises(SystemExit) as e:
+        bi.main(["--mode", "commit", "--repeat", "0"])
+    assert e.value.code == 2 and "--repeat" in capsys.readouterr().err
