@@ -216,13 +216,17 @@ def latest_version(s: LSMState) -> int:
 
 
 def latest_manifest(s: LSMState) -> tuple[str, ...]:
-    """``LSMTimeline#latestSnapshotManifest``: the file list of the latest version (empty when none);
-    ``LSMReadError`` when ``_version_`` names a manifest that is not there."""
+    """``LSMTimeline#latestSnapshotManifest``: the file list of the latest version (empty when none, version < 0);
+    ``LSMReadError`` when ``_version_`` names a manifest that is not there -- version 0 included, which names no
+    manifest at all (versions start at 1; Hudi reads ``manifest_0``, a file no writer creates), so the error names
+    ``_version_``."""
     v = latest_version(s)
     if v < 0:
         return ()
     names = s.manifest(v)
     if names is None:
+        if v == 0:
+            raise LSMReadError(VERSION_FILE, f"names version {v} but manifest versions start at 1")
         raise LSMReadError(manifest_name(v), f"{VERSION_FILE} names version {v} but {manifest_name(v)} does not exist")
     return names
 

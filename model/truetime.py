@@ -537,21 +537,41 @@ class TimeGenerator:
         return getattr(self, ns[0])(process, now)
 
     # -------------------------------------------------------------- sequential use
-    def _run(self, process: str, now: int, kind: str, hold_ms: int,
-             action: Callable[[str], Any] | None) -> tuple[GeneratedTime, Any]:
-        """Run one generation to completion, each step at its earliest time.
+    def _check_sequential(self, process: str) -> None:
+        """The guard of a sequential call (:meth:`generate`, :meth:`consume_time`), checked before any effect
+        so that a refused call changes nothing (no request, no latency drawn, no other generation touched).
 
-        Only valid when no other generation is in progress (sequential callers); the lock's
-        ``last_released_at`` carries contention between calls.
+        Refused when another process is mid-generation (the caller must use the steps), when ``process``
+        itself already is (one generation per process, as :meth:`request` refuses), or when a fresh request
+        would be blocked: the lock held, or the queue not empty, with no generation of ours in progress.
         """
         others = [q for q in self.pending if q != process]
         if others:
             raise self._bad(process, f"sequential call while {others} are mid-generation; use the steps")
+        if process in self.pending:
+            raise self._bad(process, "already has a generation in progress (one per process)")
+        if self.config.use_lock and (self.lock.holder is not None or self.lock.queue):
+            raise self._bad(process, "acquire is blocked (the lock is held or others are ahead in the queue)")
+
+    def _run(self, process: str, now: int, kind: str, hold_ms: int,
+             action: Callable[[str], Any] | None) -> tuple[GeneratedTime, Any]:
+        """Run one generation to completion, each step at its earliest time.
+
+        Only valid when no other generation is in progress (sequential callers, :meth:`_check_sequential`);
+        the lock's ``last_released_at`` carries contention between calls.
+        """
+        self._check_sequential(process)
         self.request(process, now, kind, hold_ms)
-        p = self.pending[process]
+        return self._complete(self.pending[process], kind, action)
+
+    def _complete(self, p: _Pending, kind: str, action: Callable[[str], Any] | None) -> tuple[GeneratedTime, Any]:
+        """The steps' effects of a sequential call's own request, in order, each at its earliest time.
+
+        The guard held, so the lock is free and ``p`` heads its queue: the order, the time checks and the
+        blocking checks of the public steps hold by construction (a guard retry re-queues ``p`` alone). Only
+        the caller's ``action`` can raise.
+        """
         result = None
-        # The steps' effects in order, each at its earliest time: the order and the time checks of
-        # the public steps hold by construction here; whether the step is blocked is still checked.
         while True:
             self._acquire(p, self._due(p, "acquire"))
             self._read(p, self._due(p, "read"))
@@ -572,19 +592,22 @@ class TimeGenerator:
         """``consumeTime``: generate a completion time and run ``action(time)`` in the same lock section.
 
         ``hold_ms`` is how long the action keeps the lock (e.g. the completed-file write). Returns
-        ``(record, action result)``. If the action raises, the lock is released and the error
-        propagates (Java's ``finally { unlock() }``); no record is produced.
+        ``(record, action result)``. A refused call (:meth:`_check_sequential`, :meth:`request`'s argument
+        checks) changes nothing. If the action raises, this call's own generation is dropped, the lock is
+        released and the error propagates (Java's ``finally { unlock() }``); no record is produced.
         """
+        self._check_sequential(process)
+        self.request(process, now, "consume", hold_ms)
+        p = self.pending[process]
         try:
-            return self._run(process, now, "consume", hold_ms, action)
+            return self._complete(p, "consume", action)
         except Exception:
-            p = self.pending.pop(process, None)
-            if p is not None and self.config.use_lock:
-                if self.lock.holder == process:
-                    self.lock.holder = None
-                    self.lock.last_released_at = (p.waited_at or now) + p.hold_ms
-                if process in self.lock.queue:
-                    self.lock.queue.remove(process)
+            # The action runs after the wait, with the lock held (``_complete``): the section ends at the
+            # wait's end plus the hold.
+            del self.pending[process]
+            if self.config.use_lock:
+                self.lock.holder = None
+                self.lock.last_released_at = p.waited_at + p.hold_ms
             raise
 
     def times(self) -> list[str]:

@@ -367,6 +367,8 @@ CASES = [
      r"hoodie\.properties: hoodie\.keep\.max\.commits: must be greater than hoodie\.keep\.min\.commits=4"),
     ("version-names-missing-manifest", 9, lambda b: (_hist(b) / "_version_").write_text("999"), 1,
      "I15.version-is-latest"),
+    # version 0 names no manifest (they start at 1): the reader's error, a finding as above, not a traceback
+    ("version-names-manifest-0", 9, lambda b: (_hist(b) / "_version_").write_text("0"), 1, "I15.manifest-complete"),
     ("manifest-lists-missing-file", 8, lambda b: _a_data_file(b).unlink(), 1, "I15.manifest-complete"),
     ("archived-after-pending-write", 9, _pending_before_archived, 1, "I16.before-earliest-pending"),
     ("archived-after-pending-write-tv6", 6,

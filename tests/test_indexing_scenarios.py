@@ -132,6 +132,23 @@ def test_rollback_is_mirrored_in_the_mdt():
     rb = s.dt.completed([Action.ROLLBACK])[0].requested_time
     assert s.mdt_tl.get(rb, DC).is_completed
     assert all(lg[0] != t for _, _, logs in s.mdt for lg in logs)
+    # tv8: the rollback deletes the failed deltacommit's own MDT log entries; the rollback's deltacommit writes none
+    assert all(lg[0] != rb for _, _, logs in s.mdt for lg in logs)
+
+
+def test_the_log_sources_documented_are_the_ones_written():
+    """``IndexingState``'s docstring names each MDT log entry's ``source``; every reachable state of a design with a
+    failed write and its rollback holds exactly those (a source documented but never written misleads a reader of
+    the invariants that filter on it)."""
+    import re
+    doc = " ".join(mm.IndexingState.__doc__.split())
+    listed = doc.split("(``source``", 1)[1].split(")", 1)[0]
+    documented = set(re.findall(r"``(\w+)``:", listed))
+    cfg = INDEXING_VARIANTS["hudi-1.x"].config(writers=1, failures=1)
+    states = _states(cfg)
+    assert any(s.proc("w1")[1] == mm.ROLLED_BACK for s in states)
+    written = {lg[1] for s in states for _, _, logs in s.mdt for lg in logs}
+    assert written == documented == {"w", "i"}, (written, documented)
 
 
 def test_mdt_compaction_waits_for_a_pending_write_before_the_latest_deltacommit():

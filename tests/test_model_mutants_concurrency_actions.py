@@ -593,7 +593,7 @@ def test_summaries_and_clustering_only_its_planned_groups():
     s = run(TWO_GROUPS, W("w1") + W("w2") + W("w1") + [("c", "schedule"), ("k", "schedule")])
     na, nb = FileGroupId("p", f"n{T}0"), FileGroupId("p", f"n{T}2")
     done = dict(state=R.COMPLETED)
-    assert A.summaries(TWO_GROUPS, s) == [
+    assert A.summaries(s) == [
         R.WriteSummary(T0, R.DELTACOMMIT, R.UPSERT, (), completion="20241231235959995", **done),
         R.WriteSummary(f"{T}0", R.DELTACOMMIT, R.UPSERT, {("p", f"n{T}0")}, completion=f"{T}1", **done),
         R.WriteSummary(f"{T}2", R.DELTACOMMIT, R.UPSERT, {("p", f"n{T}2")}, completion=f"{T}3", **done),
@@ -603,7 +603,7 @@ def test_summaries_and_clustering_only_its_planned_groups():
     e = M.step(TWO_GROUPS, s, ("k", "execute"))
     new = BaseFile(f"c{T}7", "7-0-1", f"{T}7", "parquet", "p")
     assert dict(e.files)[new] == (("k0", "w1.0", f"{T}0", f"{T}0"),)
-    assert A.summaries(TWO_GROUPS, e)[-1] == R.WriteSummary(f"{T}7", R.CLUSTERING, R.CLUSTER,
+    assert A.summaries(e)[-1] == R.WriteSummary(f"{T}7", R.CLUSTERING, R.CLUSTER,
                                                             {na, ("p", f"c{T}7")}, state=R.INFLIGHT)
 
 

@@ -136,6 +136,22 @@ def test_latest_version_falls_back_to_the_greatest_manifest_and_a_missing_manife
     assert (e.value.name, e.value.problem) == ("manifest_2", "_version_ names version 2 but manifest_2 does not exist")
 
 
+def test_a_version_file_naming_version_0_is_a_read_error():
+    """``_version_`` = 0 names no manifest (versions start at 1: ``LSMTimeline#getManifestFilePath`` of 0 is a file no
+    writer creates): the reader's error naming ``_version_``, as for any version with no manifest -- not the name
+    codec's ``CodecError`` -- so readers (I15, the on-disk history, the archiver's guard) report it."""
+    from model.lsm import LSMReadError, latest_manifest, latest_version, read_files
+    s = LSMState(manifests=((1, ("a",)),), version=0)
+    assert latest_version(s) == 0
+    for read in (latest_manifest, read_files):
+        with pytest.raises(LSMReadError) as e:
+            read(s)
+        assert (e.value.name, e.value.problem) == (VERSION_FILE, "names version 0 but manifest versions start at 1")
+        assert str(e.value) == "_version_: names version 0 but manifest versions start at 1"
+    # an unreadable _version_ (the on-disk reader's version 0 then) still falls back to the manifests
+    assert latest_manifest(LSMState(manifests=s.manifests, version=0, version_readable=False)) == ("a",)
+
+
 def test_load_instants_reads_overlapping_files_of_the_latest_manifest_once_per_instant():
     """``ArchivedTimelineLoaderV2#loadInstants``: files of the latest manifest in range, records in [start, end),
     one per instant time (a re-archived batch's duplicate is the same instant)."""

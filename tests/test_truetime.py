@@ -222,3 +222,49 @@ def test_keep_history_off_still_numbers_generations():
     recs = [g.generate("a", 0) for _ in range(3)]
     assert g.history == [] and g.generated == 3 and [r.seq for r in recs] == [0, 1, 2]
     assert recs[0].time < recs[1].time < recs[2].time
+
+
+def _generator_state(g):
+    """Everything a step can change: the pending generations, the lock (and its latency draws), the records."""
+    pending = {p: dict(vars(q)) for p, q in g.pending.items()}
+    lock = (g.lock.holder, list(g.lock.queue), g.lock.last_released_at,
+            g.lock.rng.getstate() if g.lock.rng is not None else None)
+    return pending, lock, dict(g.last_time), list(g.history), g.generated
+
+
+@pytest.mark.parametrize("phase_steps", [0, 1, 2, 3])
+def test_a_refused_sequential_call_leaves_the_generator_as_it_was(phase_steps):
+    """A sequential call for a process that already has a generation in progress is refused
+    (``TT.step-order``) and must not drop that generation nor release its lock, in any phase of it."""
+    g = TimeGenerator(TimeGeneratorConfig(max_expected_skew_ms=3, use_lock=True),
+                      lock=Lock(latency_ms=0, latency_max_ms=2, rng=random.Random(7)))
+    g.request("w1", 0, kind="consume", hold_ms=1)
+    for _ in range(phase_steps):
+        g.step("w1", g.earliest("w1"))
+    before = _generator_state(g)
+    for call in (lambda: g.consume_time("w1", 50, lambda t: t), lambda: g.generate("w1", 50)):
+        with pytest.raises(RuleViolation) as e:
+            call()
+        assert (e.value.rule, e.value.detail) == (
+            "TT.step-order", "w1: already has a generation in progress (one per process)")
+        assert _generator_state(g) == before
+    # the generation in progress still completes
+    while "w1" in g.pending:
+        rec = g.step("w1", g.earliest("w1"))
+    assert rec.kind == "consume" and g.lock.holder is None
+
+
+def test_a_sequential_call_refused_as_blocked_makes_no_request():
+    """Blocked by a lock held outside the generator (or a queue entry of no pending generation): refused
+    before its request -- nothing queued, pending or drawn."""
+    for holder, queue in (("outside", []), (None, ["ghost"])):
+        g = TimeGenerator(TimeGeneratorConfig(use_lock=True),
+                          lock=Lock(latency_ms=0, latency_max_ms=5, rng=random.Random(3)))
+        g.lock.holder = holder
+        g.lock.queue.extend(queue)
+        before = _generator_state(g)
+        for call in (lambda: g.consume_time("w1", 0), lambda: g.generate("w1", 0)):
+            with pytest.raises(RuleViolation) as e:
+                call()
+            assert e.value.detail == "w1: acquire is blocked (the lock is held or others are ahead in the queue)"
+            assert _generator_state(g) == before

@@ -114,9 +114,10 @@ def alive(state: ConcState) -> dict:
     return out
 
 
-def summaries(cfg: MachineConfig, state: ConcState) -> list[R.WriteSummary]:
+def summaries(state: ConcState) -> list[R.WriteSummary]:
     """The timeline as conflict resolution sees it: one :class:`~.rules.WriteSummary` per write and
-    compaction instant."""
+    compaction instant. A function of the state alone (its timeline, the groups each write touched, the
+    table services' plans): a design's flaws act on what the caller does with the summaries."""
     touched = dict(state.touched)
     plans = {tc: frozenset(g for g, _ in slices) for tc, slices in state.plans}
     cplans = {tk: frozenset(gids) for tk, gids in state.cplans}
@@ -181,7 +182,7 @@ def w_generate(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
         raise Refused(f"{who} made its {cfg.commits} commit(s)")
     _need_lock(cfg, state, who)
     if cfg.settings.failed_writes != LAZY:   # EAGER: CleanerUtils#rollbackFailedWrites at startCommit
-        for target in R.rollback_targets(cfg.settings, summaries(cfg, state), alive(state)):
+        for target in R.rollback_targets(cfg.settings, summaries(state), alive(state)):
             state = _rollback(cfg, state, target, who)
     t, gen, now = _generate(state, who)
     lock = who if uses_lock(cfg) else state.lock
@@ -268,7 +269,7 @@ def w_check(cfg: MachineConfig, state: ConcState, who: str) -> ConcState:
     _, _, t, commit, fgs = state.proc(who)
     if state.tl.get(t, write_action(cfg)) is None:
         return _abort(state, who, t, commit)
-    view = summaries(cfg, state)
+    view = summaries(state)
     if "ignore-pending-compaction" in cfg.flaws:
         view = [o for o in view if not (o.action == R.COMPACTION and not o.completed)]
     mine = R.WriteSummary(t, write_action(cfg).value, R.UPSERT, fgs)
@@ -318,7 +319,7 @@ def c_schedule(cfg: MachineConfig, state: ConcState) -> ConcState:
         raise Refused(f"compactor is {phase} with {done} of {cfg.compactions} compaction(s) done")
     _need_lock(cfg, state, COMPACTOR)
     tc, gen, now = _generate(state, COMPACTOR)
-    writes = [w for w in summaries(cfg, state) if not w.is_table_service]
+    writes = [w for w in summaries(state) if not w.is_table_service]
     if "no-0x-guard" not in cfg.flaws:
         why = R.may_schedule_compaction(cfg.settings, writes, tc)
         if why is not None:
@@ -390,7 +391,7 @@ def cl_clean(cfg: MachineConfig, state: ConcState) -> ConcState:
     _need_lock(cfg, state, CLEANER)
     start = state
     if cfg.settings.failed_writes == LAZY:   # HoodieTableServiceClient#clean -> rollbackFailedWrites (LAZY)
-        for target in R.rollback_targets(cfg.settings, summaries(cfg, state), alive(state)):
+        for target in R.rollback_targets(cfg.settings, summaries(state), alive(state)):
             state = _rollback(cfg, state, target, CLEANER)
     deleted, earliest, unsafe = [], None, ()
     if cfg.clean_policy is not None:
@@ -459,7 +460,7 @@ def k_commit(cfg: MachineConfig, state: ConcState) -> ConcState:
     _need_lock(cfg, state, CLUSTERER)
     if "clustering-no-check" not in cfg.flaws:
         mine = R.WriteSummary(tk, R.CLUSTERING, R.CLUSTER, dict(state.touched)[tk])
-        if R.resolve_write_conflicts(cfg.settings, summaries(cfg, state), mine) is not None:
+        if R.resolve_write_conflicts(cfg.settings, summaries(state), mine) is not None:
             out = _rollback(cfg, state, tk, CLUSTERER, Action.CLUSTERING)
             return replace(out, clus=(IDLE, None, done + 1))
     tl, gen = state.tl.copy(), state.gen.copy()

@@ -110,18 +110,22 @@ def _compaction_shape(previous: Iterable[str], removed: list[str], added: list[s
 # ------------------------------------------------------------------------------------------------ I16
 def decision_verdicts(d: A.ArchivalDecision, cfg: A.ArchivalConfig) -> list[Verdict]:
     """I16 over one decision: archives only when commits > keep.max, leaves >= keep.min, only commits before the
-    earliest instant to retain and (unless beyond-savepoint) before the first savepoint."""
+    earliest instant to retain and (unless beyond-savepoint) before the first savepoint. A detail explains a
+    violation only (a holding verdict has none)."""
     n_arch = len(d.commits_to_archive)
-    out = [Verdict("I16.trigger", not n_arch or d.commits > cfg.max_commits,
-                   f"archived {n_arch} with {d.commits} commits <= keep.max {cfg.max_commits}"),
-           Verdict("I16.keeps-min", d.commits - n_arch >= cfg.min_commits or not n_arch,
-                   f"{d.commits} - {n_arch} < keep.min {cfg.min_commits}")]
+    triggered = not n_arch or d.commits > cfg.max_commits
+    kept = d.commits - n_arch >= cfg.min_commits or not n_arch
+    out = [Verdict("I16.trigger", triggered,
+                   "" if triggered else f"archived {n_arch} with {d.commits} commits <= keep.max {cfg.max_commits}"),
+           Verdict("I16.keeps-min", kept, "" if kept else f"{d.commits} - {n_arch} < keep.min {cfg.min_commits}")]
     late = [i.requested_time for i in d.commits_to_archive
             if d.earliest_to_retain is not None and i.requested_time >= d.earliest_to_retain]
-    out.append(Verdict("I16.before-retain", not late, f"archived at/after {d.earliest_to_retain}: {late}", tuple(late)))
+    out.append(Verdict("I16.before-retain", not late,
+                       f"archived at/after {d.earliest_to_retain}: {late}" if late else "", tuple(late)))
     sp = [i.requested_time for i in d.commits_to_archive
           if not cfg.beyond_savepoint and d.first_savepoint is not None and i.requested_time >= d.first_savepoint]
-    out.append(Verdict("I16.savepoint", not sp, f"archived at/after savepoint {d.first_savepoint}: {sp}", tuple(sp)))
+    out.append(Verdict("I16.savepoint", not sp,
+                       f"archived at/after savepoint {d.first_savepoint}: {sp}" if sp else "", tuple(sp)))
     return out
 
 
@@ -147,11 +151,12 @@ def archival_verdicts(s: A.HistoryState, cfg: A.ArchivalConfig) -> list[Verdict]
     late = sorted(r.instant_time for r in arch_commits if pend and r.instant_time > pend[0]
                   and r.instant_time not in active_times)
     out.append(Verdict("I16.before-earliest-pending", not late,
-                       f"archived commits {late} are after pending write {pend[0] if pend else ''}", tuple(late)))
+                       f"archived commits {late} are after pending write {pend[0]}" if late else "", tuple(late)))
     sps = [i.requested_time for i in tl.completed([Action.SAVEPOINT])]
     if sps and not cfg.beyond_savepoint:
         bad = sorted(r.instant_time for r in arch_commits if r.instant_time >= sps[0])
-        out.append(Verdict("I16.savepoint", not bad, f"archived at/after savepoint {sps[0]}: {bad}", tuple(bad)))
+        out.append(Verdict("I16.savepoint", not bad, f"archived at/after savepoint {sps[0]}: {bad}" if bad else "",
+                           tuple(bad)))
     out.append(delete_order(s.deleted))
     return out
 
@@ -228,7 +233,8 @@ def no_write_lost(read_view, contents: Mapping[str, Iterable[str]], committed: I
     plan leaves it out)."""
     got = snapshot_records(read_view, contents)
     lost = sorted(set(committed) - got)
-    return Verdict("H.no-write-lost", not lost, f"records of completed writes not read: {lost[:5]}", tuple(lost[:5]))
+    return Verdict("H.no-write-lost", not lost, f"records of completed writes not read: {lost[:5]}" if lost else "",
+                   tuple(lost[:5]))
 
 
 def active_bounded(tl, cfg: A.ArchivalConfig, ctx: A.RetentionContext = A.RetentionContext()) -> Verdict:

@@ -193,7 +193,10 @@ class IndexingState:
     instant, schedules used, aborts)``; ``lock``: who holds the table lock; ``parts``: the table config;
     ``writes``: per DT write instant with files on storage, the records it wrote; ``mdt``: per MDT
     partition ``(name, base entries, logs ((t, source, entries), ...))`` (``source`` ``w``: the writer's
-    deltacommit, ``i``: the indexer's catch-up, ``rb``: a rollback); ``plans``/``index_commits``: the
+    deltacommit, ``i``: the indexer's catch-up) -- a rollback writes no log entry: the tables are tv8, whose
+    log files are named by the deltacommit that wrote them, so :func:`_rollback` deletes the failed
+    deltacommit's entries and its MDT deltacommit (``hudi-semantics.md`` 1.9, tv8 rollbacks delete the failed
+    instant's own log files; no ROLLBACK command block); ``plans``/``index_commits``: the
     ``HoodieIndexPlan`` and ``HoodieIndexCommitMetadata`` written; ``dt``/``mdt_tl``: the timelines
     (never changed once the state exists)."""
 
