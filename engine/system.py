@@ -231,6 +231,8 @@ class System:
         return p is not None and p.tasks[t] is None and self.writers[t].checkpoint_id != p.id
 
     def _bootstrap_in_flight(self) -> bool:
+        if not any(self.channels):  # (every channel empty: sync delivery, and most async states)
+            return False
         return any(type(m) is WriteMetadataEvent and m.bootstrap for ch in self.channels for m in ch)
 
     def _needs_instant(self, t: int) -> bool:
@@ -1025,7 +1027,7 @@ class System:
             coordinator = self._coordinator_hash = hash(self.coordinator.key())
         writers = self._writers_hash
         if writers is None:
-            writers = self._writers_hash = hash(tuple(w.key() for w in self.writers))
+            writers = self._writers_hash = hash(tuple([w.key() for w in self.writers]))
         cached = self._checkpoints_hash
         if cached is None or cached[0] is not self.pending_checkpoint or cached[1] is not self.last_completed:
             cached = self._checkpoints_hash = (self.pending_checkpoint, self.last_completed,
