@@ -345,6 +345,8 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
         if value is None:
             return False
         want = p.kind == SOMETIMES
+        if not want and type(value) is list and _all_hold(value):
+            return False
         if value is True or value is False:
             if value is want:
                 discovered(sid, p, p.name, "", None)
@@ -468,6 +470,18 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     if progress is not None:
         progress(res, len(queue))
     return res
+
+
+_holds = operator.attrgetter("holds")
+
+
+def _all_hold(verdicts: list) -> bool:
+    """Every Verdict of ``verdicts`` holds (the common case, told without a Python-level loop); False when one
+    does not or when an item is not a Verdict (the caller's loop then judges each)."""
+    try:
+        return all(map(_holds, verdicts))
+    except AttributeError:
+        return False
 
 
 def _of_representative(fingerprint, representative):

@@ -52,7 +52,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .explorer import ALWAYS, SOMETIMES, TERMINAL, Discovery, ExploreResult, Model, Property, _of_representative
+from .explorer import ALWAYS, SOMETIMES, TERMINAL, Discovery, ExploreResult, Model, Property, _all_hold, _of_representative
 from .fpset import FPSet, collision_probability, u64
 
 #: shared counters per worker: states expanded so far, transitions so far
@@ -83,6 +83,8 @@ def outcomes(prop: Property, state) -> list[tuple[str, str, Any]]:
     if value is None:
         return []
     want = prop.kind == SOMETIMES
+    if not want and type(value) is list and _all_hold(value):
+        return []
     if value is True or value is False:
         return [(prop.name, "", None)] if value is want else []
     found = []
@@ -248,9 +250,11 @@ def accept_level(w: Worker, masks: list, depth: int) -> list:
     ex = w.expansion
     found = []
     frontier = w.frontier = []
+    masks = [m.tolist() for m in masks]  # (Python bools and ints: a numpy scalar per successor costs more)
+    fps = [b[0].tolist() for b in ex.batches]
     for state, (o, i) in zip(ex.pending, ex.where):
         if masks[o][i]:
-            fp = int(ex.batches[o][0][i])
+            fp = fps[o][i]
             frontier.append((state, fp))
             found += w.check_new(state, fp, depth)
     w.expansion = None

@@ -32,6 +32,10 @@ class Refused:
     def fingerprint_hash(self) -> int:
         return hash(self.fingerprint())
 
+    #: a dead end is its own canonical form (never merged with another state)
+    canonical_fingerprint = fingerprint
+    canonical_fingerprint_hash = fingerprint_hash
+
     def __repr__(self) -> str:
         return f"Refused({self.event}: {self.error})"
 
@@ -129,13 +133,8 @@ class SystemModel(Model):
                 or cls.fingerprint_hash is not SystemModel.fingerprint_hash):
             return None
 
-        def exact(s):
-            return s.fingerprint() if type(s) is Refused else s.canonical_fingerprint()
-
-        def compact(s):
-            return s.fingerprint_hash() if type(s) is Refused else s.canonical_fingerprint_hash()
-
-        return exact, compact
+        # (a Refused dead end answers with its own fingerprints; C-level callers: this runs per successor)
+        return operator.methodcaller("canonical_fingerprint"), operator.methodcaller("canonical_fingerprint_hash")
 
     def format_action(self, ev) -> str:
         return str(ev)

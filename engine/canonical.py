@@ -35,7 +35,7 @@ _EMPTY_HASH = hash(())
 
 
 def _part(shared, columns) -> tuple:
-    return shared, columns, hash(shared), tuple([hash(c) for c in columns])
+    return shared, columns, hash(shared), tuple(map(hash, columns))
 
 
 def _statuses(sts: tuple, t: int) -> tuple:
@@ -124,9 +124,12 @@ def _entry_slots(be) -> tuple:
 def _buffers(entries, n: int) -> tuple:
     """``((key, BufferEntry), ...)``: shared keys and instants, per task its slots."""
     stripped = [_entry_slots(be) for _, be in entries]
-    if any(len(s) != n for s in stripped):
-        raise _FOREIGN
-    return tuple([(k, be.instant) for k, be in entries]), [tuple([s[t] for s in stripped]) for t in range(n)]
+    for s in stripped:
+        if len(s) != n:
+            raise _FOREIGN
+    # (zip(*stripped): per task the tuple of its slots, at C speed; no entry: n empty columns)
+    return (tuple([(k, be.instant) for k, be in entries]),
+            list(zip(*stripped)) if stripped else [()] * n)
 
 
 def coordinator_part(c, n: int) -> tuple:
@@ -152,8 +155,7 @@ def checkpoint_part(cp, n: int) -> tuple:
 
 def combine(a: tuple, b: tuple) -> tuple:
     """Two parts as one."""
-    return ((a[0], b[0]), [(x, y) for x, y in zip(a[1], b[1])], hash((a[2], b[2])),
-            tuple([hash((x, y)) for x, y in zip(a[3], b[3])]))
+    return (a[0], b[0]), list(zip(a[1], b[1])), hash((a[2], b[2])), tuple(map(hash, zip(a[3], b[3])))
 
 
 def metadata_part(timeline_signature, metadata: dict, n: int) -> tuple:

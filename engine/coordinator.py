@@ -214,10 +214,9 @@ class Coordinator:
     def handle_instant_request(self, table, key: int, guard_passed: bool = False) -> str:
         """``handleInstantRequest(ckpId)``: the key's instant, or a new one (``startInstant``); ``guard_passed``:
         a queued request, past the CommitGuard (:func:`model.protocol.coordinator.handle_instant_request`)."""
-        if self.cfg.share_instant_per_key:
-            entry = self.buffers.get(key)
-            if entry is not None:
-                return entry.instant
+        shared = self.shared_instant(key)
+        if shared is not None:
+            return shared
         if not guard_passed and self.would_block(key):
             raise RuntimeError("instant request would block; check would_block() first")
         if self.cfg.coordinator_start:
@@ -227,6 +226,15 @@ class Coordinator:
         self._put(key, self._empty(instant))  # initNewEventBuffer
         self.instant = instant
         return instant
+
+    def shared_instant(self, key: int) -> str | None:
+        """The instant of ``key``'s entry when the tasks asking with one key share it (``share_instant_per_key``,
+        I10), else None: what :meth:`handle_instant_request` answers without changing anything."""
+        if self.cfg.share_instant_per_key:
+            entry = self.buffers.get(key)
+            if entry is not None:
+                return entry.instant
+        return None
 
     def _instant_to_write_0x(self, table, key: int) -> str:
         """0.x ``instantToWrite``: the last pending instant (a new one when none, the fresh job's
@@ -341,6 +349,13 @@ class Coordinator:
         """``restoreEvents``: recommit every buffered entry (with key < ``below`` when given)."""
         keys = sorted(k for k in self.buffers if below is None or k < below)
         return [(k, self.buffers[k].instant, self.commit_instant(table, k, recommit=True)) for k in keys]
+
+    def has_legacy_events(self, task: int, checkpoint_id: int) -> bool:
+        """:meth:`clean_legacy_events` would null a slot (else it changes nothing)."""
+        for k, e in self.buffers.items():
+            if k >= checkpoint_id and e.slots[task] is not None:
+                return True
+        return False
 
     def clean_legacy_events(self, task: int, checkpoint_id: int) -> None:
         """``cleanLegacyEvents``: null the task's slot in every entry with key >= checkpoint_id."""

@@ -65,6 +65,8 @@ EXPLANATIONS = {
 
 
 def _from_observations(system, rule: str) -> Verdict:
+    if rule not in system.observed_rules:  # (most states: no System.observed call)
+        return _HOLDS.get(rule) or Verdict(rule, True)
     obs = system.observed(rule)
     if not obs:
         return _HOLDS.get(rule) or Verdict(rule, True)
@@ -109,9 +111,13 @@ def check_one_instant_per_key(system) -> Verdict:
 
 def check_subsume(system) -> Verdict:
     coord = system.coordinator
-    stale = sorted(k for k in coord.buffers if k < coord.max_acked)
-    if not stale:
+    acked = coord.max_acked
+    for k in coord.buffers:
+        if k < acked:
+            break
+    else:  # (every state of an exploration: no sorted list)
         return _HOLDS["I11.subsume"]
+    stale = sorted(k for k in coord.buffers if k < acked)
     return Verdict("I11.subsume", False,
                    f"ack {coord.max_acked} processed but key(s) {stale} are still buffered "
                    f"({', '.join(coord.buffers[k].instant for k in stale)})",

@@ -231,6 +231,8 @@ class System:
         return p is not None and p.tasks[t] is None and self.writers[t].checkpoint_id != p.id
 
     def _bootstrap_in_flight(self) -> bool:
+        if not any(self.channels):  # (every channel empty: sync delivery, and most async states)
+            return False
         return any(type(m) is WriteMetadataEvent and m.bootstrap for ch in self.channels for m in ch)
 
     def _needs_instant(self, t: int) -> bool:
@@ -643,7 +645,8 @@ class System:
             self.executor = self.executor + (RequestJob(ev.task, w.checkpoint_id, w.attempt),)
             return
         w = self._w(ev.task)
-        w.grant(self._c().handle_instant_request(self.table, w.checkpoint_id))
+        shared = self.coordinator.shared_instant(w.checkpoint_id)  # (the coordinator unchanged: not copied)
+        w.grant(shared if shared is not None else self._c().handle_instant_request(self.table, w.checkpoint_id))
 
     def _do_flush(self, ev):
         self._send(ev.task, self._w(ev.task).flush(last_batch=False))
@@ -664,7 +667,9 @@ class System:
             if p is not None and p.id == message.checkpoint_id and p.tasks[t] is None:
                 self._p().acknowledge_task(t, message)
         elif message.bootstrap:
-            self._c().handle_bootstrap_event(self.table, message)
+            if message.instant or self.coordinator.has_legacy_events(message.task, message.checkpoint_id):
+                self._c().handle_bootstrap_event(self.table, message)
+            # (else the cleanup event would null no slot: the coordinator is left as it is, not copied)
         else:
             self._c().handle_write_metadata(self.table, message)
 
@@ -685,7 +690,7 @@ class System:
     def _do_trigger(self, ev):
         n = self.next_checkpoint
         self.next_checkpoint = n + 1
-        cs = self._c().checkpoint(n) if self.config.snapshot_order == "coordinator-first" else None
+        cs = self.coordinator.checkpoint(n) if self.config.snapshot_order == "coordinator-first" else None
         self.pending_checkpoint = PendingCheckpoint(n, cs, self.config.parallelism)
         self._own_p = True
 
@@ -702,7 +707,7 @@ class System:
 
     def _do_complete(self, ev):
         p = self.pending_checkpoint
-        cs = p.coordinator_state if p.coordinator_state is not None else self._c().checkpoint(p.id)
+        cs = p.coordinator_state if p.coordinator_state is not None else self.coordinator.checkpoint(p.id)
         done = CompletedCheckpoint(p.id, cs, tuple(p.tasks))
         self._check_coverage(done)
         self.last_completed = done
@@ -1025,7 +1030,7 @@ class System:
             coordinator = self._coordinator_hash = hash(self.coordinator.key())
         writers = self._writers_hash
         if writers is None:
-            writers = self._writers_hash = hash(tuple(w.key() for w in self.writers))
+            writers = self._writers_hash = hash(tuple([w.key() for w in self.writers]))
         cached = self._checkpoints_hash
         if cached is None or cached[0] is not self.pending_checkpoint or cached[1] is not self.last_completed:
             cached = self._checkpoints_hash = (self.pending_checkpoint, self.last_completed,

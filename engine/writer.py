@@ -136,10 +136,13 @@ class WriterTask:
     def bootstrap_events(self, table, restored: bool, global_failover: bool,
                          resend_on_global_failover: bool) -> list[WriteMetadataEvent]:
         """``sendBootstrapEvent``: the events sent to the coordinator right after (re)start."""
-        pending = [e._replace(task=self.task) for e in self.state if e.instant and table.is_pending(e.instant)]
         if self.attempt == 0:
-            return pending if restored else []
+            return self._pending_state_events(table) if restored else []
         out = [empty_bootstrap(self.task, self.checkpoint_id)]
         if global_failover and resend_on_global_failover:
-            out.extend(pending)
+            out.extend(self._pending_state_events(table))
         return out
+
+    def _pending_state_events(self, table) -> list[WriteMetadataEvent]:
+        """The events of the task's state whose instant is still pending, as this task's (re-sent on start)."""
+        return [e._replace(task=self.task) for e in self.state if e.instant and table.is_pending(e.instant)]

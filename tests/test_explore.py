@@ -568,3 +568,30 @@ def test_checkpoint_overtaking_the_notification_loses_0x_data_and_the_fifo_desig
                           str(tmp_path / "ok")], capsys)
     rep = json.loads(out)
     assert rc == 0 and rep["complete"] and rep["violation"] is None and rep["states"] > 100
+
+
+# --------------------------------------------------------------------------- a list of verdicts
+class ListJugs(Jugs):
+    """Jugs whose property returns a list (as the protocol's ``check_step`` does): holding Verdicts, a bool,
+    and the failing one; every failing item is its own discovery, also past the all-hold fast path."""
+
+    def properties(self):
+        return [Property.always("step", lambda s: [Verdict("small-ok", True), True,
+                                                   Verdict("big-is-never-4", s[1] != 4, f"jugs {s}"),
+                                                   s[0] != 2])]
+
+
+def test_a_list_of_verdicts_reports_each_failing_item_serial_and_parallel():
+    from checker.explorer import _all_hold
+    from checker.parallel import explore_parallel, outcomes
+
+    assert _all_hold([Verdict("a", True), Verdict("b", True)])
+    assert not _all_hold([Verdict("a", True), Verdict("b", False)])
+    assert not _all_hold([Verdict("a", True), True])  # a bool: the caller's loop judges the items
+    prop = ListJugs().properties()[0]
+    assert outcomes(prop, (0, 0)) == []
+    assert [n for n, _, _ in outcomes(prop, (2, 4))] == ["big-is-never-4", "step"]
+    for res in (explore(ListJugs(), stop_on_violation=False),
+                explore_parallel(ListJugs(), workers=2, stop_on_violation=False)):
+        assert sorted(res.discoveries) == ["big-is-never-4", "step"]
+        assert res.discoveries["big-is-never-4"].depth == 6
