@@ -137,10 +137,12 @@ class WriteContext:
         return md.make_write_stat(self.part, bf.path, fid, "null", num_writes=len(chunk),
                                   num_inserts=len(chunk), size=size)
 
-    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray) -> dict | None:
+    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray,
+                     **found) -> dict | None:
         """Bucket index: every record of the bucket goes to its file group ``fid`` (``base``: its latest base
         file, None when the group does not exist yet). ``updates``: rows whose key the group holds (deletes
-        included), ``inserts``: the others. Returns the write stat (None: nothing to write)."""
+        included), ``inserts``: the others; ``found``: what the caller's lookup read that the path may reuse
+        (copy-on-write: ``old``, ``positions``). Returns the write stat (None: nothing to write)."""
         raise NotImplementedError
 
     def write(self, updates: dict[str, np.ndarray], inserts: np.ndarray,
