@@ -120,7 +120,7 @@ class WriteContext:
         tmp = w.hoodie_dir / ".temp" / self.instant / f".{bf.name}.{uuid.uuid4().hex}.tmp"
         tmp.parent.mkdir(parents=True, exist_ok=True)
         size = basefile.write_base_file(str(w.base_path / bf.path), rows, w._schema_json,
-                                        compression=w.compression, tmp_path=str(tmp))
+                                        compression=w.compression, tmp_path=str(tmp), unique=(w.record_key,))
         return bf, size
 
     def _new_group(self, chunk: np.ndarray, fid: str | None = None) -> dict:
