@@ -44,23 +44,26 @@ def footer_metadata(avro_schema_json: str, rows: pa.Table) -> dict[bytes, bytes]
 UNIQUE_META_COLUMNS = ("_hoodie_commit_seqno", RECORD_KEY)
 
 
-def dictionary_columns(schema: pa.Schema) -> list[str]:
-    """The columns written with dictionary encoding (parquet's default): all but :data:`UNIQUE_META_COLUMNS`."""
-    return [n for n in schema.names if n not in UNIQUE_META_COLUMNS]
+def dictionary_columns(schema: pa.Schema, unique: tuple[str, ...] = ()) -> list[str]:
+    """The columns written with dictionary encoding (parquet's default): all but :data:`UNIQUE_META_COLUMNS`
+    and ``unique`` (the data columns whose values are distinct within a file: a base file's record-key field,
+    one record per key in a file group -- the data copy of ``_hoodie_record_key``)."""
+    return [n for n in schema.names if n not in UNIQUE_META_COLUMNS and n not in unique]
 
 
 def write_base_file(path: str, rows: pa.Table, avro_schema_json: str, compression: str = "snappy",
-                    tmp_path: str | None = None) -> int:
+                    tmp_path: str | None = None, unique: tuple[str, ...] = ()) -> int:
     """Write ``rows`` (meta columns first) to ``path`` as a Hudi parquet base file; return its size in bytes.
 
     The file is written to ``tmp_path`` (default ``<path>.tmp``; the table writer uses ``.hoodie/.temp``, outside
     the partition folders readers list) and renamed, so a crash never leaves a half-written base file under its
-    final name (Hudi relies on markers for this; we do both)."""
+    final name (Hudi relies on markers for this; we do both). ``unique``: data columns written plain
+    (:func:`dictionary_columns`)."""
     if tmp_path is None:
         tmp_path = path + ".tmp"
     with pq.ParquetWriter(tmp_path, rows.schema.remove_metadata(), compression=compression,
                           store_schema=False, write_statistics=True,
-                          use_dictionary=dictionary_columns(rows.schema)) as writer:
+                          use_dictionary=dictionary_columns(rows.schema, unique)) as writer:
         writer.write_table(rows)
         writer.add_key_value_metadata(footer_metadata(avro_schema_json, rows))
     os.replace(tmp_path, path)

@@ -64,6 +64,9 @@ def bucket_ids(keys, num_buckets: int) -> np.ndarray:
     if num_buckets < 1:
         raise ValueError(f"num_buckets: {num_buckets}; expected >= 1")
     if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        fast = _ascii_bucket_ids(keys, num_buckets)
+        if fast is not None:
+            return fast
         true_lens = pc.utf8_length(keys).to_numpy(zero_copy_only=False)
         keys = keys.to_pylist()
     else:
@@ -87,6 +90,32 @@ def bucket_ids(keys, num_buckets: int) -> np.ndarray:
     for i in odd:
         out[i] = bucket_id(keys[i], num_buckets)
     return out
+
+
+def _ascii_bucket_ids(keys, num_buckets: int) -> np.ndarray | None:
+    """:func:`bucket_ids` of a pyarrow string array whose bytes are all ASCII, straight from its buffers (an
+    ASCII byte is one UTF-16 code unit of the same value, so ``String.hashCode`` runs over the bytes; a key's
+    length is its offsets' difference, NUL characters included); None for any other array (the general path)."""
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if keys.type != pa.string() or keys.null_count:
+        return None
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=keys.offset + n + 1)[keys.offset:]
+    start, end = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8, count=end) if end else np.zeros(1, np.uint8)
+    if end > start and data[start:end].max() >= 0x80:
+        return None
+    lens = np.diff(offsets)
+    h = np.zeros(n, dtype=np.uint32)
+    m31 = np.uint32(31)
+    last = max(len(data) - 1, 0)
+    for j in range(int(lens.max())):
+        c = data[np.minimum(offsets[:-1] + j, last)].astype(np.uint32)
+        h = np.where(j < lens, h * m31 + c, h)
+    h = h + m31  # List.hashCode: 31 * 1 + e.hashCode()
+    return ((h & np.uint32(INT_MAX)) % np.uint32(num_buckets)).astype(np.int64)
 
 
 def bucket_id_str(n: int) -> str:

@@ -28,6 +28,15 @@ from .schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from .write_handle import WriteContext
 
 
+def read_base_rows(w, base: fn.BaseFile) -> pa.Table:
+    """Every row of a base file in the table's full schema (meta columns first): what the merge rewrites. Its
+    record keys are handed to the writer's index (:meth:`.index.SimpleIndex.remember`), so a lookup of the
+    same file does not read its key column again."""
+    old = pq.read_table(w.base_path / base.path).select(list(w._full_schema.names)).cast(w._full_schema)
+    w._index.remember(base, old.column(RECORD_KEY))
+    return old
+
+
 class CopyOnWriteContext(WriteContext):
     """The copy-on-write writes of one partition of one instant."""
 
@@ -54,26 +63,37 @@ class CopyOnWriteContext(WriteContext):
             stats.append(self._new_group(remaining[start:start + w.max_file_rows]))
         return stats
 
-    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray) -> dict | None:
+    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray,
+                     old: pa.Table | None = None, positions: np.ndarray | None = None) -> dict | None:
         """The bucket's file group: merged (``HoodieMergeHandle``: updates in place, inserts appended) or, new,
-        created with the inserts (``HoodieCreateHandle``)."""
+        created with the inserts (``HoodieCreateHandle``). ``old``/``positions``: the base file's rows
+        (:func:`read_base_rows`) and each update's row in them, when the caller's index lookup already has them."""
         if base is not None:
-            return self._merge(fid, base, updates, inserts)
+            return self._merge(fid, base, updates, inserts, old, positions)
         return self._new_group(inserts, fid) if len(inserts) else None
 
-    def _merge(self, fid: str, old_base: fn.BaseFile, upd: np.ndarray, ins: np.ndarray) -> dict:
+    def _merge(self, fid: str, old_base: fn.BaseFile, upd: np.ndarray, ins: np.ndarray,
+               old: pa.Table | None = None, positions: np.ndarray | None = None) -> dict:
         """``HoodieMergeHandle``: rewrite the file group's latest base file with updates/deletes/inserts.
 
         Rows that stay keep their meta columns except ``_hoodie_file_name``; the old file's row order is kept
-        (replaced rows stay in place) and inserts are appended."""
+        (replaced rows stay in place) and inserts are appended. ``old``: the base file's rows, already read
+        (:func:`read_base_rows`); ``positions``: the row in ``old`` of each of ``upd`` (every one found there),
+        else looked up here by key (``upd`` rows whose key the file does not hold are dropped)."""
         w = self.w
         task = self._next_task()
         name = fn.BaseFile(fid, self._token(task), self.instant, "parquet", self.part).name
-        old = pq.read_table(w.base_path / old_base.path).select(list(w._full_schema.names)).cast(w._full_schema)
-        pos = pc.index_in(self.keys.take(pa.array(upd, pa.int64())), value_set=old.column(RECORD_KEY))
-        valid = pos.is_valid().to_numpy(zero_copy_only=False)
-        upd = upd[valid]
-        j = pos.filter(pos.is_valid()).to_numpy().astype(np.int64)
+        if old is None:
+            old = read_base_rows(w, old_base)
+        if positions is None:
+            pos = pc.index_in(self.keys.take(pa.array(upd, pa.int64())), value_set=old.column(RECORD_KEY))
+            valid = pos.is_valid().to_numpy(zero_copy_only=False)
+            upd = upd[valid]
+            j = pos.filter(pos.is_valid()).to_numpy().astype(np.int64)
+        else:
+            if len(positions) != len(upd):
+                raise ValueError(f"merge {fid}: {len(positions)} positions for {len(upd)} updates")
+            j = np.asarray(positions, dtype=np.int64)
         if len(upd) and not self.hard_del and w.ordering_field:
             new_o = self.records.column(w.ordering_field).take(pa.array(upd))
             old_o = old.column(w.ordering_field).take(pa.array(j))

@@ -42,6 +42,17 @@ class SimpleIndex:
             self._keys[path] = keys
         return keys
 
+    def remember(self, b: fn.BaseFile, keys: pa.Array | pa.ChunkedArray) -> None:
+        """The record keys of base file ``b``, read by someone else (the COW merge reads the whole file)."""
+        path = str(self.base_path / b.path)
+        if path not in self._keys:
+            self._keys[path] = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+
+    def lookup(self, b: fn.BaseFile, keys: pa.Array, rows: np.ndarray) -> pa.Array:
+        """The row of each of ``keys[rows]`` in base file ``b`` (its record-key column), null where ``b`` does
+        not hold the key: ``tagLocation`` against one file group (the bucket index's)."""
+        return pc.index_in(keys.take(pa.array(rows, pa.int64())), value_set=self.keys_of(b))
+
     def wrote_base(self, b: fn.BaseFile, keys: pa.Array | None) -> None:
         """A base file was written: remember its keys, drop the partition's index."""
         if keys is not None:

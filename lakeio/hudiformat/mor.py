@@ -60,7 +60,8 @@ class MergeOnReadContext(WriteContext):
             stats.append(self._append(fid, latest[fid], updates[fid]))
         return stats
 
-    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray) -> dict | None:
+    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray,
+                     **found) -> dict | None:
         """The bucket's file group: a new log file with the updates and the inserts (``HoodieAppendHandle``
         takes a bucket's inserts too once the group exists) or, new, a base file with the inserts."""
         if base is not None:

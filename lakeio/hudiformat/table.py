@@ -96,7 +96,7 @@ from . import bucket as _bucket
 from . import delegates as _delegates
 from . import rollback as _rollback
 from . import tableconfig, timeline_ops
-from .cow import CopyOnWriteContext
+from .cow import CopyOnWriteContext, read_base_rows
 from .fsview import WriterView
 from .index import SimpleIndex
 from .keygen import DEFAULT_PARTITION, partition_paths, record_keys
@@ -426,8 +426,15 @@ class HudiTableWriter:
                 brows = rows[buckets[rows] == b]
                 fid = _bucket.bucket_file_id(self.table_name, part, int(b))
                 base = part_latest.get(fid)
+                extra = {}
                 if base is not None:
-                    found, _ = self._index.tag_location(part, {fid: base}, keys, brows)
+                    if context is CopyOnWriteContext:  # the merge rewrites the whole file: read it once, and
+                        # look the keys up in it once (the merge takes the positions)
+                        extra["old"] = read_base_rows(self, base)
+                    pos = self._index.lookup(base, keys, brows)
+                    found = pos.is_valid().to_numpy(zero_copy_only=False)
+                    if context is CopyOnWriteContext:
+                        extra["positions"] = pos.filter(pos.is_valid()).to_numpy().astype(np.int64)
                 else:
                     found = np.zeros(len(brows), dtype=bool)
                 updates = brows[found]
@@ -437,7 +444,7 @@ class HudiTableWriter:
                 if ctx is None:
                     write_partition_metadata(self.base_path, self.hoodie_dir, part, instant)
                     ctx = context(self, instant, part, records, keys, is_del, hard_del, task)
-                stat = ctx.write_bucket(fid, base, updates, inserts)
+                stat = ctx.write_bucket(fid, base, updates, inserts, **extra)
                 if stat is not None:
                     stats.append(stat)
         return stats

@@ -126,7 +126,7 @@ class WriteContext:
         tmp = w.hoodie_dir / ".temp" / self.instant / f".{bf.name}.{uuid.uuid4().hex}.tmp"
         tmp.parent.mkdir(parents=True, exist_ok=True)
         size = basefile.write_base_file(str(w.base_path / bf.path), rows, w._schema_json,
-                                        compression=w.compression, tmp_path=str(tmp))
+                                        compression=w.compression, tmp_path=str(tmp), unique=(w.record_key,))
         return bf, size
 
     def _new_group(self, chunk: np.ndarray, fid: str | None = None) -> dict:
@@ -144,10 +144,12 @@ class WriteContext:
         return md.make_write_stat(self.part, bf.path, fid, "null", num_writes=len(chunk),
                                   num_inserts=len(chunk), size=size)
 
-    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray) -> dict | None:
+    def write_bucket(self, fid: str, base: fn.BaseFile | None, updates: np.ndarray, inserts: np.ndarray,
+                     **found) -> dict | None:
         """Bucket index: every record of the bucket goes to its file group ``fid`` (``base``: its latest base
         file, None when the group does not exist yet). ``updates``: rows whose key the group holds (deletes
-        included), ``inserts``: the others. Returns the write stat (None: nothing to write)."""
+        included), ``inserts``: the others; ``found``: what the caller's lookup read that the path may reuse
+        (copy-on-write: ``old``, ``positions``). Returns the write stat (None: nothing to write)."""
         raise NotImplementedError
 
     def write(self, updates: dict[str, np.ndarray], inserts: np.ndarray,

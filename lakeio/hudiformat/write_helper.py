@@ -115,7 +115,7 @@ def deduplicate(records: pa.Table, codes: np.ndarray, record_key: str,
     kid = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys).indices
     kid = kid.to_numpy(zero_copy_only=False).astype(np.int64)
     group = kid * (int(codes.max()) + 1 if len(codes) else 1) + codes
-    if len(np.unique(group)) == n:
+    if pc.count_distinct(pa.array(group)).as_py() == n:  # a hash count (np.unique would sort)
         return records, codes
     otype = records.schema.field(ordering_field).type if ordering_field else None
     if otype is None or pa.types.is_integer(otype) or pa.types.is_floating(otype) or pa.types.is_boolean(otype):
