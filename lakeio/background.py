@@ -13,7 +13,9 @@ An asynchronous table service (``hoodie-lab index``) must not slow the writers i
   writes reach the disk only when no other process has I/O waiting. Without it the job's large writes sit
   in the same queue as a writer's small synced commit files, and each of the writer's ``fsync`` calls waits
   behind them (measured beside the pipeline: the commit's ``fsync`` time tripled while the index was
-  built, ``benchmarks/bench_indexing.py``).
+  built, ``benchmarks/bench_indexing.py``) -- with an I/O scheduler that has priority classes (BFQ, mq-deadline); under
+  ``none`` (``/sys/block/DEV/queue/scheduler``, as on this project's virtio disks) the class is set and changes
+  nothing.
 
 Elsewhere (no ``SCHED_IDLE``) the job is niced to 19. :func:`run_as_background_job` starts the command, forwards
 SIGINT / SIGTERM / SIGHUP to it (it is not in the terminal's process group any more) and returns its exit code.
