@@ -624,9 +624,7 @@ def rli_block(t: str, locations: dict[str, tuple[str, str, str]]) -> bytes:
     the few distinct locations encoded once each and every key's location index (no Python tuple per record)."""
     index: dict = {}
     idx = [index.setdefault(loc, len(index)) for loc in locations.values()]
-    values = [rli_value(loc) for loc in index]
-    data = write_hfile_columns(list(locations), values, {"schema": schema_json().encode()}, value_index=idx)
-    return lf.encode_block(4, {lf.INSTANT_TIME: t, lf.SCHEMA: schema_json()}, data)
+    return rli_block_columns(t, list(locations), list(index), idx)
 
 
 def rli_block_columns(t: str, keys, locations: list[tuple[str, str, str]], index) -> bytes:
@@ -760,17 +758,14 @@ def apply_commit(table: str | os.PathLike, t: str, completion: str, write_stats:
         # catch-up sees from it that this commit wrote the partition
         if from_delegates is not None:
             up_keys, locs, idx, rm_keys, rm_parts = from_delegates
-            data = rli_block_columns(t, up_keys, locs, idx)
-            n = len(up_keys) + len(rm_keys)
-            if len(rm_keys):  # removed keys are few (deletes): the delete block is written entry by entry
-                data += lf.delete_block(t, [(k, p, None) for k, p in zip(rm_keys.to_pylist(), rm_parts.to_pylist())],
-                                        schema_json())
+            data, n_up = rli_block_columns(t, up_keys, locs, idx), len(up_keys)
+            gone = list(zip(rm_keys.to_pylist(), rm_parts.to_pylist()))  # sorted by key, as below
         else:
-            data = rli_block(t, upserts)
-            n = len(upserts) + len(removed)
-            if removed:
-                data += lf.delete_block(t, [(k, p, None) for k, p in sorted(removed.items())], schema_json())
-        files[RECORD_INDEX] = (mdt._log_name(RECORD_INDEX, t), data, n, False)
+            data, n_up = rli_block(t, upserts), len(upserts)
+            gone = sorted(removed.items())
+        if gone:  # removed keys are few (deletes): the delete block is written entry by entry
+            data += lf.delete_block(t, [(k, p, None) for k, p in gone], schema_json())
+        files[RECORD_INDEX] = (mdt._log_name(RECORD_INDEX, t), data, n_up + len(gone), False)
     if not files:
         return False
     mdt.deltacommit(t, completion, files)
