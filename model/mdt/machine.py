@@ -430,7 +430,9 @@ def _catchup_head(cfg: IndexingConfig, state: IndexingState) -> tuple[str, bool,
     alive = writer is not None and writer[1] not in (FAILED, ROLLED_BACK) if cfg.heartbeat_check else True
     m = state.mdt_tl.get(t, DC)
     part = state.mdt_partition(cfg.partition)
-    wrote = part is not None and any(lg[0] == t and lg[1] in ("w", "i") for lg in part[2])
+    # every log entry of the partition is a write's ("w") or the catch-up's ("i"): either one means the instant's
+    # records are already in the index being built
+    wrote = part is not None and any(lg[0] == t for lg in part[2])
     decision = P.catchup_decision(dt_state=dt_state, heartbeat_alive=alive,
                                   mdt_completed=m is not None and m.is_completed, mdt_wrote_partition=wrote,
                                   check=cfg.catchup_check, was_pending=was_pending,
