@@ -485,9 +485,21 @@ def test_pipeline_archive_options_are_validated(tmp_path, capsys, argv, expect):
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
+@pytest.mark.parametrize("bad,names", [("999", "manifest_999"), ("0", "_version_")])
+def test_archival_into_an_unreadable_history_is_refused_before_writing(tmp_path, bad, names):
+    """``_version_`` naming no manifest: an archival run (it appends to the latest manifest) stops with one line
+    naming the file before anything is written (the pipeline's check of the same: below)."""
+    base = _table(tmp_path, 8)
+    (_hist(base) / "_version_").write_text(bad)
+    before = tree_digest(tmp_path)
+    with pytest.raises(UserError, match=rf"history/{names}: history not readable, archival refused"):
+        H.TableArchiver(base, A.ArchivalConfig(max_commits=3, min_commits=2, cleaner_commits_retained=1))
+    assert tree_digest(tmp_path) == before
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("mode", [pytest.param("blocking", marks=pytest.mark.slow), "async"])
-def test_pipeline_archives_during_the_run(tmp_path, spark, mode):
+def test_pipeline_archives_during_the_run(tmp_path, capsys, spark, mode):
     from hudi import HudiTable
 
     from pipeline import source as src
@@ -515,6 +527,16 @@ def test_pipeline_archives_during_the_run(tmp_path, spark, mode):
     assert got == sorted(want.values())
     report = diff_run(root, spark=spark)  # the model never archives: diff compares the table as if unarchived
     assert report.ok, report.render()
+    # a later run with archival on this table, its history made unreadable: one line naming the file, exit 2,
+    # before Spark starts or anything is written
+    (_hist(table) / "_version_").write_text("0")
+    before = tree_digest(tmp_path)
+    code = main(["pipeline", "run", "--records", "10", "--batches", "1", "--out", str(tmp_path / "again"),
+                 "--table", str(table), "--archive-max-commits", "4", "--archive-min-commits", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert re.search(r"history/_version_: history not readable, archival refused: names version 0", err), err
+    assert tree_digest(tmp_path) == before and not (tmp_path / "again").exists()
 
 
 @pytest.mark.parametrize("crash_after", [1, 2, 3, 4, 6, 20, 40])

@@ -137,6 +137,9 @@ def run(args) -> int:
     if archival and args.table_version != 8:
         raise UserError(f"--archive-max-commits: the pipeline archives table version 8 tables only, not "
                         f"{args.table_version}")
+    if archival and args.table is not None:
+        from lakeio.ondisk.history import check_table_archivable
+        check_table_archivable(args.table)  # an unreadable history: one line, exit 2, before anything is written
     out = args.out or _default_out(args)
     rd = prepare_run(out, mode=args.mode, table_type=args.table_type, table_version=args.table_version,
                      records=args.records, batches=args.batches, seed=args.seed, malformed=args.malformed,

@@ -132,6 +132,34 @@ def lsm_folder(base: Path, props: dict[str, str]) -> Path:
     return base / ".hoodie" / tpath / hpath
 
 
+def check_appendable(folder: Path) -> lsm.LSMState:
+    """The LSM history in ``folder`` as the spec's state (empty when there is none yet), read without writing;
+    :class:`UserError` naming the file when its latest manifest cannot be read (``_version_`` naming a manifest
+    that is not there, or version 0): an archival run appends to that manifest, so it is refused before a
+    file is written -- Hudi's ``LSMTimelineWriter#updateManifest`` fails reading it the same way."""
+    folder = Path(folder)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return lsm.EMPTY
+    state = LsmHistory(folder).disk_state()
+    try:
+        lsm.latest_manifest(state)
+    except lsm.LSMReadError as exc:
+        raise UserError(f"{folder / exc.name}: history not readable, archival refused: {exc.problem}") from None
+    return state
+
+
+def check_table_archivable(table_path) -> None:
+    """:func:`check_appendable` for a table's history, when the table exists and has one (version 8+)."""
+    from lakeio.ondisk.reader import _read_facts, find_base_path
+
+    if not (Path(table_path) / ".hoodie").is_dir():
+        return  # no table yet: the run creates it
+    base = find_base_path(table_path)
+    props, version, _, _ = _read_facts(base)
+    if version >= 8:
+        check_appendable(lsm_folder(base, props))
+
+
 def archive_folder(base: Path, props: dict[str, str]) -> Path:
     """``.hoodie/<hoodie.archivelog.folder>`` (``archived``), the tv6 archive (``TimelinePathProviderV1``)."""
     return base / ".hoodie" / (props.get("hoodie.archivelog.folder", "").strip() or "archived")
@@ -787,7 +815,9 @@ class TableArchiver:
         self._instants: dict = {}   # instant key -> its ActiveFiles
         self._files: dict = {}      # ActiveFile -> file name (what _active returns; read-only for callers)
         if self.version >= 8:
-            self.writer = LsmWriter(lsm_folder(self.base, self.props), durable=durable)
+            folder = lsm_folder(self.base, self.props)
+            state = check_appendable(folder)
+            self.writer = LsmWriter(folder, durable=durable, state=state)
         else:
             self.writer = None
             self.archive_dir = archive_folder(self.base, self.props)
