@@ -51,6 +51,10 @@ MAGIC_TRAILER = b'TRABLK"$'
 COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
 KEY_TIMESTAMP = (1 << 63) - 1
 KEY_TYPE_PUT = 4
+#: the zlib level of GZ blocks: any level reads the same (the block header records no level); Hudi's writer takes
+#: zlib's default (6), level 1 takes about a third of its CPU for blocks about 8 % larger (a million-record
+#: record index: 0.35 -> 0.13 CPU-s, 3.69 -> 3.97 MB; a 5,000-key commit block: 1.6 -> 0.6 ms)
+GZ_LEVEL = 1
 DEFAULT_BLOCK_SIZE = 64 * 1024  # hoodie.hfile.block.size (HoodieStorageConfig.HFILE_BLOCK_SIZE)
 
 _HDR = struct.Struct(">8siiqBii")
@@ -299,7 +303,7 @@ def read_hfile(path) -> HFile:
 # writer
 
 def _encode_block(magic: bytes, payload: bytes, prev: int, codec: int = CODEC_NONE) -> bytes:
-    raw = zlib.compress(payload, 6, 31) if codec == CODEC_GZ else payload
+    raw = zlib.compress(payload, GZ_LEVEL, 31) if codec == CODEC_GZ else payload
     n_sums = (HEADER_SIZE + len(raw) + BYTES_PER_CHECKSUM - 1) // BYTES_PER_CHECKSUM
     header = _HDR.pack(magic, len(raw) + 4 * n_sums, len(payload), prev, CHECKSUM_CRC32C, BYTES_PER_CHECKSUM,
                        HEADER_SIZE + len(raw))

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lakeio.background import Pacer
+from lakeio.background import Pacer, foreground
 from lakeio.errors import UserError
 from lakeio.ondisk import mdt as mdtio
 from lakeio.ondisk import metadata as md
@@ -81,6 +82,15 @@ class IndexAborted(UserError):
 
     def __init__(self, message: str):
         super().__init__(message, exit_code=1)
+
+
+@contextmanager
+def _holding(lock: TxnLock):
+    """The transaction lock, taken and held at normal priority (:func:`lakeio.background.foreground`): a
+    background job holding the lock its writers wait for must not wait for an idle CPU (priority inversion;
+    writers are never to wait beyond the indexer's short lock steps)."""
+    with foreground(), lock:
+        yield
 
 
 def _tl(table: Path, name: str) -> Path:
@@ -162,7 +172,7 @@ def _redo(table: Path, t: str, partition: str, lock: TxnLock) -> None:
     read under the lock (the new instant times must follow every time on it)."""
     from lakeio.ondisk.reader import read_table
 
-    with lock:
+    with _holding(lock):
         tbl = read_table(table)
         inst = next(i for i in tbl.timeline.completed() if i.requested_time == t)
         name = fn.timeline_file_name(t, inst.action, State.COMPLETED, inst.completion_time, 2)
@@ -190,7 +200,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
     rep = IndexReport(str(table), partition, max_cpu=pacer.share)
     lock = TxnLock(table)
     # 1. schedule
-    with lock:
+    with _holding(lock):
         check_request(table, partition, settings)  # again under the lock (another indexer may have won)
         tbl = read_table(table)
         upto = index_upto(sorted(tbl.timeline.write_timeline(), key=lambda i: i.requested_time))
@@ -206,7 +216,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
     init_time = None
     try:
         # 2. execute: inflight, partition inflight, snapshot
-        with lock:
+        with _holding(lock):
             md.write_timeline_file(_tl(table, fn.timeline_file_name(t, Action.INDEXING, State.INFLIGHT, None, 2)),
                                    b"")
             states = mdtio.partition_states(table)
@@ -275,7 +285,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         rep.catchup_s = time.perf_counter() - t1
         rep.caught_up_to = last
         # 5. complete
-        with lock:
+        with _holding(lock):
             tbl = read_table(table)
             mdtio.write_partition_states(table, mdtio.partition_states(table).to_available([partition]))
             meta = index_commit_metadata([partition], last)
@@ -299,7 +309,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
 def abort(table: Path, t: str, partition: str, init_time: str | None, lock: TxnLock) -> None:
     """``RunIndexActionExecutor#abort``: the partition leaves both table-config lists, its MDT folder and base
     instant are deleted, and so are the indexing instant's files."""
-    with lock:
+    with _holding(lock):
         mdtio.drop_partition(table, partition, init_time)
         for st in (State.INFLIGHT, State.REQUESTED):
             p = _tl(table, fn.timeline_file_name(t, Action.INDEXING, st, None, 2))
