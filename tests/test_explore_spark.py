@@ -28,7 +28,7 @@ from checker.protocol import SystemModel
 from checker.spark_explore import explore_spark
 from checker.stablefp import canonical, stable_hash
 from checker.symmetry import representative_function
-from conftest import needs_java
+from conftest import apps_since, finished_app_ids, needs_java
 from model.protocol.variants import VARIANTS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -240,6 +240,7 @@ def test_explore_on_a_standalone_cluster(tmp_path, spark_cluster):
     """``hoodie-lab explore --master spark://...``: its own driver, executors on both workers, the serial
     counts, the shortest counterexample written as a trace that replays."""
     assert spark_cluster.state()["aliveworkers"] == 2
+    before = finished_app_ids(spark_cluster)  # the session's cluster: other modules' applications run on it too
     cfg = config("broken-commit-eq")
     model = SystemModel(cfg)
     want = explore(model, max_states=60_000, compact=True)
@@ -262,5 +263,6 @@ def test_explore_on_a_standalone_cluster(tmp_path, spark_cluster):
     assert (rep["states"], rep["transitions"], rep["max_depth"], rep["terminal_states"], rep["drained_checks"],
             rep["complete"]) == (want["states"], want["transitions"], want["max_depth"], want["terminal"],
                                  want["drains"], True)
-    dirs = spark_cluster.executor_dirs()
-    assert all(dirs[i] for i in range(2)), f"executors ran on both workers: {dirs}"
+    apps, dirs = apps_since(spark_cluster, before)
+    assert len(apps) == 2 and all(a["state"] == "FINISHED" for a in apps), apps
+    assert len(dirs) == 2 and all(dirs[i] for i in range(2)), f"executors ran on both workers: {dirs}"

@@ -1,5 +1,6 @@
 """Issue #19 item 4: the pipeline on a real Spark standalone cluster (a master and two workers on 127.0.0.1,
-started from the installed PySpark distribution by ``tests/conftest.py``'s ``spark_cluster`` fixture).
+started from the installed PySpark distribution by ``tests/conftest.py``'s ``spark_cluster`` fixture, one for
+the session).
 
 The pipeline runs as ``hoodie-lab pipeline run --master spark://127.0.0.1:PORT`` (its own driver process) on a
 table path every process can reach (this machine's filesystem); the input files are read by executors on both
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_java
+from conftest import apps_since, finished_app_ids, needs_java
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.spark, needs_java]
@@ -37,6 +38,7 @@ def test_pipeline_on_a_standalone_cluster(tmp_path, spark_cluster):
     from test_pipeline_userdata import JSON_INPUT, JSON_ROWS, _json_dir
 
     assert spark_cluster.state()["aliveworkers"] == 2
+    before = finished_app_ids(spark_cluster)  # the session's cluster: other modules' applications ran on it too
     # the generated source, MOR, async: rows through hudi-rs and the diff
     run = tmp_path / "gen"
     r = _cli("pipeline", "run", "--master", spark_cluster.url, "--records", "300", "--batches", "3",
@@ -60,9 +62,9 @@ def test_pipeline_on_a_standalone_cluster(tmp_path, spark_cluster):
     assert got == sorted(JSON_ROWS, key=repr)
     assert diff_run(run2).ok
     # both applications ran on the cluster, with an executor on each worker
-    apps = spark_cluster.state()["completedapps"]
-    assert len(apps) >= 2 and all(a["state"] == "FINISHED" for a in apps)
-    assert all(dirs for dirs in spark_cluster.executor_dirs().values()), spark_cluster.executor_dirs()
+    apps, dirs = apps_since(spark_cluster, before)
+    assert len(apps) == 2 and all(a["state"] == "FINISHED" for a in apps), apps
+    assert len(dirs) == 2 and all(dirs.values()), dirs
 
 
 def test_unreachable_master_one_line_nothing_created(tmp_path, spark_cluster):
@@ -88,7 +90,7 @@ def test_cluster_stop_ends_every_process_it_started(tmp_path):
     assert len(pids) == 2 and all(_alive(p) for p in pids)
     c.stop()
     assert not any(_alive(p) for p in pids)
-    bad = SparkCluster(tmp_path / "bad", workers=1, start_timeout_s=8)
+    bad = SparkCluster(tmp_path / "bad", workers=1, start_timeout_s=3)  # state() is stubbed: nothing to wait for
     launched = []
     launch = bad._launch
     bad._launch = lambda *a: launched.append(launch(*a)) or launched[-1]
