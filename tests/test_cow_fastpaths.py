@@ -7,7 +7,10 @@
 * :func:`lakeio.hudiformat.bucket.bucket_ids` hashes an ASCII string array from its buffers (no Python string
   per key) -- the same bucket as :func:`lakeio.hudiformat.bucket.bucket_id` (``BucketIdentifier``) for each key;
 * base files write the record-key data column plain, as ``_hoodie_record_key`` (distinct in a file): only its
-  encoding differs, the values are the same.
+  encoding differs, the values are the same;
+* base files keep a column's dictionary only where parquet-mr (Hudi's writer) would: when it compresses the
+  column's first page (:func:`lakeio.hudiformat.basefile.dictionary_pays`); a column of distinct values (an
+  ordering field, a payload) is written plain -- the same rows and footers as with a dictionary everywhere.
 
 A merge given wrong positions is caught by the same comparison."""
 
@@ -159,4 +162,49 @@ def test_base_files_write_the_record_key_column_plain(tmp_path):
         rg = pq.ParquetFile(f).metadata.row_group(0)
         enc = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
         assert "RLE_DICTIONARY" not in enc["key"] and "RLE_DICTIONARY" not in enc["_hoodie_record_key"]
-        assert "RLE_DICTIONARY" in enc["p"] and "RLE_DICTIONARY" in enc["v"]
+        assert "RLE_DICTIONARY" in enc["p"]  # v (key@ts, distinct): plain, as parquet-mr writes it (below)
+
+
+# ------------------------------------------------------------------------------- parquet-mr's dictionary choice
+def test_dictionary_pays_is_parquet_mrs_first_page_rule():
+    """``isCompressionSatisfying`` on the first page (20,000 values, or to 1 MiB of plain size): dictionary
+    size + bit-packed ids < plain size. Sizes worked by hand below."""
+    from lakeio.hudiformat.basefile import dictionary_pays
+
+    assert dictionary_pays(pa.array(["a", "b"] * 5000))                       # 2 x 5 B + 1 + 1,250 < 50,000
+    assert not dictionary_pays(pa.array([f"v{i}-123456" for i in range(30_000)]))  # distinct: dictionary = page
+    assert not dictionary_pays(pa.array(np.arange(30_000, dtype=np.int64)))   # distinct ordering values
+    assert dictionary_pays(pa.array(np.arange(30_000, dtype=np.int64) % 100))  # 800 + 1 + 17,500 < 160,000
+    assert not dictionary_pays(pa.array(["x"]))                                # 5 + 1 < 5 is false
+    assert dictionary_pays(pa.array([True, False] * 100))                      # booleans: Arrow's own default
+    assert dictionary_pays(pa.array([None] * 10, pa.string()))                 # no value: nothing to decide
+    # only the first page counts: 20,000 distinct values, then repeats -- and the other way round
+    assert not dictionary_pays(pa.array(np.concatenate([np.arange(20_000), np.zeros(50_000, np.int64)])))
+    assert dictionary_pays(pa.array(np.concatenate([np.zeros(20_000, np.int64), np.arange(50_000)])))
+    # ... and a page ends at 1 MiB of plain values: 100-byte strings, 10,083 to a page, all distinct in the first
+    # page (plain); counted to 20,000 values (10,100 distinct + 9,900 repeats) the dictionary would pay
+    wide = [f"{i:0100d}" for i in range(10_100)] + ["0" * 100] * 9_900
+    assert not dictionary_pays(pa.array(wide))
+    # nulls are not values: a sparse column of two values pays
+    assert dictionary_pays(pa.array([None, "aa", None, "bb"] * 5000))
+
+
+def test_base_files_keep_a_dictionary_where_parquet_mr_would_and_the_same_values(tmp_path, monkeypatch):
+    """The merged base files with the rule and with a dictionary on every column (the path before it): the same
+    rows and footers; only the encodings of the distinct-valued columns differ (plain)."""
+    from lakeio.hudiformat import basefile
+
+    _write(tmp_path / "rule", _batches())
+    new = _files(tmp_path / "rule")
+    monkeypatch.setattr(basefile, "dictionary_pays", lambda column: True)
+    _write(tmp_path / "all", _batches())
+    old = _files(tmp_path / "all")
+    assert new == old and len(new) >= 6
+    monkeypatch.undo()
+    for f in sorted((tmp_path / "rule").rglob("*.parquet")):
+        if ".hoodie" in f.parts:
+            continue
+        rg = pq.ParquetFile(f).metadata.row_group(0)
+        enc = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
+        assert "RLE_DICTIONARY" not in enc["v"], f      # key@ts: distinct in a file
+        assert "RLE_DICTIONARY" in enc["p"] and "RLE_DICTIONARY" in enc["_hoodie_partition_path"], f
