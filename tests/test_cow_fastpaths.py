@@ -208,3 +208,26 @@ def test_base_files_keep_a_dictionary_where_parquet_mr_would_and_the_same_values
         enc = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
         assert "RLE_DICTIONARY" not in enc["v"], f      # key@ts: distinct in a file
         assert "RLE_DICTIONARY" in enc["p"] and "RLE_DICTIONARY" in enc["_hoodie_partition_path"], f
+
+
+# --------------------------------------------------------------------------------- the lookup's hash side
+def test_positions_in_equals_index_in_on_any_keys():
+    """:func:`lakeio.hudiformat.index.positions_in` (hashes the incoming keys, probes the file's) gives what
+    ``pc.index_in(needles, value_set=haystack)`` gives: duplicates on either side (a value's first haystack row;
+    every equal needle the same), absent values, empty sides, nulls, int keys."""
+    import pyarrow.compute as pc
+
+    from lakeio.hudiformat.index import positions_in
+
+    rng = random.Random(7)
+    cases = [(["a", "b"], []), ([], ["a"]), (["a", None, "b"], ["b", None, "a"]),
+             (["x", "x", "y"], ["y", "x", "x", "y"]), ([1, 2, 3, 2], [3, 3, 2, 9])]
+    for _ in range(2000):
+        alpha = [f"k{i}" for i in range(rng.randint(1, 12))]
+        cases.append(([rng.choice(alpha) for _ in range(rng.randint(0, 25))],
+                      [rng.choice(alpha) for _ in range(rng.randint(0, 25))]))
+    for needles, haystack in cases:
+        typ = pa.int64() if needles and isinstance(needles[0], int) else pa.string()
+        n, h = pa.array(needles, typ), pa.array(haystack, typ)
+        want, got = pc.index_in(n, value_set=h), positions_in(n, h)
+        assert got.type == want.type and got.to_pylist() == want.to_pylist(), (needles, haystack)
