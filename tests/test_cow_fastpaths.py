@@ -231,3 +231,36 @@ def test_positions_in_equals_index_in_on_any_keys():
         n, h = pa.array(needles, typ), pa.array(haystack, typ)
         want, got = pc.index_in(n, value_set=h), positions_in(n, h)
         assert got.type == want.type and got.to_pylist() == want.to_pylist(), (needles, haystack)
+
+
+# ------------------------------------------------------------------------------ the merge's meta columns
+def test_each_merged_version_is_the_old_file_with_its_name_updates_in_place_and_inserts_appended(tmp_path):
+    """``HoodieMergeHandle`` over consecutive versions of every file group: each row of a version carries the
+    version's file name; a key the batch did not touch keeps its old row (commit time, seqno, values) but the
+    file name; the old rows that stay keep their order, replaced rows in place, new keys after them."""
+    _write(tmp_path / "t", _batches())
+    versions: dict = {}
+    for f in sorted((tmp_path / "t").rglob("*.parquet")):
+        if ".hoodie" not in f.parts:
+            versions.setdefault(f.name.split("_")[0], []).append(f)  # file id -> versions (instant order)
+    merged = 0
+    for fid, files in versions.items():
+        files.sort(key=lambda f: f.name.rsplit("_", 1)[1])
+        prev = None
+        for f in files:
+            rows = pq.read_table(f).to_pylist()
+            assert rows and all(r["_hoodie_file_name"] == f.name for r in rows), f
+            if prev is not None:
+                old_keys = [r["key"] for r in prev]
+                new_keys = [r["key"] for r in rows]
+                kept = [k for k in new_keys if k in set(old_keys)]
+                assert kept == [k for k in old_keys if k in set(kept)], f  # the old order, deleted rows gone
+                assert new_keys[:len(kept)] == kept, f  # ... then the inserts
+                by_key = {r["key"]: r for r in prev}
+                for r in rows:
+                    o = by_key.get(r["key"])
+                    if o is not None and o["_hoodie_commit_time"] == r["_hoodie_commit_time"]:  # untouched
+                        assert {**o, "_hoodie_file_name": f.name} == r, f
+                        merged += 1
+            prev = rows
+    assert merged > 20
