@@ -154,14 +154,20 @@ def freeze_worker_heap() -> bool:
     (``gc.freeze``); they are what the process keeps anyway. Only the first call of a process freezes
     (``gc.get_freeze_count()`` is 0 in a fresh worker): a later task's objects -- its batch, its tables,
     cyclic garbage included -- stay collectable, so nothing a task allocates is kept."""
-    if gc.get_freeze_count():
+    global _heap_frozen
+    if _heap_frozen or gc.get_freeze_count():  # the flag first: get_freeze_count walks the frozen objects
+        _heap_frozen = True
         return False
     import pyarrow.compute  # noqa: F401  -- what the tasks import anyway, before the freeze
     import lakeio.hudiformat.table  # noqa: F401
 
     gc.collect()  # what is garbage now is freed, not frozen
     gc.freeze()
+    _heap_frozen = True
     return True
+
+
+_heap_frozen = False  # this process froze its heap (freeze_worker_heap)
 
 
 # ------------------------------------------------------------------------------------------- stage 1
