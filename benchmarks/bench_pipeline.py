@@ -17,10 +17,11 @@ coordinator's p50 batch latency is below the blocking one's. Exit 1 when it is n
 ``async`` COW upserts and MOR, each on ``local[1]`` and ``local[2]`` (``--parallelism`` = cores; a fresh Spark
 session per master, in its own process), records/s over the query's wall time; the ratio hoodie-lab / parquet
 (target >= 80 % on local[2]) and the scaling ratio 2 cores / 1 core; beside them what each run wrote (records and
-bytes of data files: the commits' write stats, ``numWrites`` / ``fileSizeInBytes``; the sink's part files) and
-written records/s -- a COW upsert rewrites every file group a batch touches (Hudi's merge handle), so it writes
-O(table) records a batch where the sink appends O(batch). ``--cluster`` adds the same runs on a
-Spark standalone cluster started for it (:class:`pipeline.sparkcluster.SparkCluster`: a master and 2 workers
+bytes of data files: the commits' write stats, ``numWrites`` / ``fileSizeInBytes``; the sink's part files),
+written records/s and each run's CPU seconds (driver, JVM and Python workers, from ``/proc``: the work, moved far
+less by the machine's load than records/s) -- a COW upsert rewrites every file group a batch
+touches (Hudi's merge handle), so it writes O(table) records a batch where the sink appends O(batch).
+``--cluster`` adds the same runs on a Spark standalone cluster started for it (:class:`pipeline.sparkcluster.SparkCluster`: a master and 2 workers
 of 1 core on 127.0.0.1, writer tasks = 2; stopped by their process groups at the end). MOR runs write parquet
 log data blocks (``log_block_format=parquet``, ``HoodieParquetDataBlock``, read by hudi-rs). ``--ab``
 alternates the writer-task variants (Python or JVM parse, Avro or parquet log blocks) in one ``local[2]``
@@ -129,6 +130,32 @@ def sink_written(out: Path, records: int) -> tuple[int, int]:
     return records, sum(f.stat().st_size for f in Path(out).rglob("part-*") if f.is_file())
 
 
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and every process below it -- the JVM it started and the
+    JVM's Python workers -- from ``/proc``, with the children they have reaped (a worker that exited). The
+    difference over a run is the run's work on this machine (``local`` masters; a cluster's executors are not
+    below the driver)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    own: dict[int, float] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        f = stat[stat.rindex(")") + 2:].split()
+        children.setdefault(int(f[1]), []).append(int(d))
+        own[int(d)] = sum(int(x) for x in f[11:15]) / hz  # utime, stime, cutime, cstime
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += own.get(pid, 0.0)
+        todo += children.get(pid, [])
+    return total
+
+
 def scale_child(master: str, records: int, batches: int, base: Path, shared: Path, kinds: list[str],
                 cluster_cores: int = 2) -> dict:
     """One Spark session on ``master``: plain parquet, then hoodie-lab async COW and MOR; one JSON line.
@@ -149,6 +176,7 @@ def scale_child(master: str, records: int, batches: int, base: Path, shared: Pat
         run_job(_shared_run(warm, src_warm, "warm-run", 2, mode="async", table_type="mor",
                             parallelism=cores, buckets=max(4, cores)), spark=spark, progress=None)
         for kind in kinds:
+            cpu0 = tree_cpu_seconds()
             if kind == "parquet":
                 t0 = time.monotonic()
                 q = (spark.readStream.schema(_schema()).option("maxFilesPerTrigger", 1).json(str(shared))
@@ -165,9 +193,10 @@ def scale_child(master: str, records: int, batches: int, base: Path, shared: Pat
                 out[kind] = records / s["seconds"]
                 out[f"{kind}_written"] = table_written(root / "table")
                 shutil.rmtree(root / "table", ignore_errors=True)  # the next run's disk cache, not this table's
+            out[f"{kind}_cpu"] = tree_cpu_seconds() - cpu0
             wr, wb = out[f"{kind}_written"]
-            print(f"    {master} {kind}: {out[kind]:,.0f} records/s; wrote {wr:,} records, {wb / 2**20:,.0f} MiB",
-                  file=sys.stderr, flush=True)
+            print(f"    {master} {kind}: {out[kind]:,.0f} records/s; wrote {wr:,} records, {wb / 2**20:,.0f} MiB; "
+                  f"{out[f'{kind}_cpu']:.1f} CPU s", file=sys.stderr, flush=True)
     finally:
         spark.stop()
     out["driver_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -264,6 +293,17 @@ def scale_main(args) -> int:
             wr, wb = r[f"{k}_written"]
             print(f"{r['master']:11s} {k:8s} {wr:12,d} {wb / 2**20:8,.0f} {wr / secs[k]:14,.0f} "
                   f"{wr / secs[k] / pq_wps:6.0%}")
+    if all("cow_cpu" in r for r in rows if not r["master"].startswith("cluster")):
+        print("\nwork per run: CPU seconds of the driver, its JVM and the Python workers (local masters; moved "
+              "far less by the machine's load than records/s):")
+        print(f"{'master':11s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} "
+              f"{'MOR/pq':>7s}")
+        for r in rows:
+            if r["master"].startswith("cluster"):
+                continue
+            pq_cpu = r["parquet_cpu"]
+            print(f"{r['master']:11s} {pq_cpu:14.1f} {r['cow_cpu']:12.1f} {r['cow_cpu'] / pq_cpu:6.0%} "
+                  f"{r['mor_cpu']:12.1f} {r['mor_cpu'] / pq_cpu:6.0%}")
     ok = True
     by = {r["master"]: r for r in rows}
     if "local[1]" in by and "local[2]" in by:

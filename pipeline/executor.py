@@ -13,9 +13,13 @@ lines and returns only the tasks' write statuses (a few rows per task, never a r
    (:func:`lakeio.hudiformat.bucket.bucket_id`, Hudi's ``BucketIdentifier``: hash of the record key mod
    ``buckets``) and its writer task (:func:`lakeio.hudiformat.bucket.task_of`: bucket mod ``parallelism``, as
    Flink's ``BucketIndexPartitioner``); a malformed line goes to task ``seq mod parallelism`` with its reason.
-   ``seq`` is the line's position (split, row), so the batch's order survives the shuffle. The generated
-   source's lines (without ``jvm_parse``) cross the shuffle raw (:func:`route_lines`: route, task, seq, line;
-   the writer task judges them again with the same split) -- fewer columns for Spark to convert. With the run option
+   ``seq`` is the line's position (split, row), so the batch's order survives the shuffle. By default
+   (``shuffle="packed"``, :func:`parse_route_pack`) each input row is judged once, here, and each writer task's
+   records and malformed lines of a stage-1 batch cross the shuffle as one Arrow IPC stream (a Spark row per
+   task and batch, not per record: Spark converts and shuffles a few large values). With ``shuffle="rows"``
+   a record is a Spark row: the generated source's lines (without ``jvm_parse``) cross the shuffle raw
+   (:func:`route_lines`: route, task, seq, line; the writer task judges them again with the same split) --
+   fewer columns for Spark to convert. With the run option
    ``jvm_parse`` (``pipeline run --jvm-parse``) Spark's JVM parses the generated source's lines first
    (:func:`jvm_parse`, ``from_json``); a line it read exactly in the generator's layout skips ``parse_line``,
    every other line still goes through it, so the verdicts are ``parse_line``'s (measured not faster here: off
@@ -47,6 +51,7 @@ token attempt ``100``: a speculative copy whose result Spark drops) and then wri
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -104,6 +109,7 @@ def make_spec(cfg: dict, *, base_path: Path, table_name: str, instant: str, batc
             "ordering_field": ordering_field, "partition_field": partition_field, "delete_field": delete_field,
             "faults": [dict(f) for f in faults if f.get("batch") == batch], "kill_mid": kill_mid,
             "log_block_format": cfg.get("log_block_format", "avro"), "jvm_parse": cfg.get("jvm_parse", False),
+            "shuffle": cfg.get("shuffle", "packed"),
             "record_delegates": bool(record_delegates)}
 
 
@@ -134,6 +140,34 @@ def routed_ddl(schema: pa.Schema) -> str:
             raise ValueError(f"record column {f.name}: type {f.type} not supported by the executor writer")
         cols.append(f"`{wire}` {_ARROW_DDL[f.type]}")
     return "route int, task int, seq bigint, " + ", ".join(cols) + ", `_reason` string, `_raw` string"
+
+
+# ------------------------------------------------------------------------------------- worker heap
+def freeze_worker_heap() -> bool:
+    """Move the Python worker's long-lived objects (the modules a writer task runs: pyarrow, pandas, pyspark's
+    worker, this project's) into the garbage collector's permanent generation, once per worker process; True
+    when this call froze them.
+
+    PySpark's daemon runs ``gc.collect()`` after every task a reused worker finishes (``pyspark/daemon.py``), a
+    full collection that walks every tracked object -- about 80,000 after these imports, some 40 ms of CPU here
+    per task, a seventh of the Python workers' CPU in a COW run (py-spy). Frozen objects are not walked
+    (``gc.freeze``); they are what the process keeps anyway. Only the first call of a process freezes
+    (``gc.get_freeze_count()`` is 0 in a fresh worker): a later task's objects -- its batch, its tables,
+    cyclic garbage included -- stay collectable, so nothing a task allocates is kept."""
+    global _heap_frozen
+    if _heap_frozen or gc.get_freeze_count():  # the flag first: get_freeze_count walks the frozen objects
+        _heap_frozen = True
+        return False
+    import pyarrow.compute  # noqa: F401  -- what the tasks import anyway, before the freeze
+    import lakeio.hudiformat.table  # noqa: F401
+
+    gc.collect()  # what is garbage now is freed, not frozen
+    gc.freeze()
+    _heap_frozen = True
+    return True
+
+
+_heap_frozen = False  # this process froze its heap (freeze_worker_heap)
 
 
 # ------------------------------------------------------------------------------------------- stage 1
@@ -248,6 +282,7 @@ def parse_and_route(spec: dict, routes: list[int], split):
     route_arr = np.asarray(routes, dtype=np.int32)
 
     def fn(batches):
+        freeze_worker_heap()
         for b, base in _numbered(batches):
             good, bad, kinds = _split_rows(pa.Table.from_batches([b]), split, schema)
             n = good.num_rows
@@ -295,6 +330,7 @@ def route_lines(spec: dict, routes: list[int], split):
     route_arr = np.asarray(routes, dtype=np.int32)
 
     def fn(batches):
+        freeze_worker_heap()
         for b, base in _numbered(batches):
             lines = b.column(b.schema.get_field_index("line"))
             good, _bad, kinds = _split_rows(pa.table({"line": lines}), split, schema)
@@ -313,6 +349,63 @@ def route_lines(spec: dict, routes: list[int], split):
                 "seq": pa.array(seq[keep], pa.int64()),
                 "line": lines if len(keep) == b.num_rows else lines.filter(pa.array(kinds >= 0))})
     return fn
+
+
+#: stage 1's rows when the records cross the shuffle packed (``shuffle="packed"``, the default): one row per
+#: writer task and stage-1 output batch, the batch's rows of that task as one Arrow IPC stream
+PACKED_DDL = "route int, task int, seq bigint, packed binary"
+SHUFFLES = ("packed", "rows")
+
+
+def _pack(rows: pa.RecordBatch, route_arr: np.ndarray) -> pa.RecordBatch | None:
+    """One of :func:`parse_and_route`'s output batches (route, task, seq, the record columns, reason, raw) as
+    packed rows: for each writer task in it, its rows in their order (the columns but route and task) as one Arrow
+    IPC stream, with its route, its task and its first ``seq``. The rows of a batch are in ``seq`` order and the
+    ``seq`` ranges of two batches of a kind (records, malformed lines) do not interleave, so the writer task,
+    taking its packed rows in ``seq`` order, sees its records and its malformed lines each in input order, as it
+    does with one row per record."""
+    if not rows.num_rows:
+        return None
+    tasks = rows.column(rows.schema.get_field_index("task")).to_numpy()
+    body = rows.drop_columns(["route", "task"])
+    out_task, out_seq, blobs = [], [], []
+    for t in np.unique(tasks).tolist():
+        mine = body if len(tasks) == 0 or (tasks[0] == t and (tasks == t).all()) else body.filter(pa.array(tasks == t))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, mine.schema) as w:
+            w.write_batch(mine)
+        out_task.append(t)
+        out_seq.append(mine.column(0)[0].as_py())
+        blobs.append(sink.getvalue())
+    t = np.asarray(out_task, dtype=np.int64)
+    return pa.RecordBatch.from_pydict({"route": pa.array(route_arr[t], pa.int32()), "task": pa.array(t, pa.int32()),
+                                       "seq": pa.array(out_seq, pa.int64()),
+                                       "packed": pa.array([b.to_pybytes() for b in blobs], pa.binary())})
+
+
+def parse_route_pack(spec: dict, routes: list[int], split):
+    """Stage 1's ``mapInArrow`` function with ``shuffle="packed"``: :func:`parse_and_route` (each input row
+    judged once, here: a record's columns parsed, a malformed line's reason) whose rows cross the shuffle packed
+    per writer task (:func:`_pack`). Spark moves a few large binary values instead of converting every record's
+    columns to its rows and back, and the writer task does not parse its lines again: the same records and the
+    same malformed lines (reason, raw) reach the same task in the same order as with one row per record."""
+    route_arr = np.asarray(routes, dtype=np.int32)
+    inner = parse_and_route(spec, routes, split)
+
+    def fn(batches):
+        for rows in inner(batches):
+            packed = _pack(rows, route_arr)
+            if packed is not None:
+                yield packed
+    return fn
+
+
+def _unpack(packed) -> pa.Table:
+    """The writer task's packed rows (in ``seq`` order) back as one table of :func:`parse_and_route`'s rows
+    (without route and task)."""
+    packed = packed.combine_chunks() if isinstance(packed, pa.ChunkedArray) else packed
+    tables = [pa.ipc.open_stream(packed[i].as_buffer()).read_all() for i in range(len(packed))]
+    return pa.concat_tables(tables)
 
 
 # ------------------------------------------------------------------------------------------- stage 2
@@ -389,6 +482,30 @@ def _kill_driver(spec: dict, task: int, n: int) -> None:
     os.kill(km["driver_pid"], signal.SIGKILL)
 
 
+def task_rows(batches, task: int, split, schema: pa.Schema) -> tuple[pa.Table, pa.Table]:
+    """What writer task ``task`` received through the shuffle (its input batches, in ``seq`` order) as (its
+    records in the run's schema, its malformed lines: ``_reason``, ``_raw``), each in input order: raw lines
+    (:func:`route_lines`) judged again by ``split``, :func:`parse_and_route`'s rows taken as they are, packed
+    rows (:func:`parse_route_pack`) unpacked first. Raises when a row was routed to another task."""
+    parts = [pa.Table.from_batches([b]) for b in batches]
+    rows = pa.concat_tables(parts) if parts else None
+    if rows is None or not rows.num_rows:
+        return schema.empty_table(), pa.table({"_reason": pa.array([], pa.string()), "_raw": pa.array([], pa.string())})
+    tasks = set(rows.column("task").unique().to_pylist())
+    if tasks - {task}:
+        raise RuntimeError(f"writer task {task} received rows routed to tasks {sorted(tasks)} "
+                           "(Spark's partitioner and the route keys disagree)")
+    if "packed" in rows.column_names:  # parse_route_pack: the records and malformed lines, parsed once
+        rows = _unpack(rows.column("packed"))
+    if "line" in rows.column_names:  # raw lines (route_lines): the same split as stage 1's
+        good, bad_rows, _kinds = _split_rows(pa.table({"line": rows.column("line")}), split, schema)
+        return good, pa.table({"_reason": pa.array([r for r, _ in bad_rows], pa.string()),
+                               "_raw": pa.array([x for _, x in bad_rows], pa.string())})
+    reason = rows.column("_reason")
+    good = rows.filter(reason.is_null()).select(_wire_names(schema)).rename_columns(schema.names).cast(schema)
+    return good, rows.filter(reason.is_valid()).select(["_reason", "_raw"])
+
+
 def write_partition(spec: dict, split=None):
     """Stage 2's ``mapInArrow`` function: one writer task (see the module doc). Rows of :func:`route_lines`
     (raw lines) are judged here by ``split`` (:func:`_split_rows`), as stage 1 judged them."""
@@ -397,28 +514,11 @@ def write_partition(spec: dict, split=None):
     def fn(batches):
         from pyspark import TaskContext
 
+        freeze_worker_heap()
         ctx = TaskContext.get()
         task, attempt, stage = ctx.partitionId(), ctx.attemptNumber(), ctx.stageId()
-        parts = [pa.Table.from_batches([b]) for b in batches]
-        rows = pa.concat_tables(parts) if parts else None
-        if rows is not None and rows.num_rows:
-            tasks = set(rows.column("task").unique().to_pylist())
-            if tasks - {task}:
-                raise RuntimeError(f"writer task {task} received rows routed to tasks {sorted(tasks)} "
-                                   "(Spark's partitioner and the route keys disagree)")
-            if "line" in rows.column_names:  # raw lines (route_lines): the same split as stage 1's
-                good, bad_rows, _kinds = _split_rows(pa.table({"line": rows.column("line")}), split, schema)
-                bad = pa.table({"_reason": pa.array([r for r, _ in bad_rows], pa.string()),
-                                "_raw": pa.array([x for _, x in bad_rows], pa.string())})
-            else:
-                reason = rows.column("_reason")
-                bad = rows.filter(reason.is_valid())
-                good = (rows.filter(reason.is_null()).select(_wire_names(schema)).rename_columns(schema.names)
-                        .cast(schema))
-        else:
-            bad, good = None, schema.empty_table()
-        _write_quarantine(spec, task, bad.column("_reason").to_pylist() if bad is not None else [],
-                          bad.column("_raw").to_pylist() if bad is not None else [])
+        good, bad = task_rows(batches, task, split, schema)
+        _write_quarantine(spec, task, bad.column("_reason").to_pylist(), bad.column("_raw").to_pylist())
         faults = {f["kind"] for f in spec["faults"] if f.get("task") == task} if attempt == 0 else set()
         token = f"{task}-{stage}-{attempt}"
         result = None
@@ -442,7 +542,7 @@ def write_partition(spec: dict, split=None):
         yield pa.RecordBatch.from_pydict({
             "task": pa.array([task], pa.int32()), "attempt": pa.array([attempt], pa.int32()),
             "stage": pa.array([stage], pa.int32()), "token": [token], "records": pa.array([good.num_rows], pa.int64()),
-            "quarantined": pa.array([bad.num_rows if bad is not None else 0], pa.int64()),
+            "quarantined": pa.array([bad.num_rows], pa.int64()),
             "stats": [json.dumps(result.write_stats if result is not None else [])],
             "schema": [result.schema if result is not None else ""],
             "delegates": pa.array([_delegate_bytes(spec, result)], pa.binary())})
@@ -479,22 +579,33 @@ def route_keys(spark, parallelism: int) -> list[int]:
     return _ROUTES[parallelism]
 
 
-def write_batch(df, spec: dict, split) -> list[dict]:
-    """Run the batch's write job on ``df`` (one binary column of raw lines); the write statuses of each task's
-    successful attempt, in task order. Nothing but those rows comes back to the driver. ``split``: the batch
-    split the tasks run (:func:`pipeline.job.split_batch`)."""
+def shuffled(df, spec: dict, split):
+    """Stages 1 and 2's input: ``df`` (the batch's raw lines, or user data's files) parsed and routed
+    (``shuffle="packed"``: :func:`parse_route_pack`; ``"rows"``: :func:`route_lines` for the generated source's
+    raw lines, :func:`parse_and_route` otherwise), repartitioned so that Spark partition ``t`` holds writer task
+    ``t``'s rows, in ``seq`` order."""
     P = spec["parallelism"]
     schema = _schema(spec)
     routes = route_keys(df.sparkSession, P)
     if "line" in df.columns and spec.get("jvm_parse"):  # the generated source: Spark's JVM parses
         df = jvm_parse(df)
+    if spec.get("shuffle", "packed") == "packed":  # parsed once, packed per writer task
+        routed = df.mapInArrow(parse_route_pack(spec, routes, split), PACKED_DDL)
+    elif "line" in df.columns and spec.get("jvm_parse"):
         routed = df.mapInArrow(parse_and_route(spec, routes, split), routed_ddl(schema))
     elif "line" in df.columns:  # the generated source's raw lines cross the shuffle as they are
         routed = df.mapInArrow(route_lines(spec, routes, split), ROUTED_LINES_DDL)
     else:  # user data: a file's bytes per row, parsed records cross the shuffle
         routed = df.mapInArrow(parse_and_route(spec, routes, split), routed_ddl(schema))
-    out = (routed.repartition(P, "route").sortWithinPartitions("seq")
-           .mapInArrow(write_partition(spec, split), RESULT_DDL))
+    return routed.repartition(P, "route").sortWithinPartitions("seq")
+
+
+def write_batch(df, spec: dict, split) -> list[dict]:
+    """Run the batch's write job on ``df`` (one binary column of raw lines); the write statuses of each task's
+    successful attempt, in task order. Nothing but those rows comes back to the driver. ``split``: the batch
+    split the tasks run (:func:`pipeline.job.split_batch`)."""
+    P = spec["parallelism"]
+    out = shuffled(df, spec, split).mapInArrow(write_partition(spec, split), RESULT_DDL)
     statuses = [r.asDict() for r in out.collect()]  # one row per task: the write statuses
     statuses.sort(key=lambda r: r["task"])
     if [r["task"] for r in statuses] != list(range(P)):

@@ -60,6 +60,10 @@ def default_config(**overrides) -> dict:
     # hoodie.logfile.data.block.format=parquet); jvm_parse: Spark's JVM parses the generated source's lines
     # (pipeline.executor.jvm_parse; off: measured slower than parse_line in the tasks on this machine, README)
     cfg.update({"log_block_format": "avro", "jvm_parse": False})
+    # shuffle: how the write job's records cross its shuffle (pipeline.executor): "packed" (parsed once, one
+    # Arrow IPC stream per writer task and input batch) or "rows" (a Spark row per record: the generated
+    # source's raw lines, judged again by the writer task; user data's parsed columns)
+    cfg.update({"shuffle": "packed"})
     # multi-writer (pipeline.multiwriter): hoodie.write.concurrency.mode; ordering values i*stride+phase
     cfg.update({"concurrency_mode": "single_writer", "ts_stride": 1, "ts_phase": 0})
     cfg.update(overrides)
@@ -95,6 +99,8 @@ def validate_config(cfg: dict) -> None:
                         "(a task without one would never write)")
     if cfg.get("log_block_format", "avro") not in ("avro", "parquet"):
         raise UserError(f"--log-block-format: {cfg['log_block_format']!r}; expected avro or parquet")
+    if cfg.get("shuffle", "packed") not in ("packed", "rows"):
+        raise UserError(f"shuffle: {cfg['shuffle']!r}; expected packed or rows")
     if cfg.get("format") is not None and cfg["format"] not in src.FORMATS:
         raise UserError(f"--format: {cfg['format']!r}; expected one of {', '.join(src.FORMATS)}")
     if cfg.get("format") is not None and not cfg.get("input_dir"):

@@ -7,7 +7,10 @@
 * :func:`lakeio.hudiformat.bucket.bucket_ids` hashes an ASCII string array from its buffers (no Python string
   per key) -- the same bucket as :func:`lakeio.hudiformat.bucket.bucket_id` (``BucketIdentifier``) for each key;
 * base files write the record-key data column plain, as ``_hoodie_record_key`` (distinct in a file): only its
-  encoding differs, the values are the same.
+  encoding differs, the values are the same;
+* base files keep a column's dictionary only where parquet-mr (Hudi's writer) would: when it compresses the
+  column's first page (:func:`lakeio.hudiformat.basefile.dictionary_pays`); a column of distinct values (an
+  ordering field, a payload) is written plain -- the same rows and footers as with a dictionary everywhere.
 
 A merge given wrong positions is caught by the same comparison."""
 
@@ -159,4 +162,105 @@ def test_base_files_write_the_record_key_column_plain(tmp_path):
         rg = pq.ParquetFile(f).metadata.row_group(0)
         enc = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
         assert "RLE_DICTIONARY" not in enc["key"] and "RLE_DICTIONARY" not in enc["_hoodie_record_key"]
-        assert "RLE_DICTIONARY" in enc["p"] and "RLE_DICTIONARY" in enc["v"]
+        assert "RLE_DICTIONARY" in enc["p"]  # v (key@ts, distinct): plain, as parquet-mr writes it (below)
+
+
+# ------------------------------------------------------------------------------- parquet-mr's dictionary choice
+def test_dictionary_pays_is_parquet_mrs_first_page_rule():
+    """``isCompressionSatisfying`` on the first page (20,000 values, or to 1 MiB of plain size): dictionary
+    size + bit-packed ids < plain size. Sizes worked by hand below."""
+    from lakeio.hudiformat.basefile import dictionary_pays
+
+    assert dictionary_pays(pa.array(["a", "b"] * 5000))                       # 2 x 5 B + 1 + 1,250 < 50,000
+    assert not dictionary_pays(pa.array([f"v{i}-123456" for i in range(30_000)]))  # distinct: dictionary = page
+    assert not dictionary_pays(pa.array(np.arange(30_000, dtype=np.int64)))   # distinct ordering values
+    assert dictionary_pays(pa.array(np.arange(30_000, dtype=np.int64) % 100))  # 800 + 1 + 17,500 < 160,000
+    assert not dictionary_pays(pa.array(["x"]))                                # 5 + 1 < 5 is false
+    assert dictionary_pays(pa.array([True, False] * 100))                      # booleans: Arrow's own default
+    assert dictionary_pays(pa.array([None] * 10, pa.string()))                 # no value: nothing to decide
+    # only the first page counts: 20,000 distinct values, then repeats -- and the other way round
+    assert not dictionary_pays(pa.array(np.concatenate([np.arange(20_000), np.zeros(50_000, np.int64)])))
+    assert dictionary_pays(pa.array(np.concatenate([np.zeros(20_000, np.int64), np.arange(50_000)])))
+    # ... and a page ends at 1 MiB of plain values: 100-byte strings, 10,083 to a page, all distinct in the first
+    # page (plain); counted to 20,000 values (10,100 distinct + 9,900 repeats) the dictionary would pay
+    wide = [f"{i:0100d}" for i in range(10_100)] + ["0" * 100] * 9_900
+    assert not dictionary_pays(pa.array(wide))
+    # nulls are not values: a sparse column of two values pays
+    assert dictionary_pays(pa.array([None, "aa", None, "bb"] * 5000))
+
+
+def test_base_files_keep_a_dictionary_where_parquet_mr_would_and_the_same_values(tmp_path, monkeypatch):
+    """The merged base files with the rule and with a dictionary on every column (the path before it): the same
+    rows and footers; only the encodings of the distinct-valued columns differ (plain)."""
+    from lakeio.hudiformat import basefile
+
+    _write(tmp_path / "rule", _batches())
+    new = _files(tmp_path / "rule")
+    monkeypatch.setattr(basefile, "dictionary_pays", lambda column: True)
+    _write(tmp_path / "all", _batches())
+    old = _files(tmp_path / "all")
+    assert new == old and len(new) >= 6
+    monkeypatch.undo()
+    for f in sorted((tmp_path / "rule").rglob("*.parquet")):
+        if ".hoodie" in f.parts:
+            continue
+        rg = pq.ParquetFile(f).metadata.row_group(0)
+        enc = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
+        assert "RLE_DICTIONARY" not in enc["v"], f      # key@ts: distinct in a file
+        assert "RLE_DICTIONARY" in enc["p"] and "RLE_DICTIONARY" in enc["_hoodie_partition_path"], f
+
+
+# --------------------------------------------------------------------------------- the lookup's hash side
+def test_positions_in_equals_index_in_on_any_keys():
+    """:func:`lakeio.hudiformat.index.positions_in` (hashes the incoming keys, probes the file's) gives what
+    ``pc.index_in(needles, value_set=haystack)`` gives: duplicates on either side (a value's first haystack row;
+    every equal needle the same), absent values, empty sides, nulls, int keys."""
+    import pyarrow.compute as pc
+
+    from lakeio.hudiformat.index import positions_in
+
+    rng = random.Random(7)
+    cases = [(["a", "b"], []), ([], ["a"]), (["a", None, "b"], ["b", None, "a"]),
+             (["x", "x", "y"], ["y", "x", "x", "y"]), ([1, 2, 3, 2], [3, 3, 2, 9])]
+    for _ in range(2000):
+        alpha = [f"k{i}" for i in range(rng.randint(1, 12))]
+        cases.append(([rng.choice(alpha) for _ in range(rng.randint(0, 25))],
+                      [rng.choice(alpha) for _ in range(rng.randint(0, 25))]))
+    for needles, haystack in cases:
+        typ = pa.int64() if needles and isinstance(needles[0], int) else pa.string()
+        n, h = pa.array(needles, typ), pa.array(haystack, typ)
+        want, got = pc.index_in(n, value_set=h), positions_in(n, h)
+        assert got.type == want.type and got.to_pylist() == want.to_pylist(), (needles, haystack)
+
+
+# ------------------------------------------------------------------------------ the merge's meta columns
+def test_each_merged_version_is_the_old_file_with_its_name_updates_in_place_and_inserts_appended(tmp_path):
+    """``HoodieMergeHandle`` over consecutive versions of every file group: each row of a version carries the
+    version's file name; a key the batch did not touch keeps its old row (commit time, seqno, values) but the
+    file name; the old rows that stay keep their order, replaced rows in place, new keys after them."""
+    _write(tmp_path / "t", _batches())
+    versions: dict = {}
+    for f in sorted((tmp_path / "t").rglob("*.parquet")):
+        if ".hoodie" not in f.parts:
+            versions.setdefault(f.name.split("_")[0], []).append(f)  # file id -> versions (instant order)
+    merged = 0
+    for fid, files in versions.items():
+        files.sort(key=lambda f: f.name.rsplit("_", 1)[1])
+        prev = None
+        for f in files:
+            rows = pq.read_table(f).to_pylist()
+            assert rows and all(r["_hoodie_file_name"] == f.name for r in rows), f
+            if prev is not None:
+                old_keys = [r["key"] for r in prev]
+                new_keys = [r["key"] for r in rows]
+                kept = [k for k in new_keys if k in set(old_keys)]
+                assert kept == [k for k in old_keys if k in set(kept)], f  # the old order, deleted rows gone
+                assert new_keys[:len(kept)] == kept, f  # ... then the inserts
+                by_key = {r["key"]: r for r in prev}
+                for r in rows:
+                    o = by_key.get(r["key"])
+                    if o is not None and o["_hoodie_commit_time"] == r["_hoodie_commit_time"]:  # untouched
+                        assert {**o, "_hoodie_file_name": f.name} == r, f
+                        merged += 1
+            prev = rows
+    assert merged > 20

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -44,11 +45,55 @@ def footer_metadata(avro_schema_json: str, rows: pa.Table) -> dict[bytes, bytes]
 UNIQUE_META_COLUMNS = ("_hoodie_commit_seqno", RECORD_KEY)
 
 
-def dictionary_columns(schema: pa.Schema, unique: tuple[str, ...] = ()) -> list[str]:
+#: parquet-mr's first page (Hudi writes its base files with parquet-mr): a page holds at most
+#: ``parquet.page.row.count.limit`` values (20,000) and about ``parquet.page.size`` bytes (1 MiB)
+FIRST_PAGE_ROWS = 20_000
+FIRST_PAGE_BYTES = 1 << 20
+
+
+def _plain_sizes(values: pa.Array) -> np.ndarray | None:
+    """The PLAIN-encoded size of each value of a null-free array (a string or binary: 4-byte length + bytes; a
+    fixed-width number, date or time: its width); None for booleans (parquet-mr never dictionary-encodes them)
+    and types not sized here."""
+    t = values.type
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+        return pc.binary_length(values).to_numpy(zero_copy_only=False).astype(np.int64) + 4
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) \
+            or pa.types.is_time(t):
+        return np.full(len(values), t.bit_width // 8, dtype=np.int64)
+    return None
+
+
+def dictionary_pays(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether parquet-mr (Hudi's writer) keeps the dictionary of this column chunk. Its ``FallbackValuesWriter``
+    starts every column but booleans with a dictionary and, when the first page is written, keeps it only if it
+    compresses that page (``DictionaryValuesWriter.isCompressionSatisfying``: the page's dictionary-encoded size
+    plus the dictionary's size below the page's plain size); otherwise the chunk falls back to plain -- a column
+    of distinct values (an ordering field, a payload) is written plain. Here over the column's first page (its
+    first :data:`FIRST_PAGE_ROWS` non-null values, to the first that reaches :data:`FIRST_PAGE_BYTES` of plain
+    size), the indices bit-packed at the bit width of the largest id (parquet's RLE/bit-packing hybrid, one byte
+    of width). True for a type this does not size (Arrow then keeps its own default)."""
+    values = column.slice(0, FIRST_PAGE_ROWS)
+    values = (values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values).drop_null()
+    sizes = _plain_sizes(values) if len(values) else None
+    if sizes is None:
+        return True
+    cum = np.cumsum(sizes)
+    n = min(len(values), int(np.searchsorted(cum, FIRST_PAGE_BYTES, side="left")) + 1)
+    distinct = pc.unique(values.slice(0, n))
+    dictionary = int(_plain_sizes(distinct).sum())
+    encoded = 1 + (n * (len(distinct) - 1).bit_length() + 7) // 8
+    return encoded + dictionary < int(cum[n - 1])
+
+
+def dictionary_columns(schema: pa.Schema, unique: tuple[str, ...] = (), rows: pa.Table | None = None) -> list[str]:
     """The columns written with dictionary encoding (parquet's default): all but :data:`UNIQUE_META_COLUMNS`
     and ``unique`` (the data columns whose values are distinct within a file: a base file's record-key field,
-    one record per key in a file group -- the data copy of ``_hoodie_record_key``)."""
-    return [n for n in schema.names if n not in UNIQUE_META_COLUMNS and n not in unique]
+    one record per key in a file group -- the data copy of ``_hoodie_record_key``) and, given the ``rows`` to
+    write, the columns parquet-mr would write plain (:func:`dictionary_pays`). Only the encoding differs: the
+    values are the same."""
+    names = [n for n in schema.names if n not in UNIQUE_META_COLUMNS and n not in unique]
+    return names if rows is None else [n for n in names if dictionary_pays(rows.column(n))]
 
 
 def write_base_file(path: str, rows: pa.Table, avro_schema_json: str, compression: str = "snappy",
@@ -57,13 +102,13 @@ def write_base_file(path: str, rows: pa.Table, avro_schema_json: str, compressio
 
     The file is written to ``tmp_path`` (default ``<path>.tmp``; the table writer uses ``.hoodie/.temp``, outside
     the partition folders readers list) and renamed, so a crash never leaves a half-written base file under its
-    final name (Hudi relies on markers for this; we do both). ``unique``: data columns written plain
-    (:func:`dictionary_columns`)."""
+    final name (Hudi relies on markers for this; we do both). ``unique``: data columns written plain; the
+    others keep a dictionary where parquet-mr would (:func:`dictionary_columns`)."""
     if tmp_path is None:
         tmp_path = path + ".tmp"
     with pq.ParquetWriter(tmp_path, rows.schema.remove_metadata(), compression=compression,
                           store_schema=False, write_statistics=True,
-                          use_dictionary=dictionary_columns(rows.schema, unique)) as writer:
+                          use_dictionary=dictionary_columns(rows.schema, unique, rows)) as writer:
         writer.write_table(rows)
         writer.add_key_value_metadata(footer_metadata(avro_schema_json, rows))
     os.replace(tmp_path, path)

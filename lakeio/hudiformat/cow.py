@@ -102,8 +102,8 @@ class CopyOnWriteContext(WriteContext):
         dels = self.is_del[upd]
         drop_j, rep_j, rep_i = j[dels], j[~dels], upd[~dels]
         n_old = old.num_rows
-        old = old.set_column(old.schema.get_field_index(FILE_NAME), FILE_NAME,
-                             pa.repeat(pa.scalar(name, pa.string()), n_old))
+        fn_at = old.schema.get_field_index(FILE_NAME)  # every row of the new version is named `name`: the column
+        body = old.remove_column(fn_at)  # is left out of the gather and made after it
         by_pos = np.argsort(rep_j, kind="stable")
         rep_j, rep_i = rep_j[by_pos], rep_i[by_pos]
         # one gather over [old rows, replacing rows]: each old position in order, a replaced one from its
@@ -114,9 +114,10 @@ class CopyOnWriteContext(WriteContext):
         alive[drop_j] = False
         src = src[alive]
         if len(rep_i):
-            merged = pa.concat_tables([old, self._data_rows(rep_i, name, task)]).take(pa.array(src))
-        else:
-            merged = old.take(pa.array(src)) if len(drop_j) else old
+            body = pa.concat_tables([body, self._data_rows(rep_i, name, task).remove_column(fn_at)]).take(pa.array(src))
+        elif len(drop_j):
+            body = body.take(pa.array(src))
+        merged = body.add_column(fn_at, old.schema.field(fn_at), pa.repeat(pa.scalar(name, pa.string()), body.num_rows))
         if len(ins):
             merged = pa.concat_tables([merged, self._data_rows(ins, name, task, start_seq=len(rep_i))])
         bf, size = self._write_base(fid, merged, task, "MERGE")

@@ -50,8 +50,9 @@ class SimpleIndex:
 
     def lookup(self, b: fn.BaseFile, keys: pa.Array, rows: np.ndarray) -> pa.Array:
         """The row of each of ``keys[rows]`` in base file ``b`` (its record-key column), null where ``b`` does
-        not hold the key: ``tagLocation`` against one file group (the bucket index's)."""
-        return pc.index_in(keys.take(pa.array(rows, pa.int64())), value_set=self.keys_of(b))
+        not hold the key: ``tagLocation`` against one file group (the bucket index's). Found by hashing the
+        incoming keys, the smaller side (:func:`positions_in`)."""
+        return positions_in(keys.take(pa.array(rows, pa.int64())), self.keys_of(b))
 
     def wrote_base(self, b: fn.BaseFile, keys: pa.Array | None) -> None:
         """A base file was written: remember its keys, drop the partition's index."""
@@ -95,3 +96,25 @@ class SimpleIndex:
             for c in np.unique(fg_code):
                 updates[idx_fids[c]] = upd_rows[fg_code == c]
         return found, updates
+
+
+def positions_in(needles: pa.Array, haystack: pa.Array) -> pa.Array:
+    """``pc.index_in(needles, value_set=haystack)`` -- the position of each needle's first occurrence in
+    ``haystack``, null where absent -- with the hash table built over ``needles`` rather than ``haystack``: a
+    batch's keys of one file group (thousands) against the file's keys (up to its every record). Exact for any
+    arrays without nulls (duplicates on either side included): each haystack row finds the first needle of its
+    value, a value's first haystack row is kept, and every needle takes its value's. Arrays with nulls take
+    ``index_in`` itself."""
+    needles = needles.combine_chunks() if isinstance(needles, pa.ChunkedArray) else needles
+    haystack = haystack.combine_chunks() if isinstance(haystack, pa.ChunkedArray) else haystack
+    if needles.null_count or haystack.null_count or not len(needles) or not len(haystack):
+        return pc.index_in(needles, value_set=haystack)
+    first = pc.index_in(needles, value_set=needles).to_numpy()  # each needle's first equal needle
+    rev = pc.index_in(haystack, value_set=needles)  # each haystack row's needle (its first), null if none
+    hit = rev.is_valid().to_numpy(zero_copy_only=False)
+    rows = np.nonzero(hit)[0]
+    firsts, at = np.unique(rev.filter(rev.is_valid()).to_numpy(), return_index=True)  # a value's first row
+    pos = np.full(len(needles), -1, dtype=np.int64)
+    pos[firsts] = rows[at]
+    pos = pos[first]
+    return pa.array(pos.astype(np.int32), mask=pos < 0)
