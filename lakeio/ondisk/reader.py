@@ -364,7 +364,13 @@ def _list_data_files(base: Path) -> tuple[list[str], list[fn.BaseFile], list[fn.
                 if os.path.islink(path) and not os.path.exists(path):
                     check_regular_file(path)  # a symlink loop or a dangling link: one line, exit 2
                 continue
-            st = check_regular_file(path)  # never opened; a FIFO named like a data file is refused
+            try:
+                st = check_regular_file(path)  # never opened; a FIFO named like a data file is refused
+            except UserError:
+                if not os.path.lexists(path):
+                    continue  # gone since the folder was listed (another writer's rollback or clean): as if
+                    # listed after that delete; a dangling symlink still exists as a name and is refused
+                raise
             try:
                 f = fn.parse_data_file(name, part, st.st_size)
             except CodecError as exc:
