@@ -293,7 +293,8 @@ def scale_main(args) -> int:
             wr, wb = r[f"{k}_written"]
             print(f"{r['master']:11s} {k:8s} {wr:12,d} {wb / 2**20:8,.0f} {wr / secs[k]:14,.0f} "
                   f"{wr / secs[k] / pq_wps:6.0%}")
-    if all("cow_cpu" in r for r in rows if not r["master"].startswith("cluster")):
+    local = [r for r in rows if not r["master"].startswith("cluster")]
+    if local and all("cow_cpu" in r for r in local):  # a cluster's executors are not this process's children
         print("\nwork per run: CPU seconds of the driver, its JVM and the Python workers (local masters; moved "
               "far less by the machine's load than records/s):")
         print(f"{'master':11s} {'parquet sink':>14s} {'async COW':>12s} {'COW/pq':>7s} {'async MOR':>12s} "
