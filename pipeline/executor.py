@@ -370,7 +370,8 @@ def _pack(rows: pa.RecordBatch, route_arr: np.ndarray) -> pa.RecordBatch | None:
     body = rows.drop_columns(["route", "task"])
     out_task, out_seq, blobs = [], [], []
     for t in np.unique(tasks).tolist():
-        mine = body if len(tasks) == 0 or (tasks[0] == t and (tasks == t).all()) else body.filter(pa.array(tasks == t))
+        mask = tasks == t
+        mine = body if mask.all() else body.filter(pa.array(mask))
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, mine.schema) as w:
             w.write_batch(mine)
