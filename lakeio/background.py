@@ -60,13 +60,9 @@ def lower_priority() -> str:
         applied.append("I/O idle")
     except (AttributeError, OSError, psutil.Error):
         pass  # no I/O priorities here
-    if os.getsid(0) == os.getpid():  # only a session of our own: the autogroup is the whole session's
-        try:
-            with open("/proc/self/autogroup", "w") as fh:
-                fh.write("19")
-            applied.append("autogroup nice 19")
-        except OSError:
-            pass  # no autogroup scheduling here
+    # only a session of our own: the autogroup is the whole session's (refused: no autogroup scheduling here)
+    if os.getsid(0) == os.getpid() and _set_autogroup_nice(19):
+        applied.append("autogroup nice 19")
     return ", ".join(applied) or "not lowered (the system refused)"
 
 
