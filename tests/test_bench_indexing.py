@@ -40,6 +40,20 @@ def test_matched_seconds_sets_the_window_against_the_same_gaps_alone():
     assert bi.matched_seconds([(2, 0.25, 0.5)], alone) == pytest.approx(0.25)
 
 
+def test_round_interval_brackets_the_pooled_ratio_and_narrows_with_agreeing_rounds():
+    # rounds of 90 %, 80 % and 100 % over 10 s each: pooled 90 %; every resample lies within the rounds' range
+    lo, hi = bi.round_interval([9.0, 8.0, 10.0], [10.0, 10.0, 10.0], seed=1)
+    assert 0.8 <= lo < 0.9 < hi <= 1.0
+    # the same seed, the same interval; rounds that agree leave no spread
+    assert bi.round_interval([9.0, 8.0, 10.0], [10.0, 10.0, 10.0], seed=1) == (lo, hi)
+    assert bi.round_interval([9.0, 4.5], [10.0, 5.0], seed=3) == (pytest.approx(0.9), pytest.approx(0.9))
+    # a longer round weighs more: the pooled ratio, not the mean of the rounds' ratios. Rounds A (1 of 2 s, 50 %)
+    # and three B (18 of 20 s, 90 %): the 2.5th percentile is a resample of three A and one B (P(4 A) = 0.4 %,
+    # P(3 A) = 4.7 %), pooled 21 / 26 = 80.8 % (the mean of the ratios would say 60 %); the top is all B, 90 %
+    lo, hi = bi.round_interval([1.0, 18.0, 18.0, 18.0], [2.0, 20.0, 20.0, 20.0], seed=2)
+    assert lo == pytest.approx(21 / 26) and hi == pytest.approx(0.9)
+
+
 @pytest.mark.parametrize("argv", [["--rounds", "0"], ["--indexer-priority", "idle"], ["--indexer-priority", "20"],
                                   ["--indexer-after", "-1"]])
 def test_bad_arguments_exit_2_before_anything_runs(argv, capsys):
