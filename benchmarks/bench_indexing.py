@@ -262,7 +262,7 @@ def _pipeline_run(tmp: Path, name: str, table: Path, args, spark, beside: bool, 
     if "proc" not in box:
         raise SystemExit("the pipeline ended before the indexer was to start: nothing measured")
     ws, we = box["start"], box["end"]
-    res.update(proc=box["proc"], out=box["out"], err=box["err"], idx_wall=we - ws, idx_start=ws - start)
+    res.update(proc=box["proc"], out=box["out"], err=box["err"], idx_wall=we - ws, idx_start=ws - start, ws=ws, we=we)
     res["rps"], res["covered"] = window_rps(gaps, per_batch, ws, we)
     res["window_gaps"] = [(i, min(b, we) - max(a, ws), b - a) for i, (a, b) in enumerate(gaps)
                           if min(b, we) - max(a, ws) > 0 and b > a]
@@ -309,6 +309,27 @@ def pipeline_rounds(tmp: Path, src: Path, args, spark, share: float | None, tag:
             shutil.rmtree(a, ignore_errors=True)
             shutil.rmtree(b, ignore_errors=True)
     return out
+
+
+def gaps_by_step(beside: list[tuple[float, float]], alone: list[tuple[float, float]], job_start: float,
+                 job_end: float, steps: dict[str, float]) -> list[tuple[str, int, float, float]]:
+    """The run beside's commit gaps grouped by what the indexer was doing at each gap's midpoint: ``before`` it
+    started, ``start-up`` (its process's start to its schedule step), each of its ``steps`` (wall-clock start
+    times, ``IndexReport.steps``; ``end`` starts the ``exit``), ``after`` its process ended. Returns (step, gaps,
+    seconds beside, seconds of the same gaps alone) for each step with a gap, in time order."""
+    marks = [("before", float("-inf")), ("start-up", job_start)]
+    marks += sorted(((("exit" if k == "end" else k), v) for k, v in steps.items()), key=lambda kv: kv[1])
+    marks.append(("after", job_end))
+    out: dict[str, list] = {}
+    for (a, b), (x, y) in zip(beside, alone):
+        mid = (a + b) / 2
+        name = [n for n, t in marks if t <= mid][-1]
+        row = out.setdefault(name, [0, 0.0, 0.0])
+        row[0] += 1
+        row[1] += b - a
+        row[2] += y - x
+    order = [n for n, _ in marks]
+    return [(n, *out[n]) for n in sorted(out, key=order.index)]
 
 
 def round_interval(matched: list[float], covered: list[float], seed: int, n: int = 10_000) -> tuple[float, float]:
@@ -362,6 +383,11 @@ def report_rounds(rounds, args) -> dict | None:
             inside = {i for i, _, _ in be["window_gaps"]}
             print(f"  commit gaps, ms: alone {ms(al['gaps'])}; beside {ms(be['gaps'])} (in the window: "
                   f"{', '.join(str(i + 1) for i in sorted(inside))})")
+            if args.beside == "indexer" and len(al["gaps"]) == len(be["gaps"]):
+                steps = json.loads(be["out"]).get("steps") or {}
+                print("  by the indexer's step (gap midpoints; alone = the same gaps of the run alone): " + "; ".join(
+                    f"{name} {n} gaps, beside {b * 1000 / n:.0f} ms, alone {a * 1000 / n:.0f} ms ({a / b:.1%})"
+                    for name, n, b, a in gaps_by_step(be["gaps"], al["gaps"], be["ws"], be["we"], steps)))
     gaps_alone = [g for al, _, _ in rounds for g in al["gaps"]]
     rps_alone = per_batch * len(gaps_alone) / sum(y - x for x, y in gaps_alone)
     covered = sum(be["covered"] for _, be, _ in rounds)

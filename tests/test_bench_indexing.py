@@ -40,6 +40,17 @@ def test_matched_seconds_sets_the_window_against_the_same_gaps_alone():
     assert bi.matched_seconds([(2, 0.25, 0.5)], alone) == pytest.approx(0.25)
 
 
+def test_gaps_by_step_groups_the_gaps_by_what_the_indexer_did_at_their_midpoint():
+    beside = [(0, 1), (1, 2), (2, 4), (4, 5), (5, 8), (8, 9)]  # midpoints 0.5, 1.5, 3, 4.5, 6.5, 8.5
+    alone = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)]
+    steps = {"schedule": 2.5, "build": 4.0, "catch-up": 6.0, "end": 7.0}
+    got = bi.gaps_by_step(beside, alone, 1.0, 8.0, steps)
+    assert got == [("before", 1, 1, 1), ("start-up", 1, 1, 1), ("schedule", 1, 2, 1), ("build", 1, 1, 1),
+                   ("catch-up", 1, 3, 1), ("after", 1, 1, 1)]
+    # no step reported (an indexer of an older tree): its whole process is start-up
+    assert [r[0] for r in bi.gaps_by_step(beside, alone, 1.0, 8.0, {})] == ["before", "start-up", "after"]
+
+
 def test_round_interval_brackets_the_pooled_ratio_and_narrows_with_agreeing_rounds():
     # rounds of 90 %, 80 % and 100 % over 10 s each: pooled 90 %; every resample lies within the rounds' range
     lo, hi = bi.round_interval([9.0, 8.0, 10.0], [10.0, 10.0, 10.0], seed=1)

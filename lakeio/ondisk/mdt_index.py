@@ -75,6 +75,9 @@ class IndexReport:
     priority: str | None = None  # the CPU priority it ran at (``lakeio.background.describe_priority``)
     max_cpu: float = 1.0  # the share of one CPU the work was paced to (1: not paced)
     paced_s: float = 0.0  # seconds slept to keep that pace
+    #: wall-clock times (``time.time()``) each step began: schedule, execute, build, catch-up, complete, and the end
+    #: (what a benchmark beside the writers sets their commits against)
+    steps: dict[str, float] = field(default_factory=dict)
 
 
 class IndexAborted(UserError):
@@ -200,6 +203,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
     rep = IndexReport(str(table), partition, max_cpu=pacer.share)
     lock = TxnLock(table)
     # 1. schedule
+    rep.steps["schedule"] = time.time()
     with _holding(lock):
         check_request(table, partition, settings)  # again under the lock (another indexer may have won)
         tbl = read_table(table)
@@ -216,6 +220,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
     init_time = None
     try:
         # 2. execute: inflight, partition inflight, snapshot
+        rep.steps["execute"] = time.time()
         with _holding(lock):
             md.write_timeline_file(_tl(table, fn.timeline_file_name(t, Action.INDEXING, State.INFLIGHT, None, 2)),
                                    b"")
@@ -227,6 +232,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         snapshot = {i.requested_time for i in snap.timeline.completed()}
         rep.snapshot_instants = len(snapshot)
         # 3. build
+        rep.steps["build"] = time.time()
         t0 = time.perf_counter()
         slices = snap.view().latest_merged_file_slices()
         keys, locs, loc_index = mdtio.record_index_columns(snap.base_path, slices, pace=pacer.pace)
@@ -239,6 +245,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         rep.build_s = time.perf_counter() - t0
         say(f"built {partition}: {len(keys)} records in {rep.build_s:.2f} s (MDT {init_time})")
         # 4. catch up
+        rep.steps["catch-up"] = time.time()
         t1 = time.perf_counter()
         deadline = time.monotonic() + timeout_s
         # the spec's list (every action but indexing from the catch-up start); rollbacks, cleans and restores
@@ -285,6 +292,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
         rep.catchup_s = time.perf_counter() - t1
         rep.caught_up_to = last
         # 5. complete
+        rep.steps["complete"] = time.time()
         with _holding(lock):
             tbl = read_table(table)
             mdtio.write_partition_states(table, mdtio.partition_states(table).to_available([partition]))
@@ -293,6 +301,7 @@ def run_index(table: str | os.PathLike, partition: str, settings: ConcurrencySet
             md.write_timeline_file(_tl(table, fn.timeline_file_name(t, Action.INDEXING, State.COMPLETED, c, 2)),
                                    md.encode_avro(meta, INDEX_COMMIT_SCHEMA))
         rep.outcome, rep.paced_s = "completed", pacer.slept
+        rep.steps["end"] = time.time()
         say(f"completed indexing {t}: {partition} caught up to {last} in {rep.catchup_s:.2f} s")
         return rep
     except BaseException as exc:
