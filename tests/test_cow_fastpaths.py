@@ -210,6 +210,28 @@ def test_base_files_keep_a_dictionary_where_parquet_mr_would_and_the_same_values
         assert "RLE_DICTIONARY" in enc["p"] and "RLE_DICTIONARY" in enc["_hoodie_partition_path"], f
 
 
+def test_parquet_log_blocks_keep_a_dictionary_where_parquet_mr_would():
+    """A MOR parquet data block is a parquet file parquet-mr writes (``HoodieParquetDataBlock``): the same
+    first-page rule as base files -- a column of distinct values plain, a repetitive one with its dictionary."""
+    import io
+
+    from lakeio.hudiformat.logfile import parquet_data_content
+
+    n = 5000
+    rows = pa.table({"_hoodie_commit_time": ["20261128000000000"] * n,
+                     "_hoodie_record_key": [f"k{i}" for i in range(n)],
+                     "_hoodie_partition_path": ["p=a", "p=b"] * (n // 2),
+                     "v": [f"value-{i:08d}" for i in range(n)], "ts": np.arange(n, dtype=np.int64),
+                     "p": ["a", "b"] * (n // 2)})
+    rg = pq.ParquetFile(io.BytesIO(parquet_data_content(rows, "{}"))).metadata.row_group(0)
+    enc = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
+    for plain in ("_hoodie_record_key", "v", "ts"):
+        assert "RLE_DICTIONARY" not in enc[plain], (plain, enc[plain])
+    for kept in ("_hoodie_commit_time", "_hoodie_partition_path", "p"):
+        assert "RLE_DICTIONARY" in enc[kept], (kept, enc[kept])
+    assert pq.read_table(io.BytesIO(parquet_data_content(rows, "{}"))).equals(rows)
+
+
 # --------------------------------------------------------------------------------- the lookup's hash side
 def test_positions_in_equals_index_in_on_any_keys():
     """:func:`lakeio.hudiformat.index.positions_in` (hashes the incoming keys, probes the file's) gives what

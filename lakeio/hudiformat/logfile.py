@@ -141,10 +141,12 @@ def avro_data_content(rows: pa.Table, parsed_schema) -> bytes:
 
 
 def parquet_data_content(rows: pa.Table, avro_schema_json: str, compression: str = "snappy") -> bytes:
-    """Content of a Parquet data block: a whole parquet file (with the Avro schema in its footer)."""
+    """Content of a Parquet data block: a whole parquet file (with the Avro schema in its footer), written by
+    parquet-mr in Hudi (``HoodieParquetDataBlock``), so a column keeps its dictionary where parquet-mr's
+    first-page rule would keep it, as in base files (:func:`.basefile.dictionary_columns`)."""
     buf = io.BytesIO()
     with pq.ParquetWriter(buf, rows.schema.remove_metadata(), compression=compression, store_schema=False,
-                          use_dictionary=dictionary_columns(rows.schema)) as w:
+                          use_dictionary=dictionary_columns(rows.schema, rows=rows)) as w:
         w.write_table(rows)
         w.add_key_value_metadata({"parquet.avro.schema": avro_schema_json, "writer.model.name": "avro"})
     return buf.getvalue()
