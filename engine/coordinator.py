@@ -51,6 +51,11 @@ class EventBuffer:
         self.slots = slots      # list[WriteMetadataEvent | None], one per task
         self._frozen = frozen   # BufferEntry of the current slots, once asked (None: not made since a change)
 
+    def __reduce__(self):
+        # pickled through the constructor (the parallel search moves states): compiled by mypyc, pickle's
+        # EventBuffer.__new__ would run __init__ without its arguments
+        return EventBuffer, (self.instant, self.slots, self._frozen)
+
     @classmethod
     def empty(cls, instant: str, parallelism: int) -> "EventBuffer":
         """``initNewEventBuffer``: every slot null."""
@@ -152,7 +157,7 @@ class Coordinator:
     __slots__ = ("cfg", "buffers", "instant", "max_acked", "assigned", "_rule", "_guarded", "_owned")
 
     def __init__(self, cfg: Any = None):
-        if cfg is None:
+        if cfg is None:  # blank, for copy() to fill (compiled by mypyc, __new__ would run __init__)
             return
         self.cfg = cfg
         self.buffers: dict[int, EventBuffer] = {}

@@ -109,7 +109,7 @@ class System:
 
     def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
                  seed: int = 0, _blank: bool = False):
-        if _blank:
+        if _blank:  # for clone() to fill (compiled by mypyc, __new__ would run __init__)
             return
         cfg = config if config is not None else ProtocolConfig()
         self.config = cfg

@@ -104,7 +104,7 @@ class Table:
 
     def __init__(self, table_version: int = 8, action: str = "deltacommit",
                  time_source: TimeSource | None = None, _blank: bool = False):
-        if _blank:
+        if _blank:  # for copy() to fill (compiled by mypyc, __new__ would run __init__)
             return
         self.action = Action(action)
         self.timeline = Timeline(table_version)

@@ -86,6 +86,11 @@ class _Record:
         """A copy with its own set of state files, owned by ``owner`` (same class as this record)."""
         return type(self)(self.requested_time, self.action, set(self.states), self.completion_time, owner)
 
+    def __reduce__(self):
+        # pickled through the constructor (the parallel search moves states): compiled by mypyc, pickle's
+        # _Record.__new__ would run __init__ without its arguments
+        return type(self), (self.requested_time, self.action, self.states, self.completion_time, self.owner)
+
     def fields(self) -> tuple:
         """``Instant``'s fields: the visible state, and the completion time once completed."""
         state = self.state
@@ -107,7 +112,7 @@ class Timeline:
     """
 
     def __init__(self, table_version: int = 9, _blank: bool = False):
-        if _blank:
+        if _blank:  # for copy() to fill (compiled by mypyc, __new__ would run __init__)
             return
         self.table_version = table_version
         self.layout = layout_for_version(table_version)

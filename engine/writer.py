@@ -36,7 +36,7 @@ class WriterTask:
                  "interval", "state", "attempt", "confirming", "_canon")
 
     def __init__(self, task: int = -1):
-        if task < 0:
+        if task < 0:  # blank, for copy() to fill (compiled by mypyc, WriterTask.__new__ would run __init__)
             return
         self.task = task
         self.offset = 0            # next source offset to read

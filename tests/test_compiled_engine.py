@@ -91,14 +91,13 @@ from checker import SystemModel, explore
 from checker.symmetry import representative_function
 from model.protocol import variant
 out = {"compiled": engine.COMPILED}
-for name, kw in [("hudi-1.1", dict(parallelism=2, max_checkpoints=2, faults=frozenset({"lost-ack", "task-crash"}),
-                                   max_crashes=1)),
-                 ("broken-commit-eq", dict(parallelism=2, max_checkpoints=2, faults=frozenset({"lost-ack"}))),
-                 ("hudi-1.1-async-events", dict(parallelism=2, max_checkpoints=1, faults=frozenset({"task-crash"}),
-                                                max_crashes=1))]:
+small = dict(parallelism=2, records=1, buffer_size=1, max_crashes=1)
+for name, kw in [("hudi-1.1", dict(small, max_checkpoints=2, faults=frozenset({"lost-ack", "task-crash"}))),
+                 ("broken-commit-eq", dict(small, max_checkpoints=2, faults=frozenset({"lost-ack"}))),
+                 ("hudi-1.1-async-events", dict(small, max_checkpoints=1, faults=frozenset({"task-crash"})))]:
     model = SystemModel(variant(name, **kw))
     for sym in (False, True):
-        res = explore(model, max_states=200_000, stop_on_violation=False, compact=True,
+        res = explore(model, max_states=100_000, stop_on_violation=False, compact=True,
                       symmetry=representative_function(model) if sym else None)
         out[f"{name} sym={sym}"] = [res.states, res.transitions, res.max_depth, res.stop_reason,
                                     sorted((k, len(d.actions)) for k, d in res.discoveries.items())]

@@ -47,7 +47,7 @@ def _load() -> tuple[dict | None, str]:
             return None, f"no compiled build ({mod.__name__} is not an extension module)"
         if getattr(mod, "__source_sha256__", None) != source_sha256(name):
             return None, (f"stale compiled build: engine/{name}.py changed since it was compiled "
-                          f"(reinstall to rebuild: pip install -e .)")
+                          f"(rebuild: make compile, or pip install -e .)")
         mods[name] = mod
     return mods, "compiled (mypyc)"
 

@@ -349,7 +349,6 @@ def run(args) -> int:
     guess = estimate(cfg)
     if guess:
         progress.say(f"{guess}; at most {max_states:,} states with --max-states")
-    progress.say(f"engine: {_engine_build()}")
     try:
         if getattr(args, "master", None):
             res = _run_spark(args, model, max_states, progress, symmetry is not None)
