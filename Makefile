@@ -6,9 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 WITH_ENV := source scripts/env.sh &&
 
-.PHONY: install demo test deep bench mutate report clean
+.PHONY: install compile demo test deep bench mutate report clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip
 	@echo "installing hoodie-lab and its dependencies into $(VENV) (first time: about 1-2 minutes)"
@@ -16,6 +16,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# rebuild the compiled engine (setup.py, mypyc) after editing engine/*.py: until then a stale build is not used
+# and the pure-Python engine runs, with a warning (engine.BUILD says which runs)
+compile: install
+	@$(BIN)/python -m pip install -q --no-deps -e .
+	@$(BIN)/python -c "import engine; print('engine:', engine.BUILD)"
 
 demo: install
 	@$(WITH_ENV) $(BIN)/hoodie-lab demo
@@ -38,4 +44,4 @@ report: install
 	@$(WITH_ENV) $(BIN)/hoodie-lab report
 
 clean:
-	rm -rf $(VENV) build *.egg-info; find reports -mindepth 1 ! -name .gitkeep ! -name README.md -exec rm -rf {} +
+	rm -rf $(VENV) build *.egg-info engine/_compiled/*.so; find reports -mindepth 1 ! -name .gitkeep ! -name README.md -exec rm -rf {} +

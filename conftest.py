@@ -1,8 +1,11 @@
-"""Shared pytest set-up: Hypothesis profiles, fixture-table discovery, one Spark session."""
+"""Shared pytest set-up: Hypothesis profiles, fixture-table discovery, one Spark session, and the
+``pure_engine`` tests run in a pure-Python subprocess when the compiled engine is in use."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,9 +33,12 @@ from lakeio.fixtures import fixtures_root  # noqa: E402
 
 
 def pytest_report_header(config):
+    import engine
+
     prof = settings._current_profile  # noqa: SLF001 - only for the header
     fx = fixtures_root()
     return [
+        f"engine: {engine.BUILD}",
         f"hypothesis profile: {prof} (replay a failure with the printed @reproduce_failure blob "
         f"or `pytest --hypothesis-seed=N`)",
         f"fixtures: {fx / 'hudi-tables' if fx else 'NOT FOUND (set HOODIE_LAB_FIXTURES); fixture tests skip'}",
@@ -56,3 +62,25 @@ def spark():
     session = get_spark()
     yield session
     session.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked ``pure_engine`` breaks the engine on purpose by monkeypatching its functions or
+    methods, which compiled code (calling them directly) does not see: when the compiled engine is in use,
+    the test runs in a pytest subprocess on the pure-Python engine (``HOODIE_LAB_ENGINE=pure``) and passes
+    or fails with it."""
+    if pyfuncitem.get_closest_marker("pure_engine") is None:
+        return None
+    import engine
+
+    if not engine.COMPILED:
+        return None
+    root = pyfuncitem.config.rootpath
+    env = dict(os.environ, HOODIE_LAB_ENGINE="pure")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=900",
+                        pyfuncitem.nodeid], cwd=root, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"failed on the pure-Python engine (HOODIE_LAB_ENGINE=pure subprocess):\n"
+                    f"{r.stdout[-6000:]}\n{r.stderr[-2000:]}", pytrace=False)
+    return True

@@ -36,6 +36,9 @@ would take (the busiest worker's CPU plus the coordinator's: an estimate, printe
 prints each worker's states and CPU seconds (the frontiers are evened out after every level) and the load
 average, as the machine is shared.
 
+The engine is printed first (``engine.BUILD``): the compiled hot modules (mypyc, ``setup.py``) when the
+install built them and they are current, else pure Python; ``HOODIE_LAB_ENGINE=pure`` benchmarks the pure one.
+
 ``--quick``: a smaller bound (2 writers x 2 checkpoints, lost acks and one task crash) and the suites
 are not run. Exit status 1 when a target is missed (not exhaustive, a violation, too slow, a suite
 failed), as ``benchmarks/run.py`` expects.
@@ -191,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-serial", action="store_true",
                     help="with --workers: skip the serial run (compare with its figure in the README instead)")
     args = ap.parse_args(argv)
+    import engine
+
+    print(f"engine: {engine.BUILD}", flush=True)
     if args.bound == "3x2" or (args.workers is not None and args.no_serial):
         if args.bound == "2x3":
             fig = bench_parallel(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, args.workers,

@@ -275,11 +275,13 @@ def run_mutmut(patterns: list[str], max_children: int, niceness: int) -> int:
     exe = Path(sys.executable).parent / "mutmut"
     if not exe.exists():
         raise BadInput(f"{exe}: mutmut is not installed (pip install 'mutmut>=3.8,<4', the dev extra)")
-    env = dict(os.environ, HYPOTHESIS_PROFILE="mutate")
+    # the pure-Python engine (as before the compiled one existed): the tests that monkeypatch the engine
+    # (pure_engine) then run in mutmut's own process, where it records which tests reach which mutant
+    env = dict(os.environ, HYPOTHESIS_PROFILE="mutate", HOODIE_LAB_ENGINE="pure")
     env.pop("PYTHONPATH", None)  # mutants/ must win; mutmut puts it first on sys.path itself
     cmd = ["nice", "-n", str(niceness), str(exe), "run", "--max-children", str(max_children), *patterns]
     shown = cmd if len(patterns) <= 8 else cmd[: len(cmd) - len(patterns) + 3] + [f"... ({len(patterns)} names)"]
-    print("running:", "HYPOTHESIS_PROFILE=mutate", " ".join(shown), flush=True)
+    print("running:", "HYPOTHESIS_PROFILE=mutate HOODIE_LAB_ENGINE=pure", " ".join(shown), flush=True)
     return subprocess.call(cmd, cwd=ROOT, env=env)
 
 

@@ -202,16 +202,9 @@ def _metadata_sorted(s) -> bool:
 def _drain_events(state) -> list:
     """The events :meth:`System.drain` applies from ``state`` (on a clone), up to a refusal."""
     t = state.clone()
-    events: list = []
-    orig_apply = t.apply
-
-    def recording_apply(ev):
-        events.append(ev)  # before applying: a refused event ends the trace, as it ended the drain
-        orig_apply(ev)
-
-    t.apply = recording_apply  # instance attribute shadows the method: drain() calls self.apply
+    events: list = []  # each event before it is applied: a refused event ends the trace, as it ended the drain
     try:
-        t.drain()
+        t.drain(trace=events)
     except Exception:  # noqa: BLE001 - the refusal itself is what the trace must show
         pass
     return events

@@ -17,10 +17,23 @@ engine and spec enable the same events, reach the same abstract state after each
 * :mod:`engine.archival` -- :func:`model.archival.start` / ``step`` made fast (``TableArchiver(executor=...)``;
   kept equal to the spec by ``tests/test_fastpaths.py``).
 
+Compiled or pure: the install compiles the hot modules (system, coordinator, writer, table, timeline,
+checkpoint, canonical, failover, invariants) with mypyc when it can (``setup.py``); importing :mod:`engine`
+then puts them in place of the ``.py`` modules, unless a source changed since the build (a stale build is
+never used: :mod:`engine._compiled`) or ``HOODIE_LAB_ENGINE=pure``. :data:`COMPILED` tells which runs and
+:data:`BUILD` why; both run the same source, and the refinement suite runs on the one in use.
+
 Imports :mod:`model` only.
 """
 
 from __future__ import annotations
+
+import sys as _sys
+
+from . import _compiled
+
+#: whether the compiled (mypyc) hot modules are in use, and a one-line description of the choice
+COMPILED, BUILD = _compiled.select(_sys.modules[__name__])
 
 from .checkpoint import PendingCheckpoint
 from .coordinator import Coordinator, EventBuffer
@@ -32,4 +45,4 @@ from .refinement import abstract
 
 __all__ = ["PendingCheckpoint", "Coordinator", "EventBuffer", "DRAIN_LIMIT", "Observation", "System",
            "LogicalClock", "Table", "TimeSource", "TrueTimeSource", "WriterTask"]
-__all__ += ["ENGINE", "abstract"]
+__all__ += ["ENGINE", "abstract", "COMPILED", "BUILD"]

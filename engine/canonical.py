@@ -162,9 +162,9 @@ def metadata_part(timeline_signature, metadata: dict, n: int) -> tuple:
     """The table's timeline (shared) and commit metadata: the instants shared, per task its statuses of
     each instant, sorted."""
     instants = sorted(metadata)
-    cols = [[] for _ in range(n)]
+    cols: list = [[] for _ in range(n)]
     for i in instants:
-        per = [[] for _ in range(n)]
+        per: list = [[] for _ in range(n)]
         for s in metadata[i]:
             t = s[0]
             if not 0 <= t < n:

@@ -28,14 +28,16 @@ class PendingCheckpoint:
 
     __slots__ = ("id", "coordinator_state", "tasks", "acknowledged")
 
-    def __init__(self, id: int, coordinator_state: tuple | None, parallelism: int):
+    def __init__(self, id: int = -1, coordinator_state: tuple | None = None, parallelism: int = -1):
+        if parallelism < 0:  # blank, for copy() to fill (compiled by mypyc, __new__ would run __init__)
+            return
         self.id = id
         self.coordinator_state = coordinator_state  # None until the coordinator snapshot is taken
         self.tasks: list = [None] * parallelism     # per task: TaskSnapshot | None (barrier not processed yet)
         self.acknowledged = 0                       # tasks whose snapshot is in ``tasks``
 
     def copy(self) -> "PendingCheckpoint":
-        p = PendingCheckpoint.__new__(PendingCheckpoint)
+        p = PendingCheckpoint()
         p.id, p.coordinator_state, p.tasks, p.acknowledged = (self.id, self.coordinator_state, list(self.tasks),
                                                               self.acknowledged)
         return p

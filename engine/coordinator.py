@@ -29,6 +29,8 @@ The coordinator owns no reference to the table: every rule takes it as an argume
 
 from __future__ import annotations
 
+from typing import Any
+
 from model.protocol.config import ProtocolConfig
 from model.protocol.values import BufferEntry, describe_slots
 
@@ -48,6 +50,11 @@ class EventBuffer:
         self.instant = instant
         self.slots = slots      # list[WriteMetadataEvent | None], one per task
         self._frozen = frozen   # BufferEntry of the current slots, once asked (None: not made since a change)
+
+    def __reduce__(self):
+        # pickled through the constructor (the parallel search moves states): compiled by mypyc, pickle's
+        # EventBuffer.__new__ would run __init__ without its arguments
+        return EventBuffer, (self.instant, self.slots, self._frozen)
 
     @classmethod
     def empty(cls, instant: str, parallelism: int) -> "EventBuffer":
@@ -149,7 +156,9 @@ class Coordinator:
 
     __slots__ = ("cfg", "buffers", "instant", "max_acked", "assigned", "_rule", "_guarded", "_owned")
 
-    def __init__(self, cfg: ProtocolConfig):
+    def __init__(self, cfg: Any = None):
+        if cfg is None:  # blank, for copy() to fill (compiled by mypyc, __new__ would run __init__)
+            return
         self.cfg = cfg
         self.buffers: dict[int, EventBuffer] = {}
         self.instant = ""           # newest instant started ("this.instant")
@@ -163,7 +172,7 @@ class Coordinator:
     def copy(self) -> "Coordinator":
         """A copy sharing the event buffers with this coordinator: from now on neither owns them, and
         whichever writes one first copies it (:meth:`_entry`)."""
-        c = Coordinator.__new__(Coordinator)
+        c = Coordinator()
         c.cfg, c.buffers, c.instant = self.cfg, dict(self.buffers), self.instant
         c.max_acked, c.assigned, c._rule, c._guarded = self.max_acked, dict(self.assigned), self._rule, self._guarded
         c._owned = self._owned = ()

@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import fields
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from model.errors import RuleViolation
 from model.protocol import events as E
@@ -108,14 +108,16 @@ class System:
                  "_canon_c", "_canon_w", "_canon_k", "_canon_ch", "__dict__")
 
     def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
-                 seed: int = 0):
+                 seed: int = 0, _blank: bool = False):
+        if _blank:  # for clone() to fill (compiled by mypyc, __new__ would run __init__)
+            return
         cfg = config if config is not None else ProtocolConfig()
         self.config = cfg
         self.source = Source(cfg.parallelism, cfg.records, seed)
         self.table = Table(cfg.table_version, cfg.action, time_source)
         self.coordinator = Coordinator(cfg)
         self.writers: list[WriterTask] = [WriterTask(t) for t in range(cfg.parallelism)]
-        self.pending_checkpoint: PendingCheckpoint | None = None
+        self.pending_checkpoint: Any = None
         self.last_completed: CompletedCheckpoint | None = None
         self.next_checkpoint = 1
         self.acks_in_flight: tuple = ()
@@ -134,15 +136,16 @@ class System:
         self.expired_requests: tuple = ()  # steps (1-based) of requests expired behind a slow job
         self.guard_deadlocks: tuple = ()  # steps (1-based) of CommitGuard timeouts of a request holding the executor
         self._own_c = True
-        self._own_w = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
+        self._own_w: Any = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
         self._own_p = True  # whether this System owns its pending checkpoint (a clone shares it)
-        self._coordinator_hash = None  # hash(coordinator.key()) (None: not computed since the last change)
-        self._writers_hash = None      # hash of the writer tasks' keys (likewise)
-        self._checkpoints_hash = None  # (pending checkpoint, last completed, hash of their values)
+        self._coordinator_hash: Any = None  # hash(coordinator.key()) (None: not computed since the last change)
+        self._writers_hash: Any = None      # hash of the writer tasks' keys (likewise)
+        self._checkpoints_hash: Any = None  # (pending checkpoint, last completed, hash of their values)
         # the parts of the task-symmetric fingerprint (engine.canonical), cached like the hashes above
-        self._canon_c = self._canon_w = None  # coordinator's, writers' (None: not computed since a change)
-        self._canon_k = None   # (pending checkpoint, its part, last completed, its part, both parts)
-        self._canon_ch = None  # (channels, their part)
+        self._canon_c: Any = None  # coordinator's (None: not computed since a change)
+        self._canon_w: Any = None  # writers' (likewise)
+        self._canon_k: Any = None   # (pending checkpoint, its part, last completed, its part, both parts)
+        self._canon_ch: Any = None  # (channels, their part)
 
     # ------------------------------------------------------------ copy-on-write
     def clone(self) -> "System":
@@ -150,7 +153,7 @@ class System:
         the table's parts with this System; whichever System writes a part first copies it (:meth:`_c`,
         :meth:`_w`, :meth:`_p`, the coordinator's and the table's own).
         Every field of ``__slots__`` but ``__dict__`` is set here."""
-        s = System.__new__(System)
+        s = System(_blank=True)
         s.config = self.config
         s.source = self.source
         s.table = self.table.copy()
@@ -207,8 +210,12 @@ class System:
         self._coordinator_hash = self._canon_c = None
 
     #: The parts failover (:mod:`engine.failover`) changes, copied first when shared.
-    coordinator_to_change = _c
-    writer_to_change = _w
+    #: (methods, not aliases ``= _c``: mypyc compiles no class-level alias of a method)
+    def coordinator_to_change(self) -> Coordinator:
+        return self._c()
+
+    def writer_to_change(self, t: int) -> WriterTask:
+        return self._w(t)
 
     def _p(self) -> PendingCheckpoint:
         """The pending checkpoint, to be changed: copied first if shared; the checkpoints' cached hash is
@@ -803,18 +810,21 @@ class System:
                 return False
         return not any(e.has_statuses() for e in self.coordinator.buffers.values())
 
-    def drain(self, max_checkpoints: int = DRAIN_LIMIT) -> list[E.Event]:
+    def drain(self, max_checkpoints: int = DRAIN_LIMIT, trace: list | None = None) -> list[E.Event]:
         """Stop faults, then run checkpoints with delivered acks until quiescent.
 
         Deterministic: deliver acks oldest first; complete or trigger a checkpoint, each task
         getting an instant and snapshotting in task order; a task blocked (blocking mode, the
         ack that would free it lost) times out. Gives up after ``max_checkpoints`` checkpoints
         (liveness is judged by :func:`model.invariants.protocol.check_drained`). Returns the
-        events applied, in order, so a trace can include them.
+        events applied, in order, so a trace can include them; ``trace``, when given, gets each event
+        before it is applied (so it also holds an event the System refused, which ends the drain).
         """
         out: list[E.Event] = []
 
         def do(ev):
+            if trace is not None:
+                trace.append(ev)
             self.apply(ev)
             out.append(ev)
 
@@ -1098,6 +1108,7 @@ class System:
         tb, c, w, k, ch = parts
         n = self.config.parallelism
         tb, c, w, k, ch = tb[3], c[3], w[3], k[3], ch[3]
+        cols: tuple
         if n == 2:
             a, b = hash((tb[0], c[0], w[0], k[0], ch[0])), hash((tb[1], c[1], w[1], k[1], ch[1]))
             cols = (a, b) if a <= b else (b, a)

@@ -25,11 +25,11 @@ adapts a :mod:`model.truetime` generator for simulations.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from model.instant import Action, State
 from model.protocol.values import DEFAULT_EPOCH_MS, WriteStatus, logical_time
-from engine.timeline import Timeline
+from .timeline import Timeline
 
 
 class TimeSource(Protocol):
@@ -103,7 +103,9 @@ class Table:
                  "_own_clock", "_dups", "_canon")
 
     def __init__(self, table_version: int = 8, action: str = "deltacommit",
-                 time_source: TimeSource | None = None):
+                 time_source: TimeSource | None = None, _blank: bool = False):
+        if _blank:  # for copy() to fill (compiled by mypyc, __new__ would run __init__)
+            return
         self.action = Action(action)
         self.timeline = Timeline(table_version)
         self._owned = True
@@ -120,16 +122,16 @@ class Table:
         self.observations: tuple = ()
         #: key of the last commit (monitor of I11 ascending commit order)
         self.last_key: int | None = None
-        self._fp = None       # cached fingerprint of timeline + metadata (None: stale)
-        self._fp_hash = None  # cached hash(fingerprint()) (None: stale)
-        self._dups = None     # cached duplicated_offsets() (None: stale; depends on metadata only)
-        self._pending = None  # cached pending data instants (None: stale)
+        self._fp: Any = None       # cached fingerprint of timeline + metadata (None: stale)
+        self._fp_hash: Any = None  # cached hash(fingerprint()) (None: stale)
+        self._dups: Any = None     # cached duplicated_offsets() (None: stale; depends on metadata only)
+        self._pending: Any = None  # cached pending data instants (None: stale)
         self._own_meta = True
         self._own_clock = True
-        self._canon = None    # cached engine.canonical.metadata_part (None: stale; dropped with _fp)
+        self._canon: Any = None    # cached engine.canonical.metadata_part (None: stale; dropped with _fp)
 
     def copy(self) -> "Table":
-        t = Table.__new__(Table)
+        t = Table(_blank=True)
         t.action = self.action
         t.timeline = self.timeline
         t._owned = False
@@ -290,7 +292,8 @@ class Table:
         the statuses of completed instants only, so this reads it directly; cached until the
         metadata changes (the exactly-once check runs after every step of an exploration)."""
         if self._dups is None:
-            seen, dups = set(), set()
+            seen: set = set()
+            dups: set = set()
             for statuses in self.metadata.values():
                 for s in statuses:
                     for o in range(s.start, s.end):
@@ -302,6 +305,6 @@ class Table:
     def committed_statuses(self) -> list[WriteStatus]:
         """Write statuses of completed instants, in completion order (what readers see)."""
         out: list[WriteStatus] = []
-        for i in sorted(self.timeline.completed((self.action,)), key=lambda i: i.completion_time):
+        for i in sorted(self.timeline.completed((self.action,)), key=lambda i: i.completion_time or ""):
             out.extend(self.metadata.get(i.requested_time, ()))
         return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from model.errors import TimelineError
 from model.instant import (
@@ -76,7 +76,7 @@ class _Record:
     states: set[State] = field(default_factory=set)
     completion_time: str | None = None
     #: the token of the timeline that may change this record in place (see :meth:`Timeline.copy`)
-    owner: object = field(default=None, compare=False, repr=False)
+    owner: Any = field(default=None, compare=False, repr=False)
 
     @property
     def state(self) -> State:
@@ -85,6 +85,11 @@ class _Record:
     def copy(self, owner: object) -> "_Record":
         """A copy with its own set of state files, owned by ``owner`` (same class as this record)."""
         return type(self)(self.requested_time, self.action, set(self.states), self.completion_time, owner)
+
+    def __reduce__(self):
+        # pickled through the constructor (the parallel search moves states): compiled by mypyc, pickle's
+        # _Record.__new__ would run __init__ without its arguments
+        return type(self), (self.requested_time, self.action, self.states, self.completion_time, self.owner)
 
     def fields(self) -> tuple:
         """``Instant``'s fields: the visible state, and the completion time once completed."""
@@ -106,7 +111,9 @@ class Timeline:
     ['20250101000000000->20250101000000100.commit[completed]']
     """
 
-    def __init__(self, table_version: int = 9):
+    def __init__(self, table_version: int = 9, _blank: bool = False):
+        if _blank:  # for copy() to fill (compiled by mypyc, __new__ would run __init__)
+            return
         self.table_version = table_version
         self.layout = layout_for_version(table_version)
         self._records: dict[_Key, _Record] = {}
@@ -138,7 +145,7 @@ class Timeline:
         """An independent copy. The records are shared copy-on-write: both timelines now hold
         records owned by neither (this one takes a new token), so whichever changes an instant
         first copies its record (:meth:`_record`)."""
-        other = Timeline.__new__(Timeline)
+        other = Timeline(_blank=True)
         other.table_version, other.layout = self.table_version, self.layout
         other._records = dict(self._records)
         other._restores = set(self._restores)

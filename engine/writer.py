@@ -20,6 +20,8 @@ flushes it under an instant the coordinator grants, and reports every flush with
 
 from __future__ import annotations
 
+from typing import Any
+
 from model.protocol.values import BOOTSTRAP_INSTANT, WriteMetadataEvent, WriteStatus, empty_bootstrap  # noqa: F401
 
 #: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` at half the cost (no Python-level __new__).
@@ -33,21 +35,23 @@ class WriterTask:
     __slots__ = ("task", "offset", "flushed", "checkpoint_id", "instant", "current_instant",
                  "interval", "state", "attempt", "confirming", "_canon")
 
-    def __init__(self, task: int):
+    def __init__(self, task: int = -1):
+        if task < 0:  # blank, for copy() to fill (compiled by mypyc, WriterTask.__new__ would run __init__)
+            return
         self.task = task
         self.offset = 0            # next source offset to read
         self.flushed = 0           # buffer = records [flushed, offset)
         self.checkpoint_id = -1    # last known checkpoint id (-1: fresh start)
-        self.instant = None        # instant granted for the next flush, if any
+        self.instant: Any = None        # instant granted for the next flush, if any
         self.current_instant = ""  # instant of the last flush of this interval ("currentInstant")
         self.interval: tuple = ()  # WriteStatus of every flush since the last snapshot
         self.state: tuple = ()     # write-metadata-state (restored on failover)
         self.attempt = 0
-        self.confirming = None     # 0.x: waiting for the coordinator's next instant (holds currentInstant)
-        self._canon = None         # engine.canonical.writer_column's (column, hash); dropped by System._w
+        self.confirming: Any = None     # 0.x: waiting for the coordinator's next instant (holds currentInstant)
+        self._canon: Any = None         # engine.canonical.writer_column's (column, hash); dropped by System._w
 
     def copy(self) -> "WriterTask":
-        w = WriterTask.__new__(WriterTask)
+        w = WriterTask()
         w.task, w.offset, w.flushed, w.checkpoint_id = self.task, self.offset, self.flushed, self.checkpoint_id
         w.instant, w.current_instant, w.interval = self.instant, self.current_instant, self.interval
         w.state, w.attempt, w.confirming = self.state, self.attempt, self.confirming

@@ -39,12 +39,14 @@ def _patch_enabled(monkeypatch, change):
 
 
 # ----------------------------------------------------------------------------------- (a) missing event
+@pytest.mark.pure_engine  # monkeypatches the engine (conftest.py)
 def test_missing_clean_is_caught(monkeypatch):
     _patch_enabled(monkeypatch, lambda s, evs: [e for e in evs if e.kind != "clean"])
     why = _caught(variant("hudi-1.1", faults=frozenset({"full-restart"}), **_SMALL))
     assert "enabled events differ" in why and "only the spec enables ['clean()']" in why
 
 
+@pytest.mark.pure_engine  # monkeypatches the engine (conftest.py)
 def test_missing_last_ack_is_caught(monkeypatch):
     def drop_last_ack(s, evs):
         acks = [e for e in evs if e.kind == "deliver-ack"]
@@ -57,6 +59,7 @@ def test_missing_last_ack_is_caught(monkeypatch):
 
 
 # ------------------------------------------------------------------------------- (b) guard inlined wrongly
+@pytest.mark.pure_engine  # monkeypatches the engine (conftest.py)
 def test_flush_one_short_of_full_is_caught(monkeypatch):
     def one_short(s, evs):
         extra = [E.Flush(w.task) for w in s.writers
@@ -69,6 +72,7 @@ def test_flush_one_short_of_full_is_caught(monkeypatch):
     assert "enabled events differ" in why and "only the engine enables ['flush(task=0)']" in why
 
 
+@pytest.mark.pure_engine  # monkeypatches the engine (conftest.py)
 def test_request_instant_while_blocked_is_caught(monkeypatch):
     def while_blocked(s, evs):
         extra = [RequestInstant(t) for t in range(s.config.parallelism) if s.writer_status(t) == "blocked"]
@@ -80,6 +84,7 @@ def test_request_instant_while_blocked_is_caught(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ (c) hash cache not dropped
+@pytest.mark.pure_engine  # monkeypatches the engine (conftest.py)
 def test_writer_hash_not_dropped_is_caught(monkeypatch):
     def stale_w(self, t):
         own = self._own_w
@@ -93,6 +98,7 @@ def test_writer_hash_not_dropped_is_caught(monkeypatch):
     assert "stale fingerprint hash" in why
 
 
+@pytest.mark.pure_engine  # monkeypatches the engine (conftest.py)
 def test_coordinator_hash_not_dropped_is_caught(monkeypatch):
     def stale_c(self) -> Coordinator:
         if not self._own_c:
@@ -106,6 +112,7 @@ def test_coordinator_hash_not_dropped_is_caught(monkeypatch):
 
 
 # ------------------------------------------------------------------------------- (d) wrong abstract state
+@pytest.mark.pure_engine  # monkeypatches the engine (conftest.py)
 def test_next_checkpoint_not_advanced_in_a_rare_case_is_caught(monkeypatch):
     """After a crash, the second trigger forgets ``next_checkpoint += 1`` (the abstract states differ)."""
     real = System._do_trigger

@@ -308,6 +308,7 @@ def test_symmetric_search_uses_the_canonical_form_and_falls_back_where_a_task_na
     assert _of_representative(model.fingerprint, rep)(odd) == model.fingerprint(rep(odd))
 
 
+@pytest.mark.pure_engine  # monkeypatches the engine (conftest.py)
 def test_a_canonical_form_that_sorts_each_part_on_its_own_merges_orbits_and_is_caught(monkeypatch):
     """Broken on purpose: the writers' columns sorted on their own instead of with the rest of their task's
     column (a writer no longer tied to its channel, buffer slots, snapshots and statuses): no longer
