@@ -27,7 +27,7 @@ demo: install
 	@$(WITH_ENV) $(BIN)/hoodie-lab demo
 
 test: install
-	@$(WITH_ENV) $(BIN)/python -m pytest -q -m "not slow" --timeout=900 --durations=15
+	@$(WITH_ENV) $(BIN)/python -m pytest -q -m "not slow" --timeout=900 --durations=15 -n 2 --dist loadgroup
 
 deep: install
 	@$(WITH_ENV) HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q properties --timeout=0
