@@ -27,8 +27,19 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-HOT = ("timeline", "table", "writer", "checkpoint", "coordinator", "canonical", "failover", "invariants",
-       "system")  # keep equal to engine._compiled.HOT
+
+
+def _hot() -> tuple[str, ...]:
+    """``engine._compiled.HOT``, the modules to compile, read from its source (importing :mod:`engine` at build
+    time would need its dependencies): one list for the build and for the choice at import."""
+    tree = ast.parse((ROOT / "engine" / "_compiled" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HOT" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise RuntimeError("engine/_compiled/__init__.py: no HOT")
+
+
+HOT = _hot()
 
 
 def _warn(msg: str) -> None:

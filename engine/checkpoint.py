@@ -29,7 +29,9 @@ class PendingCheckpoint:
     __slots__ = ("id", "coordinator_state", "tasks", "acknowledged")
 
     def __init__(self, id: int = -1, coordinator_state: tuple | None = None, parallelism: int = -1):
-        if parallelism < 0:  # blank, for copy() to fill (compiled by mypyc, __new__ would run __init__)
+        # called with no argument: blank, for copy() to fill -- and for pickle (the parallel search moves states),
+        # whose __new__ runs __init__ without arguments once mypyc compiled the class
+        if parallelism < 0:
             return
         self.id = id
         self.coordinator_state = coordinator_state  # None until the coordinator snapshot is taken

@@ -157,7 +157,9 @@ class Coordinator:
     __slots__ = ("cfg", "buffers", "instant", "max_acked", "assigned", "_rule", "_guarded", "_owned")
 
     def __init__(self, cfg: Any = None):
-        if cfg is None:  # blank, for copy() to fill (compiled by mypyc, __new__ would run __init__)
+        # called with no argument: blank, for copy() to fill -- and for pickle (the parallel search moves states),
+        # whose __new__ runs __init__ without arguments once mypyc compiled the class
+        if cfg is None:
             return
         self.cfg = cfg
         self.buffers: dict[int, EventBuffer] = {}

@@ -36,7 +36,9 @@ class WriterTask:
                  "interval", "state", "attempt", "confirming", "_canon")
 
     def __init__(self, task: int = -1):
-        if task < 0:  # blank, for copy() to fill (compiled by mypyc, WriterTask.__new__ would run __init__)
+        # called with no argument: blank, for copy() to fill -- and for pickle (the parallel search moves states),
+        # whose __new__ runs __init__ without arguments once mypyc compiled the class
+        if task < 0:
             return
         self.task = task
         self.offset = 0            # next source offset to read

@@ -20,7 +20,8 @@ import sys
 import warnings
 from pathlib import Path
 
-#: the modules compiled, in an order where each one's engine imports come before it (keep equal to setup.py's)
+#: the modules compiled, in an order where each one's engine imports come before it (``setup.py`` reads this
+#: assignment from the source: keep it a literal tuple)
 HOT = ("timeline", "table", "writer", "checkpoint", "coordinator", "canonical", "failover", "invariants",
        "system")
 
