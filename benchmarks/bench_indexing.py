@@ -31,7 +31,10 @@ kernel's autogroup scheduling a child in the benchmark's own session would split
 ``SCHED_IDLE``, in the idle I/O class, with its session's autogroup at nice 19, paced to a quarter of a CPU; normal: not
 lowered, not paced); ``--indexer-max-cpu``: its ``--max-cpu``. ``--beside burner`` (a control): instead of the
 indexer a process that only spins the CPU for ``--burn-seconds`` at the same priority (paced to
-``--burn-share``): what any busy neighbour costs the pipeline on this machine.
+``--burn-share``): what any busy neighbour costs the pipeline on this machine. ``--beside nothing`` (the
+A/A control): a process started the same way that only sleeps for ``--burn-seconds``: both runs of a round are
+then the pipeline alone, so the ratio shows what the design itself reads as a difference (the noise of the
+rounds, and any bias between the run made into copy A and the one into copy B).
 Figures: records/s alone and beside the indexer and their ratio; the indexer's build and catch-up seconds,
 records indexed, catch-up decisions; whether the audit of B holds (``MDT.record-index``: the index equals a
 rebuild). Target: the ratio is >= 0.90; exit 1 when it is not or the audit fails. The figures depend on the
@@ -40,7 +43,7 @@ machine's load: say what else ran.
     python benchmarks/bench_indexing.py [--quick] [--mode pipeline|writer|commit] [--records N] [--seed S]
         [--pipeline-records R] [--pipeline-batches B] [--batch B] [--commits C] [--indexer-after K]
         [--rounds R] [--indexer-priority background|normal] [--indexer-max-cpu SHARE]
-        [--beside indexer|burner] [--burn-seconds S] [--burn-share SHARE] [--keep] [--gaps] [--repeat N]
+        [--beside indexer|burner|nothing] [--burn-seconds S] [--burn-share SHARE] [--keep] [--gaps] [--repeat N]
 """
 
 from __future__ import annotations
@@ -164,12 +167,15 @@ def _burner(seconds: float, priority: str = "background", share: float = 1.0) ->
     any busy process on the other core costs it here, whatever the indexer does."""
     from lakeio.background import lower_priority
 
-    code = ("import time\nfrom lakeio.background import Pacer\n"
-            f"p = Pacer({share!r})\nend = time.perf_counter() + {seconds!r}\n"
-            "while time.perf_counter() < end:\n"
-            "    t = time.process_time() + 0.005\n"
-            "    while time.process_time() < t: pass\n"
-            "    p.pace()\n")  # 5 ms pieces, paced like the indexer's build
+    if share == 0:  # --beside nothing: the same kind of process, idle
+        code = f"import time\nimport lakeio.background\ntime.sleep({seconds!r})\n"
+    else:
+        code = ("import time\nfrom lakeio.background import Pacer\n"
+                f"p = Pacer({share!r})\nend = time.perf_counter() + {seconds!r}\n"
+                "while time.perf_counter() < end:\n"
+                "    t = time.process_time() + 0.005\n"
+                "    while time.process_time() < t: pass\n"
+                "    p.pace()\n")  # 5 ms pieces, paced like the indexer's build
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True,
@@ -245,7 +251,8 @@ def _pipeline_run(tmp: Path, name: str, table: Path, args, spark, beside: bool, 
             return
         box["start"] = time.time()
         proc = box["proc"] = (_indexer(table, args.indexer_priority, share) if args.beside == "indexer"
-                              else _burner(args.burn_seconds, args.indexer_priority, args.burn_share))
+                              else _burner(args.burn_seconds, args.indexer_priority,
+                                           0 if args.beside == "nothing" else args.burn_share))
         box["out"], box["err"] = proc.communicate()
         box["end"] = time.time()
 
@@ -377,7 +384,7 @@ def report_rounds(rounds, args) -> dict | None:
             catchups.append(rep["catchup_s"])
             print(f"  {_indexer_line(be['out'])}")
         else:
-            print(f"  burner: {args.burn_seconds} s")
+            print(f"  {args.beside}: {args.burn_seconds} s")
         if args.gaps:
             ms = lambda gs: " ".join(f"{(y - x) * 1000:.0f}" for x, y in gs)  # noqa: E731
             inside = {i for i, _, _ in be["window_gaps"]}
@@ -516,6 +523,14 @@ def commit_costs(tmp: Path, args) -> dict:
     return med
 
 
+def _beside_label(args) -> str:
+    if args.beside == "indexer":
+        return "indexer"
+    if args.beside == "nothing":
+        return f"nothing (a process that sleeps {args.burn_seconds:g} s: the A/A control)"
+    return f"burner ({args.burn_seconds:g} s at {args.burn_share:g} of a CPU, a control)"
+
+
 def _indexer_line(out: str) -> str:
     rep = json.loads(out)
     counts: dict[str, int] = {}
@@ -553,9 +568,10 @@ def main(argv=None) -> int:
                          "sweep, each share its --rounds (pipeline mode; the target is judged on the first)")
     ap.add_argument("--plot", type=Path, default=None, metavar="PNG",
                     help="draw the throughput and the build and catch-up times against the share (pipeline mode)")
-    ap.add_argument("--beside", choices=["indexer", "burner"], default="indexer",
+    ap.add_argument("--beside", choices=["indexer", "burner", "nothing"], default="indexer",
                     help="what runs beside the pipeline (pipeline mode): the indexer, or as a control a process that "
-                         "only spins the CPU for --burn-seconds at the same priority (what any busy neighbour costs)")
+                         "only spins the CPU for --burn-seconds at the same priority (what any busy neighbour costs), "
+                         "or (the A/A control) one that only sleeps for --burn-seconds")
     ap.add_argument("--burn-seconds", type=float, default=3.5, help="the burner's run time (default 3.5 s: about "
                     "the indexer's window on the default table)")
     ap.add_argument("--burn-share", type=float, default=1.0, help="the burner's pace: this share of a CPU "
@@ -570,8 +586,8 @@ def main(argv=None) -> int:
         args.rounds = 1 if args.quick else 3
     if args.rounds < 1:
         ap.error(f"--rounds: {args.rounds}: at least 1")
-    if args.beside == "burner" and args.mode != "pipeline":
-        ap.error("--beside burner: only in --mode pipeline")
+    if args.beside != "indexer" and args.mode != "pipeline":
+        ap.error(f"--beside {args.beside}: only in --mode pipeline")
     if not 0 < args.burn_share <= 1:
         ap.error(f"--burn-share: {args.burn_share}: a share of one CPU in (0, 1]")
     if not args.burn_seconds > 0:
@@ -602,7 +618,7 @@ def main(argv=None) -> int:
     from lakeio.audit import audit_table
 
     print(f"bench_indexing: mode {args.mode}, seed {args.seed} (replay: --seed {args.seed}); beside the pipeline: "
-          f"{args.beside if args.beside == 'indexer' else f'burner ({args.burn_seconds} s at {args.burn_share:g} of a CPU, a control)'}, priority "
+          f"{_beside_label(args)}, priority "
           f"{args.indexer_priority}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-indexing-"))
     try:
@@ -635,7 +651,7 @@ def main(argv=None) -> int:
                     print(f"audit of the (last) indexed table: {'holds' if holds else 'VIOLATED'} "
                           f"({time.perf_counter() - t0:.1f} s)", flush=True)
                 else:
-                    got["share"] = args.burn_share
+                    got["share"] = 0.0 if args.beside == "nothing" else args.burn_share
                 rows.append(got)
                 if k < len(args.shares) - 1:
                     shutil.rmtree(b, ignore_errors=True)
