@@ -15,7 +15,10 @@ An asynchronous table service (``hoodie-lab index``) must not slow the writers i
   behind them (measured beside the pipeline: the commit's ``fsync`` time tripled while the index was
   built, ``benchmarks/bench_indexing.py``) -- with an I/O scheduler that has priority classes (BFQ, mq-deadline); under
   ``none`` (``/sys/block/DEV/queue/scheduler``, as on this project's virtio disks) the class is set and changes
-  nothing.
+  nothing;
+* one CPU (``sched_setaffinity``; on a machine with several): the job is paced to a share of one CPU, so one is all
+  it needs, and what it does besides computing -- cache and memory traffic, the TLB flushes its memory unmapping
+  sends to every CPU its threads ran on -- stays on that CPU; the writers have the others to themselves.
 
 Elsewhere (no ``SCHED_IDLE``) the job is niced to 19. :func:`run_as_background_job` starts the command, forwards
 SIGINT / SIGTERM / SIGHUP to it (it is not in the terminal's process group any more) and returns its exit code.
@@ -60,10 +63,30 @@ def lower_priority() -> str:
         applied.append("I/O idle")
     except (AttributeError, OSError, psutil.Error):
         pass  # no I/O priorities here
+    one = _confine_to_one_cpu()
+    if one is not None:
+        applied.append(f"CPU {one} only")
     # only a session of our own: the autogroup is the whole session's (refused: no autogroup scheduling here)
     if os.getsid(0) == os.getpid() and _set_autogroup_nice(19):
         applied.append("autogroup nice 19")
     return ", ".join(applied) or "not lowered (the system refused)"
+
+
+def _confine_to_one_cpu() -> int | None:
+    """Let this process (and the threads and children it starts later) run on one CPU only, the highest-numbered
+    one it may use, when it may use several; returns that CPU, or None when nothing changed. A background job is
+    paced to a share of one CPU, so one CPU is all it needs; confined there, whatever it does besides using the CPU
+    -- its threads' cache and memory traffic, the TLB flushes its memory unmapping sends to every CPU its threads
+    ran on -- stays on that one, and the writers have the other CPUs to themselves."""
+    try:
+        cpus = os.sched_getaffinity(0)
+        if len(cpus) < 2:
+            return None
+        one = max(cpus)
+        os.sched_setaffinity(0, {one})
+        return one
+    except (AttributeError, OSError):
+        return None
 
 
 def _autogroup_nice() -> int | None:
@@ -160,6 +183,11 @@ def describe_priority() -> str:
         parts.append({psutil.IOPRIO_CLASS_IDLE: "I/O idle", psutil.IOPRIO_CLASS_BE: "I/O best-effort",
                       psutil.IOPRIO_CLASS_RT: "I/O realtime"}.get(io, "I/O default"))
     except (AttributeError, OSError, psutil.Error):
+        pass
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+        parts.append(f"CPU {cpus[0]} only" if len(cpus) == 1 and (os.cpu_count() or 1) > 1 else f"{len(cpus)} CPUs")
+    except (AttributeError, OSError):
         pass
     try:
         with open("/proc/self/autogroup") as fh:  # "/autogroup-123 nice 19"

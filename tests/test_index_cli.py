@@ -235,8 +235,8 @@ def test_cli_completes_and_reports(tmp_path, capfd):
 @pytest.mark.parametrize("priority", ["background", "normal"])
 def test_the_index_runs_at_the_priority_asked(tmp_path, capfd, priority):
     """By default the work runs as a background job: a process of its own, in a session of its own, at
-    SCHED_IDLE, in the idle I/O class, with its session's autogroup at nice 19 (what the kernel holds, read
-    back by the job);
+    SCHED_IDLE, in the idle I/O class, on one CPU, with its session's autogroup at nice 19 (what the kernel
+    holds, read back by the job);
     ``--priority normal`` runs it here, as this process runs."""
     import json
     import os
@@ -256,6 +256,9 @@ def test_the_index_runs_at_the_priority_asked(tmp_path, capfd, priority):
         assert "I/O idle" in rep["priority"] and "I/O idle" not in describe_priority()
         if os.path.exists("/proc/self/autogroup"):
             assert rep["priority"].endswith("autogroup nice 19")
+        if len(os.sched_getaffinity(0)) > 1:  # confined to one CPU, the highest this process may use
+            assert f"CPU {max(os.sched_getaffinity(0))} only" in rep["priority"], rep["priority"]
+            assert "only" not in describe_priority()
 
 
 def test_a_paced_index_keeps_to_its_share_of_a_cpu_and_builds_the_same_index(tmp_path):
