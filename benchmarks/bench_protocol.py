@@ -30,6 +30,10 @@ and of the fingerprint sets, TLC's collision probability, and whether the verdic
 3 writers x 2 checkpoints, lost acks and one crash (task crash, coordinator crash or full restart), parallel
 run only (``--workers``, default all cores), with the level sizes printed as they finish.
 
+``--symmetric-only``: one serial run of the bound with symmetry reduction (no plain run, no suites): the one-core
+figure of the states-per-CPU-second target of issue #20, canonical states per CPU second (target >= 50,000),
+without the parallel search's coordination and pickling. Exit 1 below the target.
+
 ``--no-serial`` (with ``--workers``): the parallel run only, compared with the recorded serial run at the
 reference bound (:data:`SERIAL_REFERENCE_CPU_S`): CPU seconds, and the wall time every process on a free core
 would take (the busiest worker's CPU plus the coordinator's: an estimate, printed as one). Each parallel run
@@ -191,12 +195,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-symmetry", action="store_true", help="the parallel run without symmetry reduction")
     ap.add_argument("--bound", choices=("2x3", "3x2"), default="2x3",
                     help="3x2: 3 writers x 2 checkpoints, parallel run only (default 2x3, the reference bound)")
+    ap.add_argument("--symmetric-only", action="store_true",
+                    help="one serial run with symmetry reduction: canonical states per CPU second (target >= 50,000)")
     ap.add_argument("--no-serial", action="store_true",
                     help="with --workers: skip the serial run (compare with its figure in the README instead)")
     args = ap.parse_args(argv)
     import engine
 
     print(f"engine: {engine.BUILD}", flush=True)
+    if args.symmetric_only:
+        if args.workers is not None or args.bound != "2x3" or args.symmetry:
+            ap.error("--symmetric-only: one serial run of the 2x3 bound (or --quick); not with --workers, --bound "
+                     "or --symmetry")
+        sym = bench_explore(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, symmetry=True)
+        rate = sym["states_per_cpu_second"]
+        print(f"canonical states per CPU second: {rate:,.0f} (target >= {TARGET_CANONICAL_PER_CPU_SECOND:,}: "
+              f"{'met' if rate >= TARGET_CANONICAL_PER_CPU_SECOND else 'NOT met'})")
+        return 0 if sym["complete"] and sym["violation"] is None and rate >= TARGET_CANONICAL_PER_CPU_SECOND else 1
     if args.bound == "3x2" or (args.workers is not None and args.no_serial):
         if args.bound == "2x3":
             fig = bench_parallel(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, args.workers,
