@@ -330,7 +330,7 @@ class System:
         except KeyError:  # not a class of EVENT_TYPES
             has_task, fault, guard = _preconditions(ev)
         if has_task:
-            t = ev.task
+            t = getattr(ev, "task")  # (not every Event class has the field; this one's has)
             if t is not None and not 0 <= t < self.config.parallelism:
                 return f"task {t} does not exist (parallelism {self.config.parallelism})"
         if fault is not None and not self._faults_on(fault):
