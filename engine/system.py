@@ -203,7 +203,7 @@ class System:
             self._own_w = own + (t,)
         self._writers_hash = self._canon_w = None
         w = self.writers[t]
-        w._canon = None
+        w._canon = w._key_hash = None
         return w
 
     def replace_coordinator(self, coordinator: Coordinator) -> None:
@@ -645,6 +645,21 @@ class System:
             self.observations = self.observations + tuple(Observation(self.step_count, r, d) for r, d in new)
             self.observed_rules = self.observed_rules | {r for r, _ in new}
 
+    def successors(self, events: list, check: bool, refused: Any) -> list:
+        """``clone()`` + ``apply(ev, check)`` for each of ``events``, in order: an explorer expands a state in
+        one call instead of one per event. An event the System refuses gives ``refused(ev, violation)`` in its
+        place (the explorer's dead end, :class:`checker.protocol.Refused`)."""
+        out: list = []
+        for ev in events:
+            s = self.clone()
+            try:
+                s.apply(ev, check)
+            except RuleViolation as exc:
+                out.append(refused(ev, exc))
+                continue
+            out.append(s)
+        return out
+
     # ----------------------------------------------------------------- effects
     def _do_ingest(self, ev):
         self._w(ev.task).ingest()
@@ -1035,7 +1050,8 @@ class System:
         """A hash of :meth:`fingerprint`'s fields, for explorers that keep only hashes (equal
         fingerprints give equal hashes). The nested parts are hashed once per change instead of on
         every call, as most events change one of them at most: the table's (cached by the table),
-        the coordinator's and the writer tasks' (dropped by :meth:`_c` and :meth:`_w`) and the
+        the coordinator's and the writer tasks' (dropped by :meth:`_c` and :meth:`_w`; each task's key hash is
+        kept on the task, so the tasks an event left alone are not hashed again) and the
         checkpoints' (kept while they are the same objects: the completed one is an immutable value and the
         pending one changes in place only through :meth:`_p`, which drops it)."""
         coordinator = self._coordinator_hash
@@ -1043,7 +1059,7 @@ class System:
             coordinator = self._coordinator_hash = hash(self.coordinator.key())
         writers = self._writers_hash
         if writers is None:
-            writers = self._writers_hash = hash(tuple([w.key() for w in self.writers]))
+            writers = self._writers_hash = hash(tuple([w.key_hash() for w in self.writers]))
         cached = self._checkpoints_hash
         if cached is None or cached[0] is not self.pending_checkpoint or cached[1] is not self.last_completed:
             cached = self._checkpoints_hash = (self.pending_checkpoint, self.last_completed,
