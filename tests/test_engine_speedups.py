@@ -24,7 +24,7 @@ def test_settings_are_the_config():
             assert getattr(k, f.name) == getattr(cfg, f.name), (name, f.name)
         for d in DERIVED:
             assert getattr(k, d) == getattr(cfg, d), (name, d)
-        assert k.config is cfg and settings(cfg) is k and settings(k) is k
+        assert k.config == cfg and settings(cfg) is k and settings(k) is k  # (equal configurations share one)
     assert isinstance(settings(ProtocolConfig()), Settings)
 
 
