@@ -3,8 +3,8 @@
 The explorer's hot modules of :mod:`engine` (:data:`engine._compiled.HOT`) are compiled with mypyc into
 ``engine._compiled.<name>``: 1.5x the canonical states per CPU second of the pure-Python engine at the quick
 bound (``benchmarks/bench_protocol.py --quick --symmetry``, 28 Nov 2026). Each source is copied to
-``engine/_compiled/<name>.py`` with every annotation made ``Any`` (:func:`compilable`: no run-time type checks
-the pure engine would not make) and the SHA-256 of the original appended (``__source_sha256__``), compiled,
+``engine/_compiled/<name>.py`` with every parameter's annotation made ``Any`` (:func:`compilable`: no run-time
+type check of what a caller passes that the pure engine would not make) and the SHA-256 of the original appended (``__source_sha256__``), compiled,
 and the copy deleted. At import, :mod:`engine` uses the compiled modules
 only when every recorded hash equals the hash of the source as it is now, so a later edit of
 ``engine/system.py`` (an editable install keeps the build) makes :mod:`engine` warn once and run the pure
@@ -46,10 +46,15 @@ def _warn(msg: str) -> None:
     print(f"hoodie-lab: {msg}; installing the pure-Python engine", file=sys.stderr)
 
 
-class _AnyAnnotations(ast.NodeTransformer):
-    """Every annotation -- of parameters, returns and variables -- made ``typing.Any``: mypyc checks the
-    types it compiles against at run time, and the engine's annotations are documentation, not contracts
-    (a test passes ``None`` where ``str`` is annotated, to see the engine refuse it as the spec does). An
+class _AnyParameters(ast.NodeTransformer):
+    """Every parameter's annotation made ``typing.Any``; return types and the annotations of attributes and
+    variables are kept, so mypyc compiles native attribute access, native calls and unboxed values where the
+    engine says what it holds (1.1x the canonical states per CPU second of all-``Any`` at the quick bound).
+
+    Parameters stay ``Any`` because mypyc checks the types it compiles against at run time, and what callers
+    pass the engine is not a contract: a test passes ``None`` where ``str`` is annotated, to see the engine
+    refuse it as the spec does (a parameter's type would make it a ``TypeError``). What the engine itself
+    returns and stores is checked by mypy at build time (a type error fails the build: pure Python). An
     annotated function stays annotated, so mypy still types its body (``self`` is the native class)."""
 
     ANY = "_HoodieLabAny"  # one leading underscore: a name in a class body is not mangled
@@ -63,8 +68,6 @@ class _AnyAnnotations(ast.NodeTransformer):
         for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
             if a is not None and a.annotation is not None:
                 a.annotation = self._any()
-        if node.returns is not None:
-            node.returns = self._any()
         return node
 
     def visit_Assign(self, node):
@@ -73,20 +76,15 @@ class _AnyAnnotations(ast.NodeTransformer):
             return ast.AnnAssign(node.targets[0], self._any(), node.value, simple=1)
         return node
 
-    def visit_AnnAssign(self, node):
-        self.generic_visit(node)
-        node.annotation = self._any()
-        return node
-
 
 def compilable(source: str) -> str:
-    """``source`` with every annotation ``Any`` (:class:`_AnyAnnotations`)."""
-    tree = _AnyAnnotations().visit(ast.parse(source))
+    """``source`` with every parameter annotation ``Any`` (:class:`_AnyParameters`)."""
+    tree = _AnyParameters().visit(ast.parse(source))
     body = tree.body
     at = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
     while at < len(body) and isinstance(body[at], ast.ImportFrom) and body[at].module == "__future__":
         at += 1
-    body.insert(at, ast.parse(f"from typing import Any as {_AnyAnnotations.ANY}").body[0])
+    body.insert(at, ast.parse(f"from typing import Any as {_AnyParameters.ANY}").body[0])
     return ast.unparse(ast.fix_missing_locations(tree))
 
 

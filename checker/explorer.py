@@ -42,6 +42,7 @@ import operator
 import time
 from array import array
 from collections import deque
+from itertools import repeat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
@@ -89,6 +90,11 @@ class Model:
 
     def next_state(self, state, action) -> Any | None:
         raise NotImplementedError
+
+    #: Optional ``successors(state, actions)``: the list ``[next_state(state, a) for a in actions]`` computed in
+    #: one call, for a model whose states expand faster together (the protocol's: one compiled call per state
+    #: instead of one Python call per transition). None: the explorers call ``next_state`` per action.
+    successors: Callable[[Any, Sequence], list] | None = None
 
     def properties(self) -> Sequence[Property]:
         return ()
@@ -311,7 +317,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     via = array("l")      # state id -> index of the action in parent's actions() (initial: init index)
     depth = array("l")
     init_list = list(model.init_states())
-    fingerprint, actions_of, step = model.fingerprint, model.actions, model.next_state
+    fingerprint, actions_of, step, successors = model.fingerprint, model.actions, model.next_state, model.successors
     if compact:
         fingerprint = model.fingerprint_hash
     # With symmetry the representative's fingerprint costs more than the state's own (cached) one, and
@@ -426,8 +432,8 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
         nd = d + 1
         if plain is not None and d != reached_depth:
             reached, reached_depth = set(), d
-        for idx, action in enumerate(acts):
-            nxt = step(state, action)
+        nexts = successors(state, acts) if successors is not None else map(step, repeat(state), acts)
+        for idx, (action, nxt) in enumerate(zip(acts, nexts)):
             if nxt is None:
                 continue
             transitions += 1

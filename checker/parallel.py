@@ -47,6 +47,7 @@ import resource
 import time
 import traceback
 from dataclasses import dataclass, field
+from itertools import repeat
 from multiprocessing.connection import wait as wait_any
 from typing import Any, Callable
 
@@ -180,6 +181,7 @@ def expand_level(w: Worker, depth: int, max_depth: int | None = None) -> Expansi
     """Step 1: expand ``w``'s frontier (its states at ``depth``); successors grouped by owner."""
     model = w.model
     actions_of, step, boundary, settles = model.actions, model.next_state, model.within_boundary, model.settles
+    successors = getattr(model, "successors", None)
     fingerprint, workers, terminal, route = w.fingerprint, w.workers, w.terminal, owner_of
     batches = [([], [], []) for _ in range(workers)]
     pending, where = [], []
@@ -208,8 +210,10 @@ def expand_level(w: Worker, depth: int, max_depth: int | None = None) -> Expansi
             ex.settled += 1
             for p in terminal:
                 ex.found += [Found(nm, p.kind, d, v, sfp, depth) for nm, d, v in outcomes(p, state)]
-        for idx, action in enumerate(acts):
-            nxt = step(state, action)
+        if not acts:
+            continue
+        nexts = successors(state, acts) if successors is not None else map(step, repeat(state), acts)
+        for idx, nxt in enumerate(nexts):
             if nxt is None:
                 continue
             ex.transitions += 1

@@ -34,6 +34,8 @@ from typing import Any
 from model.protocol.config import ProtocolConfig
 from model.protocol.values import BufferEntry, describe_slots
 
+from .settings import Settings, settings
+
 
 class EventBuffer:
     """One ``EventBuffers`` entry: the instant of a checkpoint-id key and one write-metadata slot per task
@@ -161,7 +163,7 @@ class Coordinator:
         # whose __new__ runs __init__ without arguments once mypyc compiled the class
         if cfg is None:
             return
-        self.cfg = cfg
+        self.cfg: Settings = settings(cfg)
         self.buffers: dict[int, EventBuffer] = {}
         self.instant = ""           # newest instant started ("this.instant")
         self.max_acked = -(10**9)   # highest ack processed since the last (re)start (monitor)

@@ -32,6 +32,7 @@ EAGER policy rolls them back at the next ``startCommit``, LAZY at the next clean
 from __future__ import annotations
 
 from .coordinator import Coordinator
+from .settings import Settings
 
 
 def _last_pending(system) -> str | None:
@@ -41,7 +42,7 @@ def _last_pending(system) -> str | None:
 
 def _restore_writer(system, t: int, attempt: int) -> None:
     ckp = system.last_completed
-    confirming = (_last_pending(system) or "") if system.config.coordinator_start else None
+    confirming = (_last_pending(system) or "") if system._k.coordinator_start else None
     w = system.writer_to_change(t)
     if ckp is None:
         w.restore(0, -1, (), attempt, confirming)
@@ -60,7 +61,7 @@ def _bootstrap_0x(system, tasks) -> None:
 def _drop_in_flight(system, tasks) -> None:
     """Async event delivery: the messages in flight from the failed attempts of ``tasks`` are dropped
     (``SchedulerBase.deliverOperatorEventToCoordinator``), unless the broken design keeps them."""
-    cfg = system.config
+    cfg: Settings = system._k
     if cfg.event_delivery == "async" and cfg.drop_failed_attempt_events:
         system.channels = tuple(() if t in tasks else ch for t, ch in enumerate(system.channels))
 
@@ -70,18 +71,18 @@ def _send_bootstrap(system, tasks, global_failover: bool) -> None:
     for t in tasks:
         w = system.writers[t]
         for ev in w.bootstrap_events(system.table, restored, global_failover,
-                                     system.config.resend_on_global_failover):
+                                     system._k.resend_on_global_failover):
             system._send(t, ev)
 
 
 def task_failover(system, failed: int) -> None:
     """Region (or single-task) failover of the write tasks."""
     system.pending_checkpoint = None
-    tasks = [failed] if system.config.task_failover == "single" else list(range(system.config.parallelism))
+    tasks = [failed] if system._k.task_failover == "single" else list(range(system._k.parallelism))
     _drop_in_flight(system, tasks)
     for t in tasks:
         _restore_writer(system, t, system.writers[t].attempt + 1)
-    if system.config.coordinator_start:
+    if system._k.coordinator_start:
         _bootstrap_0x(system, tasks)
     else:
         _send_bootstrap(system, tasks, global_failover=False)
@@ -89,7 +90,7 @@ def task_failover(system, failed: int) -> None:
 
 def global_failover(system, recreate_coordinator: bool) -> None:
     """Coordinator failover (``recreate_coordinator``) or same-graph global failover."""
-    cfg = system.config
+    cfg: Settings = system._k
     system.pending_checkpoint = None
     system.acks_in_flight = ()
     system.executor = ()  # the jobs queued on the old coordinator's executor die with it

@@ -65,6 +65,7 @@ from model.protocol.values import (CommitJob, CompletedCheckpoint, RequestJob, T
 from . import canonical, failover
 from .checkpoint import PendingCheckpoint
 from .coordinator import Coordinator
+from .settings import Settings, settings
 from .table import Table, TimeSource
 from .writer import WriterTask
 
@@ -100,7 +101,7 @@ class System:
 
     #: The state's fields (slots: an exploration reads them millions of times), the copy-on-write
     #: flags and cached hashes; ``__dict__`` only holds what a driver attaches (it is not cloned).
-    __slots__ = ("config", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
+    __slots__ = ("config", "_k", "source", "table", "coordinator", "writers", "pending_checkpoint", "last_completed",
                  "next_checkpoint", "acks_in_flight", "last_ack", "crashes", "faults_stopped",
                  "checkpoints_after_stop", "step_count", "observations", "observed_rules", "channels", "stalls_after_stop",
                  "executor", "expired_requests", "guard_deadlocks",
@@ -113,6 +114,7 @@ class System:
             return
         cfg = config if config is not None else ProtocolConfig()
         self.config = cfg
+        self._k = settings(cfg)  # what the rules read (engine.settings: the same fields, native attributes)
         self.source = Source(cfg.parallelism, cfg.records, seed)
         self.table = Table(cfg.table_version, cfg.action, time_source)
         self.coordinator = Coordinator(cfg)
@@ -155,6 +157,7 @@ class System:
         Every field of ``__slots__`` but ``__dict__`` is set here."""
         s = System(_blank=True)
         s.config = self.config
+        s._k = self._k
         s.source = self.source
         s.table = self.table.copy()
         s.coordinator = self.coordinator
@@ -200,7 +203,7 @@ class System:
             self._own_w = own + (t,)
         self._writers_hash = self._canon_w = None
         w = self.writers[t]
-        w._canon = None
+        w._canon = w._key_hash = None
         return w
 
     def replace_coordinator(self, coordinator: Coordinator) -> None:
@@ -231,7 +234,7 @@ class System:
 
     # ------------------------------------------------------------------ helpers
     def _faults_on(self, fault: str) -> bool:
-        return not self.faults_stopped and fault in self.config.faults
+        return not self.faults_stopped and fault in self._k.faults
 
     def _barrier_waiting(self, t: int) -> bool:
         p = self.pending_checkpoint
@@ -244,15 +247,15 @@ class System:
 
     def _needs_instant(self, t: int) -> bool:
         w = self.writers[t]
-        return w.instant is None and (w.offset - w.flushed >= self.config.buffer_size or self._barrier_waiting(t))
+        return w.instant is None and (w.offset - w.flushed >= self._k.buffer_size or self._barrier_waiting(t))
 
     def _instant_wait(self, t: int) -> bool:
         """Task ``t`` (which needs an instant) must wait (:func:`model.protocol.state.instant_wait`): 0.x
         coordinator-started instants -- it is confirming and no other instant is pending (or the same one and
         it has data, ``instantToWrite``); else the coordinator would block a new instant."""
         w = self.writers[t]
-        if not self.config.coordinator_start:
-            if self.config.request_thread == "executor":
+        if not self._k.coordinator_start:
+            if self._k.request_thread == "executor":
                 return False  # the request joins the executor's queue at once; the guard waits there
             return self.coordinator.would_block(w.checkpoint_id)
         c = w.confirming
@@ -267,7 +270,7 @@ class System:
         w = self.writers[t]
         if self._needs_instant(t):
             return "blocked" if self._instant_wait(t) else "needs-instant"
-        if w.offset >= self.config.records and w.offset == w.flushed and not self._barrier_waiting(t):
+        if w.offset >= self._k.records and w.offset == w.flushed and not self._barrier_waiting(t):
             return "idle"
         return "running"
 
@@ -283,7 +286,7 @@ class System:
         w = self.writers[t]
         p = self.pending_checkpoint
         waiting = p is not None and p.tasks[t] is None and w.checkpoint_id != p.id
-        full = w.offset - w.flushed >= self.config.buffer_size
+        full = w.offset - w.flushed >= self._k.buffer_size
         if w.instant is None:
             if full or waiting:
                 if self.executor and self._queued_request(t) is not None:
@@ -295,7 +298,7 @@ class System:
         return "flush" if full else None
 
     def _crash_budget(self) -> bool:
-        return self.crashes < self.config.max_crashes
+        return self.crashes < self._k.max_crashes
 
     def _queued_request(self, t: int) -> int | None:
         """Position of task ``t``'s request (of its current attempt) in the executor queue, or None."""
@@ -308,7 +311,7 @@ class System:
     def _guard_holds_executor(self) -> RequestJob | None:
         """The instant request the CommitGuard holds at the head of the executor
         (:func:`model.protocol.state.guard_holds_executor`), or None."""
-        if self.config.request_thread != "executor" or not self.executor:
+        if self._k.request_thread != "executor" or not self.executor:
             return None
         head = self.executor[0]
         if type(head) is RequestJob and self.coordinator.would_block(head.key):
@@ -330,16 +333,16 @@ class System:
         except KeyError:  # not a class of EVENT_TYPES
             has_task, fault, guard = _preconditions(ev)
         if has_task:
-            t = ev.task
-            if t is not None and not 0 <= t < self.config.parallelism:
-                return f"task {t} does not exist (parallelism {self.config.parallelism})"
+            t = getattr(ev, "task")  # (not every Event class has the field; this one's has)
+            if t is not None and not 0 <= t < self._k.parallelism:
+                return f"task {t} does not exist (parallelism {self._k.parallelism})"
         if fault is not None and not self._faults_on(fault):
             return f"fault {fault} is not enabled" + (" (faults stopped)" if self.faults_stopped else "")
         return f"unknown event kind {ev.kind!r}" if guard is None else guard(self, ev)
 
     # One guard per action: None when enabled, else why not.
     def _may_ingest(self, ev):
-        w, cfg = self.writers[ev.task], self.config
+        w, cfg = self.writers[ev.task], self._k
         if w.offset >= cfg.records:
             return f"split {ev.task} is exhausted ({cfg.records} records)"
         if w.offset - w.flushed >= cfg.buffer_size:
@@ -360,7 +363,7 @@ class System:
         if self.executor and self._queued_request(t) is not None:
             return f"task {t}'s instant request is already queued on the coordinator's executor"
         if self._instant_wait(t):
-            if self.config.coordinator_start:
+            if self._k.coordinator_start:
                 return f"0.x: task {t} is confirming: it waits until the coordinator starts a new instant"
             return f"blocking mode: task {t} waits until the buffered instant is committed"
         return None
@@ -369,21 +372,21 @@ class System:
         w = self.writers[ev.task]
         if w.instant is None:
             return f"task {ev.task} holds no instant"
-        if w.offset - w.flushed < self.config.buffer_size:
+        if w.offset - w.flushed < self._k.buffer_size:
             return f"task {ev.task}'s buffer is not full"
         return None
 
     def _may_trigger(self, ev):
         if self.pending_checkpoint is not None:
             return f"checkpoint {self.pending_checkpoint.id} is pending"
-        if self.config.ack_before_next_checkpoint and self.acks_in_flight:
+        if self._k.ack_before_next_checkpoint and self.acks_in_flight:
             return (f"the coordinator's executor handles notifyCheckpointComplete({self.acks_in_flight[0]}) before "
                     f"checkpointCoordinator({self.next_checkpoint}) (one FIFO thread)")
-        if self.config.ack_before_next_checkpoint and any(type(j) is CommitJob for j in self.executor):
+        if self._k.ack_before_next_checkpoint and any(type(j) is CommitJob for j in self.executor):
             return (f"a commit queued on the coordinator's executor runs before "
                     f"checkpointCoordinator({self.next_checkpoint}) (one FIFO thread)")
-        if self.next_checkpoint > self.config.max_checkpoints and not self.faults_stopped:
-            return f"bound: max_checkpoints={self.config.max_checkpoints}"
+        if self.next_checkpoint > self._k.max_checkpoints and not self.faults_stopped:
+            return f"bound: max_checkpoints={self._k.max_checkpoints}"
         if self._bootstrap_in_flight():
             return "a restarted task's bootstrap events are still in flight (not every task is RUNNING)"
         return None
@@ -422,9 +425,9 @@ class System:
         return self._may_crash(ev)
 
     def _may_request_timeout(self, ev):
-        if self.config.coordinator_start:
+        if self._k.coordinator_start:
             return "0.x: writers poll the last pending instant; no instant request goes to the coordinator"
-        if self.config.executor_queue:
+        if self._k.executor_queue:
             i = self._queued_request(ev.task)
             if i is None:
                 return f"no instant request of task {ev.task} queued on the coordinator's executor"
@@ -441,7 +444,7 @@ class System:
         failover.task_failover(self, ev.task)
 
     def _may_run_job(self, ev):
-        if not self.config.executor_queue:
+        if not self._k.executor_queue:
             return "no executor queue modelled (executor_queue off): jobs take effect when they arrive"
         if not self.executor:
             return "the coordinator's executor has no job queued"
@@ -455,7 +458,7 @@ class System:
                     f"and {release}: tasks and coordinator wait on each other until write.commit.ack.timeout")
         head = self.executor[0]
         if type(head) is TableServiceJob and head.slow and not head.overdue:
-            for t in range(self.config.parallelism):
+            for t in range(self._k.parallelism):
                 if self._queued_request(t) is not None:
                     return (f"the slow table-service job outlasts the RPC timeout of task {t}'s instant request "
                             f"queued behind it: the request times out first")
@@ -468,15 +471,15 @@ class System:
         kind = type(job)
         if kind is CommitJob:
             out = self._notify_checkpoint_complete(job.checkpoint)
-            if self.config.table_service != "none" and any(o == "committed" for _, _, o in out):
-                self.executor = (TableServiceJob(self.config.table_service == "slow"),) + self.executor
+            if self._k.table_service != "none" and any(o == "committed" for _, _, o in out):
+                self.executor = (TableServiceJob(self._k.table_service == "slow"),) + self.executor
         elif kind is RequestJob:
             instant = self._c().handle_instant_request(self.table, job.key, guard_passed=True)
             if self.writers[job.task].attempt == job.attempt:
                 self._w(job.task).grant(instant)
 
     def _may_request_expired(self, ev):
-        if not self.config.executor_queue:
+        if not self._k.executor_queue:
             return "no executor queue modelled (executor_queue off)"
         i = self._queued_request(ev.task)
         if i is None:
@@ -496,18 +499,18 @@ class System:
         return None if ev.checkpoint in self.acks_in_flight else f"no ack of checkpoint {ev.checkpoint} in flight"
 
     def _may_clean(self, ev):
-        if self.config.eager:
+        if self._k.eager:
             return "EAGER policy: failed writes are rolled back by startCommit, not by clean"
         if not self.table.failed_writes():
             return "no pending instant with an expired heartbeat"
-        if not self.config.clean_during_restart and self._bootstrap_in_flight():
+        if not self._k.clean_during_restart and self._bootstrap_in_flight():
             return "a restarted task's bootstrap events are still in flight (heartbeats not expired yet)"
         return None
 
     def _may_timeout(self, ev):
-        if not self.config.blocking:
+        if not self._k.blocking:
             return "only blocking mode waits for instants"
-        if self.config.request_thread == "executor":
+        if self._k.request_thread == "executor":
             held = self._guard_holds_executor()
             if held is None or held.task != ev.task:
                 return f"no instant request of task {ev.task} held by the CommitGuard at the head of the executor"
@@ -527,7 +530,7 @@ class System:
         p = self.pending_checkpoint
         if p is None:
             return "no checkpoint pending"
-        if not self.config.partial_aborts and self._any_snapshotted(p):
+        if not self._k.partial_aborts and self._any_snapshotted(p):
             return "a task already snapshotted (partial aborts not enabled)"
         return None
 
@@ -536,14 +539,14 @@ class System:
         return p.acknowledged > 0 or any(w.checkpoint_id == p.id for w in self.writers)
 
     def _may_crash(self, ev):
-        return None if self._crash_budget() else f"crash budget spent (max_crashes={self.config.max_crashes})"
+        return None if self._crash_budget() else f"crash budget spent (max_crashes={self._k.max_crashes})"
 
     def enabled_events(self) -> list[E.Event]:
         """Every event enabled now, in a deterministic order (faults last).
 
         ``stop-faults`` is a driver control and is not listed. With ``task_failover="region"``
         only ``crash-task(0)`` is listed (every task restarts either way)."""
-        cfg = self.config
+        cfg = self._k
         out: list[E.Event] = []
         P = cfg.parallelism
         coord = self.coordinator
@@ -642,12 +645,27 @@ class System:
             self.observations = self.observations + tuple(Observation(self.step_count, r, d) for r, d in new)
             self.observed_rules = self.observed_rules | {r for r, _ in new}
 
+    def successors(self, events: list, check: bool, refused: Any) -> list:
+        """``clone()`` + ``apply(ev, check)`` for each of ``events``, in order: an explorer expands a state in
+        one call instead of one per event. An event the System refuses gives ``refused(ev, violation)`` in its
+        place (the explorer's dead end, :class:`checker.protocol.Refused`)."""
+        out: list = []
+        for ev in events:
+            s = self.clone()
+            try:
+                s.apply(ev, check)
+            except RuleViolation as exc:
+                out.append(refused(ev, exc))
+                continue
+            out.append(s)
+        return out
+
     # ----------------------------------------------------------------- effects
     def _do_ingest(self, ev):
         self._w(ev.task).ingest()
 
     def _do_request_instant(self, ev):
-        if self.config.executor_queue:
+        if self._k.executor_queue:
             w = self.writers[ev.task]
             self.executor = self.executor + (RequestJob(ev.task, w.checkpoint_id, w.attempt),)
             return
@@ -661,7 +679,7 @@ class System:
     def _send(self, t: int, message) -> None:
         """Task ``t`` sends ``message`` (:func:`model.protocol.channels.send`): into its channel with async
         event delivery, else handled at once."""
-        if self.config.event_delivery == "async":
+        if self._k.event_delivery == "async":
             ch = self.channels
             self.channels = ch[:t] + (ch[t] + (message,),) + ch[t + 1:]
         else:
@@ -697,17 +715,17 @@ class System:
     def _do_trigger(self, ev):
         n = self.next_checkpoint
         self.next_checkpoint = n + 1
-        cs = self.coordinator.checkpoint(n) if self.config.snapshot_order == "coordinator-first" else None
-        self.pending_checkpoint = PendingCheckpoint(n, cs, self.config.parallelism)
+        cs = self.coordinator.checkpoint(n) if self._k.snapshot_order == "coordinator-first" else None
+        self.pending_checkpoint = PendingCheckpoint(n, cs, self._k.parallelism)
         self._own_p = True
 
     def _do_snapshot(self, ev):
         p = self.pending_checkpoint
         w = self._w(ev.task)
-        sent, state = w.snapshot_state(p.id, self.config.task_state == "append", self.config.coordinator_start)
+        sent, state = w.snapshot_state(p.id, self._k.task_state == "append", self._k.coordinator_start)
         self._send(ev.task, sent)
         ack = _new(TaskSnapshot, (w.offset, p.id, state))
-        if self.config.event_delivery == "async" and not self.config.ack_behind_events:
+        if self._k.event_delivery == "async" and not self._k.ack_behind_events:
             self._receive(ev.task, ack)  # broken: the acknowledgement overtakes the events in flight
         else:
             self._send(ev.task, ack)
@@ -746,7 +764,7 @@ class System:
 
     def _do_deliver_ack(self, ev):
         self.acks_in_flight = tuple(n for n in self.acks_in_flight if n != ev.checkpoint)
-        if self.config.executor_queue:
+        if self._k.executor_queue:
             self.executor = self.executor + (CommitJob(ev.checkpoint),)
             return
         self._notify_checkpoint_complete(ev.checkpoint)
@@ -755,9 +773,9 @@ class System:
         """``notifyCheckpointComplete(n)`` on the coordinator (at delivery, or as the executor's job)."""
         self.last_ack = max(self.last_ack, n)
         out = self._c().notify_checkpoint_complete(self.table, n)
-        if self.config.coordinator_start and any(o == "empty-ack" for _, _, o in out):
+        if self._k.coordinator_start and any(o == "empty-ack" for _, _, o in out):
             # 0.x CommitAckEvent to every task: handleOperatorEvent clears confirming
-            for t in range(self.config.parallelism):
+            for t in range(self._k.parallelism):
                 if self.writers[t].confirming is not None:
                     self._w(t).confirming = None
         return out
@@ -769,11 +787,11 @@ class System:
         self.table.clean()
 
     def _do_timeout(self, ev):
-        if self.config.request_thread == "executor":  # tasks and coordinator waited on each other
+        if self._k.request_thread == "executor":  # tasks and coordinator waited on each other
             self.guard_deadlocks = self.guard_deadlocks + (self.step_count + 1,)
         elif self.faults_stopped:
             self.stalls_after_stop = self.stalls_after_stop + (self.step_count + 1,)
-        if self.config.coordinator_start:  # 0.x: instantToWrite's TimeWait fails the task
+        if self._k.coordinator_start:  # 0.x: instantToWrite's TimeWait fails the task
             failover.task_failover(self, ev.task)
         else:
             failover.global_failover(self, recreate_coordinator=False)
@@ -829,7 +847,7 @@ class System:
             out.append(ev)
 
         def deliver_messages():
-            for t in range(self.config.parallelism):
+            for t in range(self._k.parallelism):
                 while self.channels[t]:
                     do(E.DeliverEvent(t))
 
@@ -867,7 +885,7 @@ class System:
             if self.pending_checkpoint is None:
                 do(E.TriggerCheckpoint())
             aborted = False
-            for t in range(self.config.parallelism):
+            for t in range(self._k.parallelism):
                 if self.pending_checkpoint is None or self.pending_checkpoint.tasks[t] is not None:
                     continue
                 if self.writers[t].instant is None:
@@ -887,7 +905,7 @@ class System:
             deliver_messages()
             do(E.CompleteCheckpoint())
         while self.executor:
-            expired = next((t for t in range(self.config.parallelism)
+            expired = next((t for t in range(self._k.parallelism)
                             if self._may_request_expired(E.RequestExpired(t)) is None), None)
             held = self._guard_holds_executor()
             if expired is not None:
@@ -896,7 +914,7 @@ class System:
                 do(E.InstantTimeout(held.task))
             else:
                 do(E.RunJob())
-        if not self.config.eager and self.table.failed_writes():
+        if not self._k.eager and self.table.failed_writes():
             do(E.Clean())
         return out
 
@@ -952,7 +970,7 @@ class System:
         renaming the order a commit would have written (task order) is that of the new ids. Everything
         else (instants, checkpoint ids, acks, crash count, observed rules) names no task.
         Observation texts (not in the fingerprint) keep the old numbers."""
-        n = self.config.parallelism
+        n = self._k.parallelism
         p = tuple(perm)
         if sorted(p) != list(range(n)):
             raise ValueError(f"not a permutation of the {n} tasks: {perm!r}")
@@ -1032,7 +1050,8 @@ class System:
         """A hash of :meth:`fingerprint`'s fields, for explorers that keep only hashes (equal
         fingerprints give equal hashes). The nested parts are hashed once per change instead of on
         every call, as most events change one of them at most: the table's (cached by the table),
-        the coordinator's and the writer tasks' (dropped by :meth:`_c` and :meth:`_w`) and the
+        the coordinator's and the writer tasks' (dropped by :meth:`_c` and :meth:`_w`; each task's key hash is
+        kept on the task, so the tasks an event left alone are not hashed again) and the
         checkpoints' (kept while they are the same objects: the completed one is an immutable value and the
         pending one changes in place only through :meth:`_p`, which drops it)."""
         coordinator = self._coordinator_hash
@@ -1040,7 +1059,7 @@ class System:
             coordinator = self._coordinator_hash = hash(self.coordinator.key())
         writers = self._writers_hash
         if writers is None:
-            writers = self._writers_hash = hash(tuple([w.key() for w in self.writers]))
+            writers = self._writers_hash = hash(tuple([w.key_hash() for w in self.writers]))
         cached = self._checkpoints_hash
         if cached is None or cached[0] is not self.pending_checkpoint or cached[1] is not self.last_completed:
             cached = self._checkpoints_hash = (self.pending_checkpoint, self.last_completed,
@@ -1051,7 +1070,7 @@ class System:
     def _canonical_parts(self) -> tuple:
         """The parts of :mod:`engine.canonical`'s form (table, coordinator, writers, checkpoints, channels),
         each computed once per change (raises :class:`engine.canonical.Foreign`)."""
-        n = self.config.parallelism
+        n = self._k.parallelism
         c = self._canon_c
         if c is None:
             c = self._canon_c = canonical.coordinator_part(self.coordinator, n)
@@ -1092,7 +1111,7 @@ class System:
             parts = self._canonical_parts()
         except canonical.Foreign:
             return None
-        n = self.config.parallelism
+        n = self._k.parallelism
         cols = sorted([tuple([p[1][t] for p in parts]) for t in range(n)], key=hash)
         return ("canonical", tuple([p[0] for p in parts]), self._canonical_shared(), tuple(cols))
 
@@ -1106,7 +1125,7 @@ class System:
         except canonical.Foreign:
             return None
         tb, c, w, k, ch = parts
-        n = self.config.parallelism
+        n = self._k.parallelism
         tb, c, w, k, ch = tb[3], c[3], w[3], k[3], ch[3]
         cols: tuple
         if n == 2:
@@ -1146,7 +1165,7 @@ class System:
                      if type(j) is RequestJob else j for j in self.executor)
 
     def __repr__(self) -> str:
-        return (f"System({self.config.mode}, tv{self.config.table_version}, step {self.step_count}, "
+        return (f"System({self._k.mode}, tv{self._k.table_version}, step {self.step_count}, "
                 f"next ckp {self.next_checkpoint}, pending {self.pending_checkpoint and self.pending_checkpoint.id}, "
                 f"acks {self.acks_in_flight})")
 

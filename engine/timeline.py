@@ -357,8 +357,11 @@ class Timeline:
 
         ``None`` leaves that end open. Ordered by completion time.
         """
-        out = [i for i in self.completed()
-               if (start is None or i.completion_time > start) and (end is None or i.completion_time <= end)]
+        out = []
+        for i in self.completed():
+            t: Any = i.completion_time  # (a completed instant has one; Any: the field is Optional)
+            if (start is None or t > start) and (end is None or t <= end):
+                out.append(i)
         return sorted(out, key=lambda i: (i.completion_time, i.requested_time))
 
     def last_completed(self, actions: Iterable[Action] | None = None) -> Instant | None:

@@ -33,7 +33,7 @@ class WriterTask:
     """One writer subtask. Fields are plain values; the rules below are its transitions."""
 
     __slots__ = ("task", "offset", "flushed", "checkpoint_id", "instant", "current_instant",
-                 "interval", "state", "attempt", "confirming", "_canon")
+                 "interval", "state", "attempt", "confirming", "_canon", "_key_hash")
 
     def __init__(self, task: int = -1):
         # called with no argument: blank, for copy() to fill -- and for pickle (the parallel search moves states),
@@ -51,18 +51,27 @@ class WriterTask:
         self.attempt = 0
         self.confirming: Any = None     # 0.x: waiting for the coordinator's next instant (holds currentInstant)
         self._canon: Any = None         # engine.canonical.writer_column's (column, hash); dropped by System._w
+        self._key_hash: Any = None      # hash(key()), likewise (None: not computed since the last change)
 
     def copy(self) -> "WriterTask":
         w = WriterTask()
         w.task, w.offset, w.flushed, w.checkpoint_id = self.task, self.offset, self.flushed, self.checkpoint_id
         w.instant, w.current_instant, w.interval = self.instant, self.current_instant, self.interval
         w.state, w.attempt, w.confirming = self.state, self.attempt, self.confirming
-        w._canon = None
+        w._canon = w._key_hash = None
         return w
 
     def key(self) -> tuple:
         return (self.offset, self.flushed, self.checkpoint_id, self.instant, self.current_instant,
                 self.interval, self.state, self.attempt > 0, self.confirming)
+
+    def key_hash(self) -> int:
+        """``hash(key())``, kept until :meth:`engine.System._w` drops it before a change (most events change
+        one task: the others' keys are not rebuilt and hashed again for the next fingerprint)."""
+        h = self._key_hash
+        if h is None:
+            h = self._key_hash = hash(self.key())
+        return h
 
     # -------------------------------------------------------------- queries
     @property

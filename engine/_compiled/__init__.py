@@ -22,7 +22,7 @@ from pathlib import Path
 
 #: the modules compiled, in an order where each one's engine imports come before it (``setup.py`` reads this
 #: assignment from the source: keep it a literal tuple)
-HOT = ("timeline", "table", "writer", "checkpoint", "coordinator", "canonical", "failover", "invariants",
+HOT = ("settings", "timeline", "table", "writer", "checkpoint", "coordinator", "canonical", "failover", "invariants",
        "system")
 
 ENGINE_DIR = Path(__file__).resolve().parent.parent
