@@ -410,7 +410,9 @@ def report_rounds(rounds, args) -> dict | None:
     else:
         matched = [matched_seconds(be["window_gaps"], al["gaps"]) for al, be, _ in rounds]
         ratio = sum(matched) / covered
-        print(f"pooled over the same commit gaps of the runs alone (the target's measure): {ratio:.1%}")
+        print(f"pooled over the same commit gaps of the runs alone (the target's measure): {ratio:.1%} (the runs "
+              f"alone took {sum(matched):.1f} s for what the runs beside committed in {covered:.1f} s: add these up "
+              f"to pool several runs)")
         if len(rounds) > 1:
             lo, hi = round_interval(matched, [be["covered"] for _, be, _ in rounds], args.seed)
             print(f"  95 % bootstrap interval over the {len(rounds)} rounds (resampled 10,000 times, seed "
