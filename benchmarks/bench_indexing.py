@@ -366,14 +366,14 @@ def report_rounds(rounds, args) -> dict | None:
             print(f"round {i + 1}: no pipeline commit gap overlapped the indexer's window: no overlap measured")
             return None
         print(f"round {i + 1} ({'alone first' if i % 2 == 0 else 'beside first'}): alone "
-              f"{al['rps']:,.0f} records/s over its {len(al['gaps'])} commit gaps; beside the {args.beside} "
+              f"{al['rps']:,.0f} records/s over its {len(al['gaps'])} commit gaps; beside {_who(args)} "
               f"{be['rps']:,.0f} records/s over its window ({be['rps'] / al['rps']:.1%}; {be['covered']:.1f} "
               f"of its {be['idx_wall']:.1f} s covered by commit gaps, from {be['idx_start']:.1f} s "
               f"on); over the {be['ended_gaps']} gaps that ended in it {be['ended_rps']:,.0f} "
               f"({be['ended_rps'] / al['rps']:.1%}); whole runs {al['run_rps']:,.0f} and {be['run_rps']:,.0f} "
               f"({be['run_rps'] / al['run_rps']:.1%})")
         if be["covered"] < 0.9 * be["idx_wall"]:
-            print(f"  WARNING: the pipeline's commits covered only {be['covered']:.1f} of the {args.beside}'s "
+            print(f"  WARNING: the pipeline's commits covered only {be['covered']:.1f} of {_who(args)}'s "
                   f"{be['idx_wall']:.1f} s: the rest of its run is not measured (raise --pipeline-batches)")
         if len(al["gaps"]) == len(be["gaps"]):
             m = matched_seconds(be["window_gaps"], al["gaps"]) / be["covered"]
@@ -403,7 +403,7 @@ def report_rounds(rounds, args) -> dict | None:
     each = ", ".join(f"{be['rps'] / al['rps']:.1%}" for al, be, _ in rounds)
     print(f"pipeline ({args.pipeline_records:,} records in {args.pipeline_batches} batches, {len(rounds)} "
           f"round(s)), pooled: alone {rps_alone:,.0f} records/s over {len(gaps_alone)} commit gaps, beside "
-          f"the {args.beside} {rps_beside:,.0f} records/s over {covered:.1f} s of its windows ({ratio:.1%} of "
+          f"{_who(args)} {rps_beside:,.0f} records/s over {covered:.1f} s of its windows ({ratio:.1%} of "
           f"the mean gap alone); per round {each}")
     if any(len(al["gaps"]) != len(be["gaps"]) for al, be, _ in rounds):
         print("matched gaps: the runs made different numbers of commits; judged on the mean gap")
@@ -523,6 +523,11 @@ def commit_costs(tmp: Path, args) -> dict:
           f"of the re-reading one")
     print(f"  the delegates' trip from a task (Arrow IPC out and in): {statistics.median(trip) * 1000:.2f} ms")
     return med
+
+
+def _who(args) -> str:
+    """What ran beside the pipeline, for a sentence: the indexer, the burner, nothing (the A/A control)."""
+    return "nothing" if args.beside == "nothing" else f"the {args.beside}"
 
 
 def _beside_label(args) -> str:
@@ -699,7 +704,7 @@ def main(argv=None) -> int:
             ok = next(v for v in res.verdicts if v.invariant == "MDT.record-index").holds and res.exit_code == 0
             print(f"audit of the indexed table: {'holds' if ok else 'VIOLATED'} ({time.perf_counter() - t0:.1f} s)")
         target = ratio >= 0.90
-        print(f"target throughput >= 90 % beside the {args.beside}: {'met' if target else 'NOT met'}")
+        print(f"target throughput >= 90 % beside {_who(args)}: {'met' if target else 'NOT met'}")
         if args.keep:
             print(f"tables kept in {tmp}")
         print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -86,3 +86,24 @@ def test_commit_mode_refuses_a_repeat_of_0(capsys):
     with pytest.raises(SystemExit) as e:
         bi.main(["--mode", "commit", "--repeat", "0"])
     assert e.value.code == 2 and "--repeat" in capsys.readouterr().err
+
+
+def test_the_a_a_control_starts_a_process_that_only_sleeps():
+    """``--beside nothing``: a process started as the burner is (its own session, lowered) that sleeps for the
+    given seconds and uses next to no CPU; the burner at a share spins."""
+    import argparse
+    import resource
+    import time
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = bi._burner(0.4, "background", 0)
+    out, err = proc.communicate(timeout=30)
+    took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 0, err
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert took >= 0.4 and cpu < 0.4, (took, cpu)  # slept: its CPU is the interpreter's start-up only
+    ns = argparse.Namespace(beside="nothing", burn_seconds=0.4, burn_share=1.0)
+    assert bi._who(ns) == "nothing" and "A/A" in bi._beside_label(ns)
+    assert bi._who(argparse.Namespace(beside="indexer")) == "the indexer"
