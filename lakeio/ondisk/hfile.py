@@ -381,8 +381,9 @@ def write_hfile_columns(keys, values, file_info: dict[str, bytes] | None = None,
     total_uncompressed = 0
     # cells of a block not cut yet: their bytes, their ends within them and their keys' lengths
     carry, carry_ends, carry_rlen = b"", np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    for c0 in range(0, n, max(1, chunk)):
-        c1 = min(n, c0 + max(1, chunk))
+    step = max(1, chunk)
+    for c0 in range(0, n, step):
+        c1 = min(n, c0 + step)
         rows = karr.slice(c0, c1 - c0).cast(lb)
         vals = (varr.slice(c0, c1 - c0) if vidx is None else varr.take(pa.array(vidx[c0:c1]))).cast(lb)
         m = c1 - c0
