@@ -72,6 +72,8 @@ class SystemModel(Model):
         #: apply() asks an event's guard again unless the actions are enabled_events() themselves
         #: (a subclass listing other events gets each checked, and a refusal reported)
         self._check_guards = type(self).actions is not SystemModel.actions
+        #: job restarts' successors by :meth:`engine.System.restart_key` (:meth:`successors`), for this model's searches
+        self._restarts: dict = {}
         if type(self).next_state is not SystemModel.next_state:  # (a subclass's own steps, one per action)
             self.successors = None
 
@@ -99,7 +101,7 @@ class SystemModel(Model):
     def successors(self, s, events) -> list:
         """``[next_state(s, ev) for ev in events]`` in one compiled call (:meth:`engine.System.successors`):
         the explorers expand a state with it."""
-        return s.successors(events, self._check_guards, Refused)
+        return s.successors(events, self._check_guards, Refused, self._restarts)
 
     # ------------------------------------------------------------ symmetry
     def symmetry_tasks(self) -> int:

@@ -80,11 +80,23 @@ def writer_column(w) -> tuple:
     :meth:`engine.System._w` drops it before the writer changes, a copy starts without it)."""
     c = w._canon
     if c is None:
-        t = w.task
-        col = (w.offset, w.flushed, w.checkpoint_id, w.instant, w.current_instant,
-               _statuses(w.interval, t), _events(w.state, t), w.attempt > 0, w.confirming)
-        c = w._canon = (col, hash(col))
+        tail = w._ctail  # (interval, state, their column form, its hash), kept while both are the same objects
+        if tail is None or tail[0] is not w.interval or tail[1] is not w.state:
+            t = w.task
+            ct = (_statuses(w.interval, t), _events(w.state, t))
+            tail = w._ctail = (w.interval, w.state, ct, hash(ct))
+        ct = tail[2]
+        col = (w.offset, w.flushed, w.checkpoint_id, w.instant, w.current_instant, ct[0], ct[1], w.attempt > 0,
+               w.confirming)
+        c = w._canon = (col, column_hash(col, tail[3]))
     return c
+
+
+def column_hash(col: tuple, tail_hash: int) -> int:
+    """The hash of writer column ``col`` whose interval and state (its fields 5 and 6) hash to ``tail_hash``
+    together: the column's other fields and ``tail_hash`` (a function of the column, so equal columns hash
+    equal; the nested interval and state are not walked again when only an offset changed)."""
+    return hash((col[0], col[1], col[2], col[3], col[4], tail_hash, col[7], col[8]))
 
 
 def writers_part(writers: list) -> tuple:

@@ -66,7 +66,7 @@ from . import canonical, failover
 from .checkpoint import PendingCheckpoint
 from .coordinator import Coordinator
 from .settings import Settings, settings
-from .table import Table, TimeSource
+from .table import LogicalClock, Table, TimeSource
 from .writer import WriterTask
 
 
@@ -83,6 +83,9 @@ _new = tuple.__new__
 
 #: Checkpoints the drain may run before giving up (liveness bound is checked separately).
 DRAIN_LIMIT = 5
+
+#: Restart successors :meth:`System.successors` keeps at most (then it starts over).
+RESTARTS_MAX = 1 << 16
 
 
 @lru_cache(maxsize=4096)
@@ -645,20 +648,61 @@ class System:
             self.observations = self.observations + tuple(Observation(self.step_count, r, d) for r, d in new)
             self.observed_rules = self.observed_rules | {r for r, _ in new}
 
-    def successors(self, events: list, check: bool, refused: Any) -> list:
+    def successors(self, events: list, check: bool, refused: Any, restarts: dict | None = None) -> list:
         """``clone()`` + ``apply(ev, check)`` for each of ``events``, in order: an explorer expands a state in
         one call instead of one per event. An event the System refuses gives ``refused(ev, violation)`` in its
-        place (the explorer's dead end, :class:`checker.protocol.Refused`)."""
+        place (the explorer's dead end, :class:`checker.protocol.Refused`).
+
+        ``restarts`` (a dict the caller keeps for one search; only with ``check`` False): the successor of a
+        job restart is kept under :meth:`restart_key`, and a later restart with the same key gets that
+        successor again instead of a new one (its fingerprint is the one a new one would have; the explorer
+        finds it known, as it would the new one)."""
         out: list = []
         for ev in events:
+            key = None
+            if restarts is not None and not check:
+                key = self.restart_key(ev)
+                if key is not None:
+                    hit = restarts.get(key)
+                    if hit is not None:
+                        out.append(hit)
+                        continue
             s = self.clone()
             try:
                 s.apply(ev, check)
             except RuleViolation as exc:
                 out.append(refused(ev, exc))
                 continue
+            if key is not None and restarts is not None:
+                if len(restarts) >= RESTARTS_MAX:
+                    restarts.clear()
+                restarts[key] = s
             out.append(s)
         return out
+
+    def restart_key(self, ev: E.Event) -> tuple | None:
+        """For a job restart from the last completed checkpoint (``crash-coordinator``, and ``restart-job`` when
+        the reset drops the coordinator's memory), a value that determines the successor's fingerprint with the
+        event; None for any other event (or a clock other than the logical one).
+
+        :func:`engine.failover.global_failover` overwrites or drops every other part of the fingerprint before
+        it reads it: no checkpoint pending, no ack in flight, an empty executor, no heartbeat, every writer
+        restored from the checkpoint (only ``attempt > 0`` of its attempt is in the fingerprint, and a restart
+        makes it 0 or more than 0 for every task alike), and the coordinator new or reset to the checkpoint's
+        state. What it reads is in the key: the table (its fingerprint, clock and last commit key), the last
+        completed checkpoint, the messages in flight (async delivery), and the fields the restart leaves as they
+        are (next checkpoint id, highest ack, crashes, whether faults stopped, the rules observed so far).
+        ``tests/test_engine_speedups.py`` checks that equal keys give equal successors."""
+        kind = type(ev)
+        if kind is not E.CrashCoordinator and (kind is not E.RestartJob or self._k.reset_keeps_memory):
+            return None
+        t = self.table
+        clock = t.clock
+        if type(clock) is not LogicalClock:
+            return None
+        return (kind, t.fingerprint_hash(), clock.created, clock.since, t.last_key, self.last_completed,
+                self.next_checkpoint, self.last_ack, self.crashes, self.faults_stopped, self.observed_rules,
+                self.channels)
 
     # ----------------------------------------------------------------- effects
     def _do_ingest(self, ev):

@@ -62,7 +62,8 @@ def fresh_fingerprint_hash(system: System) -> int:
                  tuple(sorted(coord.assigned.items())))
     p = system.pending_checkpoint
     pending_key = None if p is None else (p.id, p.coordinator_state, tuple(p.tasks))
-    writers = hash(tuple(hash(w.key()) for w in system.writers))  # (each task's key hash, as System keeps them)
+    # (each task's key hash, as System keeps them: its interval and state hashed together)
+    writers = hash(tuple(hash(w.compact_key(hash((w.interval, w.state)))) for w in system.writers))
     return hash(system._fingerprint_fields(hash(table_fp), hash(coord_key), writers,
                                            hash((pending_key, system.last_completed))))
 

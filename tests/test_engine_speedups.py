@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import random
+
+import pytest
 from dataclasses import fields
 
 from checker import SystemModel
@@ -68,6 +70,97 @@ def test_cached_hashes_follow_changes():
             fresh._coordinator_hash = fresh._writers_hash = fresh._checkpoints_hash = None
             fresh.writers = [w.copy() for w in s.writers]
             for w in fresh.writers:  # (from the keys: a copy that carried a stale hash over must not hide it)
-                w._key_hash = w._canon = None
+                w._key_hash = w._canon = w._tail_i = w._tail_s = w._ctail = None
             assert fresh.fingerprint_hash() == s.fingerprint_hash()
             assert fresh.fingerprint() == s.fingerprint()
+
+
+RESTART_FAULTS = frozenset({"lost-ack", "task-crash", "coordinator-crash", "full-restart"})
+
+
+def _restart_model(name: str, checkpoints: int = 2) -> SystemModel:
+    return SystemModel(variant(name, parallelism=2, max_checkpoints=checkpoints, records=2, max_crashes=2,
+                               faults=RESTART_FAULTS))
+
+
+def _breadth_first(model: SystemModel, limit: int) -> list:
+    """The first ``limit`` states of ``model`` in breadth-first order (every state of a small bound)."""
+    from collections import deque
+
+    s0 = model.init_states()[0]
+    seen, out, queue = {s0.fingerprint()}, [s0], deque([s0])
+    while queue and len(out) < limit:
+        s = queue.popleft()
+        for nxt in model.successors(s, model.actions(s)):
+            if isinstance(nxt, Refused) or nxt.fingerprint() in seen:
+                continue
+            seen.add(nxt.fingerprint())
+            out.append(nxt)
+            queue.append(nxt)
+    return out
+
+
+def _restart_successors(model: SystemModel, states: list) -> tuple[int, int]:
+    """Every job restart of ``states`` checked: equal :meth:`~engine.System.restart_key`, equal successor
+    fingerprints. Returns how many keys were met and how many were met again from another state."""
+    from model.protocol import events as E
+
+    by_key: dict = {}
+    shared = 0
+    for s in states:
+        for ev in (E.CrashCoordinator(), E.RestartJob()):
+            key = s.restart_key(ev)
+            if key is None or s.is_enabled(ev) is not None:
+                continue
+            nxt = model.next_state(s, ev)
+            fp = nxt.fingerprint() if not isinstance(nxt, Refused) else ("refused", str(nxt.error))
+            known = by_key.get(key)
+            if known is None:
+                by_key[key] = (fp, s.fingerprint())
+                continue
+            assert known[0] == fp, f"equal restart keys, different successors after {ev}"
+            shared += known[1] != s.fingerprint()
+    return len(by_key), shared
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_equal_restart_keys_give_equal_successors(name):
+    """``System.successors`` hands out a kept successor for a job restart whose
+    :meth:`~engine.System.restart_key` it met before: the restarts of every pair of states with equal keys must
+    have successors with equal fingerprints (random runs of every variant)."""
+    model = _restart_model(name)
+    states = [s for seed in range(8) for s in _walk(model, 80, seed)]
+    keys, _ = _restart_successors(model, states)
+    assert keys, f"{name}: no job restart was tried"
+
+
+@pytest.mark.parametrize("name", ["hudi-1.1", "hudi-1.1-async-events", "hudi-0.x-coordinator-start", "bug-19215",
+                                  "hudi-1.1-blocking", "non-idempotent-recommit"])
+def test_restart_keys_over_every_state_of_a_small_bound(name):
+    """The same over the first 20,000 states of a breadth-first search, where many different states share a key
+    (a key of the whole state would never be met again)."""
+    model = _restart_model(name, checkpoints=1)
+    keys, shared = _restart_successors(model, _breadth_first(model, 20_000))
+    assert keys and shared > keys, (name, keys, shared)
+
+
+def test_kept_restart_successors_change_no_count():
+    """An exhaustive search with the kept restart successors equals one without them (states, transitions,
+    depth, discoveries), with and without symmetry reduction."""
+    from checker import explore
+    from checker.symmetry import representative_function
+
+    for name, checkpoints in (("hudi-1.1", 2), ("hudi-1.1-async-events", 1), ("hudi-0.x-coordinator-start", 2)):
+        cfg = variant(name, parallelism=2, max_checkpoints=checkpoints, records=2, max_crashes=1, faults=RESTART_FAULTS)
+        for sym in (False, True):
+            got = []
+            for keep in (True, False):
+                m = SystemModel(cfg)
+                if not keep:
+                    m._restarts = None
+                r = explore(m, compact=True, symmetry=representative_function(m) if sym else None,
+                            stop_on_violation=False)
+                got.append((r.states, r.transitions, r.max_depth, sorted(r.discoveries)))
+                if keep:
+                    assert m._restarts, f"{name}: no restart successor was kept"
+            assert got[0] == got[1], (name, sym)

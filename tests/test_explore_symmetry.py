@@ -337,6 +337,8 @@ def fresh_canonical_fingerprint_hash(s) -> int | None:
     c = s.clone()
     c._canon_c = c._canon_w = c._canon_k = c._canon_ch = None
     c.writers = [w.copy() for w in c.writers]
+    for w in c.writers:
+        w._ctail = None
     c._own_w = None
     c.table = c.table.copy()
     c.table._canon = None
