@@ -84,7 +84,7 @@ _new = tuple.__new__
 #: Checkpoints the drain may run before giving up (liveness bound is checked separately).
 DRAIN_LIMIT = 5
 
-#: Restart successors :meth:`System.successors` keeps at most (then it starts over).
+#: Restarts' successors :meth:`System.successors` keeps at most (then it starts over).
 RESTARTS_MAX = 1 << 16
 
 
@@ -654,9 +654,9 @@ class System:
         place (the explorer's dead end, :class:`checker.protocol.Refused`).
 
         ``restarts`` (a dict the caller keeps for one search; only with ``check`` False): the successor of a
-        job restart is kept under :meth:`restart_key`, and a later restart with the same key gets that
-        successor again instead of a new one (its fingerprint is the one a new one would have; the explorer
-        finds it known, as it would the new one)."""
+        restart is kept under :meth:`restart_key`, and a later restart with the same key gets that successor
+        again instead of a new one (its fingerprint is the one a new one would have; the explorer finds it
+        known, as it would the new one)."""
         out: list = []
         for ev in events:
             key = None
@@ -681,28 +681,44 @@ class System:
         return out
 
     def restart_key(self, ev: E.Event) -> tuple | None:
-        """For a job restart from the last completed checkpoint (``crash-coordinator``, and ``restart-job`` when
-        the reset drops the coordinator's memory), a value that determines the successor's fingerprint with the
-        event; None for any other event (or a clock other than the logical one).
+        """For a restart from the last completed checkpoint -- ``crash-coordinator``, ``restart-job`` when the
+        reset drops the coordinator's memory, ``crash-task`` with no job queued on the executor -- a value that
+        determines the successor's fingerprint with the event; None for any other event (or a clock other than
+        the logical one).
 
-        :func:`engine.failover.global_failover` overwrites or drops every other part of the fingerprint before
-        it reads it: no checkpoint pending, no ack in flight, an empty executor, no heartbeat, every writer
-        restored from the checkpoint (only ``attempt > 0`` of its attempt is in the fingerprint, and a restart
-        makes it 0 or more than 0 for every task alike), and the coordinator new or reset to the checkpoint's
-        state. What it reads is in the key: the table (its fingerprint, clock and last commit key), the last
-        completed checkpoint, the messages in flight (async delivery), and the fields the restart leaves as they
-        are (next checkpoint id, highest ack, crashes, whether faults stopped, the rules observed so far).
-        ``tests/test_engine_speedups.py`` checks that equal keys give equal successors."""
+        A restart overwrites or drops the other parts of the fingerprint before it reads them
+        (:mod:`engine.failover`): no checkpoint pending, every restarted writer restored from the checkpoint
+        (only ``attempt > 0`` of its attempt is in the fingerprint, and a restart sets it alike from every
+        state). A job restart also drops the acks in flight, the executor's jobs and the heartbeats, and makes
+        the coordinator new or resets it to the checkpoint's state. What the restart reads or leaves as it is
+        is in the key: the table (its fingerprint, clock and last commit key), the last completed checkpoint,
+        the messages in flight (async delivery), the next checkpoint id, highest ack, crashes, whether faults
+        stopped and the rules observed so far; for a task restart also the heartbeats, the coordinator, the acks
+        in flight and (single-task failover) the other writers -- and which task failed only then, since a
+        region failover restarts every task alike. ``tests/test_engine_speedups.py`` checks that equal keys
+        give equal successors."""
         kind = type(ev)
-        if kind is not E.CrashCoordinator and (kind is not E.RestartJob or self._k.reset_keeps_memory):
-            return None
+        k = self._k
         t = self.table
         clock = t.clock
         if type(clock) is not LogicalClock:
             return None
-        return (kind, t.fingerprint_hash(), clock.created, clock.since, t.last_key, self.last_completed,
-                self.next_checkpoint, self.last_ack, self.crashes, self.faults_stopped, self.observed_rules,
-                self.channels)
+        shared = (t.fingerprint_hash(), clock.created, clock.since, t.last_key, self.last_completed,
+                  self.next_checkpoint, self.last_ack, self.crashes, self.faults_stopped, self.observed_rules,
+                  self.channels)
+        if kind is E.CrashCoordinator or (kind is E.RestartJob and not k.reset_keeps_memory):
+            return (kind, shared)
+        if kind is not E.CrashTask or self.executor:  # (the executor's key compares a request's attempt with its
+            return None                               # task's, which the restart changes)
+        coordinator = self._coordinator_hash
+        if coordinator is None:
+            coordinator = self._coordinator_hash = hash(self.coordinator.key())
+        if k.task_failover == "single":
+            failed = ev.task
+            others: Any = tuple([w.key_hash() if w.task != failed else None for w in self.writers])
+        else:
+            failed, others = -1, None
+        return (kind, shared, failed, others, t.heartbeats, coordinator, self.acks_in_flight)
 
     # ----------------------------------------------------------------- effects
     def _do_ingest(self, ev):

@@ -101,14 +101,14 @@ def _breadth_first(model: SystemModel, limit: int) -> list:
 
 
 def _restart_successors(model: SystemModel, states: list) -> tuple[int, int]:
-    """Every job restart of ``states`` checked: equal :meth:`~engine.System.restart_key`, equal successor
+    """Every restart of ``states`` checked: equal :meth:`~engine.System.restart_key`, equal successor
     fingerprints. Returns how many keys were met and how many were met again from another state."""
     from model.protocol import events as E
 
     by_key: dict = {}
     shared = 0
     for s in states:
-        for ev in (E.CrashCoordinator(), E.RestartJob()):
+        for ev in (E.CrashCoordinator(), E.RestartJob(), E.CrashTask(0), E.CrashTask(1)):
             key = s.restart_key(ev)
             if key is None or s.is_enabled(ev) is not None:
                 continue
@@ -125,16 +125,17 @@ def _restart_successors(model: SystemModel, states: list) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_equal_restart_keys_give_equal_successors(name):
-    """``System.successors`` hands out a kept successor for a job restart whose
+    """``System.successors`` hands out a kept successor for a restart whose
     :meth:`~engine.System.restart_key` it met before: the restarts of every pair of states with equal keys must
     have successors with equal fingerprints (random runs of every variant)."""
     model = _restart_model(name)
     states = [s for seed in range(8) for s in _walk(model, 80, seed)]
     keys, _ = _restart_successors(model, states)
-    assert keys, f"{name}: no job restart was tried"
+    assert keys, f"{name}: no restart was tried"
 
 
 @pytest.mark.parametrize("name", ["hudi-1.1", "hudi-1.1-async-events", "hudi-0.x-coordinator-start", "bug-19215",
+                                  "single-task-failover",
                                   "hudi-1.1-blocking", "non-idempotent-recommit"])
 def test_restart_keys_over_every_state_of_a_small_bound(name):
     """The same over the first 20,000 states of a breadth-first search, where many different states share a key
