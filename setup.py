@@ -47,7 +47,7 @@ def _warn(msg: str) -> None:
 
 
 class _AnyParameters(ast.NodeTransformer):
-    """Every parameter's annotation made ``typing.Any``; return types and the annotations of attributes and
+    """Every parameter's annotation made ``typing.Any`` (but the engine's own classes, :attr:`NATIVE`); return types and the annotations of attributes and
     variables are kept, so mypyc compiles native attribute access, native calls and unboxed values where the
     engine says what it holds (1.1x the canonical states per CPU second of all-``Any`` at the quick bound).
 
@@ -59,14 +59,27 @@ class _AnyParameters(ast.NodeTransformer):
 
     ANY = "_HoodieLabAny"  # one leading underscore: a name in a class body is not mangled
 
+    #: The engine's own classes (compiled, native): a parameter annotated with one of them, or with a list of
+    #: them, keeps its annotation, so its attributes are read natively instead of looked up by name (the
+    #: engine passes its own objects between its functions: no caller hands the invariants or the canonical
+    #: form anything but the engine's states and parts)
+    NATIVE = frozenset({"System", "WriterTask", "Coordinator", "EventBuffer", "Table", "Timeline", "PendingCheckpoint",
+                        "Settings"})
+
     def _any(self):
         return ast.Name(self.ANY, ast.Load())
+
+    def _native(self, annotation) -> bool:
+        if isinstance(annotation, ast.Name):
+            return annotation.id in self.NATIVE
+        return (isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name)
+                and annotation.value.id == "list" and self._native(annotation.slice))
 
     def visit_FunctionDef(self, node):
         self.generic_visit(node)
         args = node.args
         for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
-            if a is not None and a.annotation is not None:
+            if a is not None and a.annotation is not None and not self._native(a.annotation):
                 a.annotation = self._any()
         return node
 

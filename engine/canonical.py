@@ -21,7 +21,13 @@ Each ``*_part`` function returns ``(shared, columns, shared_hash, column_hashes)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from model.protocol.values import TaskSnapshot, WriteMetadataEvent
+
+if TYPE_CHECKING:
+    from .coordinator import Coordinator
+    from .writer import WriterTask
 
 
 class Foreign(Exception):
@@ -75,7 +81,7 @@ def _message(m, t: int):
     return _snapshot(m, t) if type(m) is TaskSnapshot else _event(m, t)
 
 
-def writer_column(w) -> tuple:
+def writer_column(w: WriterTask) -> tuple:
     """``(column, hash)`` of writer task ``w`` (its own task id left out), cached on the writer (``_canon``:
     :meth:`engine.System._w` drops it before the writer changes, a copy starts without it)."""
     c = w._canon
@@ -99,7 +105,7 @@ def column_hash(col: tuple, tail_hash: int) -> int:
     return hash((col[0], col[1], col[2], col[3], col[4], tail_hash, col[7], col[8]))
 
 
-def writers_part(writers: list) -> tuple:
+def writers_part(writers: list[WriterTask]) -> tuple:
     cols, hashes = [], []
     for t, w in enumerate(writers):
         if w.task != t:
@@ -144,7 +150,7 @@ def _buffers(entries, n: int) -> tuple:
             list(zip(*stripped)) if stripped else [()] * n)
 
 
-def coordinator_part(c, n: int) -> tuple:
+def coordinator_part(c: Coordinator, n: int) -> tuple:
     entries = [(k, e._frozen or e.frozen()) for k, e in sorted(c.buffers.items())]
     keys, cols = _buffers(entries, n)
     return _part((keys, c.instant, c.max_acked, tuple(sorted(c.assigned.items()))), cols)

@@ -31,16 +31,21 @@ EAGER policy rolls them back at the next ``startCommit``, LAZY at the next clean
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .coordinator import Coordinator
 from .settings import Settings
 
+if TYPE_CHECKING:
+    from .system import System
 
-def _last_pending(system) -> str | None:
+
+def _last_pending(system: System) -> str | None:
     pending = system.table.pending_instants()
     return pending[-1] if pending else None
 
 
-def _restore_writer(system, t: int, attempt: int) -> None:
+def _restore_writer(system: System, t: int, attempt: int) -> None:
     ckp = system.last_completed
     confirming = (_last_pending(system) or "") if system._k.coordinator_start else None
     w = system.writer_to_change(t)
@@ -51,14 +56,14 @@ def _restore_writer(system, t: int, attempt: int) -> None:
         w.restore(snap.offset, snap.checkpoint_id, snap.state, attempt, confirming)
 
 
-def _bootstrap_0x(system, tasks) -> None:
+def _bootstrap_0x(system: System, tasks) -> None:
     """0.x: one bootstrap event per restarted task, then ``initInstant`` (:func:`model.protocol.failover._bootstrap_0x`)."""
     last = _last_pending(system)
     events = [system.writers[t].bootstrap_event_0x(last) for t in tasks]
     system.coordinator_to_change().initialize_0x(system.table, events)
 
 
-def _drop_in_flight(system, tasks) -> None:
+def _drop_in_flight(system: System, tasks) -> None:
     """Async event delivery: the messages in flight from the failed attempts of ``tasks`` are dropped
     (``SchedulerBase.deliverOperatorEventToCoordinator``), unless the broken design keeps them."""
     cfg: Settings = system._k
@@ -66,7 +71,7 @@ def _drop_in_flight(system, tasks) -> None:
         system.channels = tuple(() if t in tasks else ch for t, ch in enumerate(system.channels))
 
 
-def _send_bootstrap(system, tasks, global_failover: bool) -> None:
+def _send_bootstrap(system: System, tasks, global_failover: bool) -> None:
     restored = system.last_completed is not None
     for t in tasks:
         w = system.writers[t]
@@ -75,7 +80,7 @@ def _send_bootstrap(system, tasks, global_failover: bool) -> None:
             system._send(t, ev)
 
 
-def task_failover(system, failed: int) -> None:
+def task_failover(system: System, failed: int) -> None:
     """Region (or single-task) failover of the write tasks."""
     system.pending_checkpoint = None
     tasks = [failed] if system._k.task_failover == "single" else list(range(system._k.parallelism))
@@ -88,7 +93,7 @@ def task_failover(system, failed: int) -> None:
         _send_bootstrap(system, tasks, global_failover=False)
 
 
-def global_failover(system, recreate_coordinator: bool) -> None:
+def global_failover(system: System, recreate_coordinator: bool) -> None:
     """Coordinator failover (``recreate_coordinator``) or same-graph global failover."""
     cfg: Settings = system._k
     system.pending_checkpoint = None

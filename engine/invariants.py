@@ -18,7 +18,12 @@ a function of the (fingerprinted) state.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from model.invariants import Verdict
+
+if TYPE_CHECKING:
+    from .system import System
 
 #: Invariant ids, in the order check_step reports them.
 STEP_INVARIANTS = (
@@ -64,7 +69,7 @@ EXPLANATIONS = {
 }
 
 
-def _from_observations(system, rule: str) -> Verdict:
+def _from_observations(system: System, rule: str) -> Verdict:
     if rule not in system.observed_rules:  # (most states: no System.observed call)
         return _HOLDS.get(rule) or Verdict(rule, True)
     obs = system.observed(rule)
@@ -74,7 +79,7 @@ def _from_observations(system, rule: str) -> Verdict:
     return Verdict(rule, False, f"step {o.step}: {o.detail}", tuple(f"step {x.step}" for x in obs[:5]))
 
 
-def check_no_duplicates(system) -> Verdict:
+def check_no_duplicates(system: System) -> Verdict:
     dup = system.table.duplicated_offsets()
     if not dup:
         return _HOLDS["exactly-once.no-duplicates"]
@@ -83,15 +88,15 @@ def check_no_duplicates(system) -> Verdict:
                    f"{len(dup)} record(s) committed more than once, e.g. {', '.join(recs)}", tuple(recs))
 
 
-def check_complete_once(system) -> Verdict:
+def check_complete_once(system: System) -> Verdict:
     return _from_observations(system, "I11.complete-once")
 
 
-def check_commit_order(system) -> Verdict:
+def check_commit_order(system: System) -> Verdict:
     return _from_observations(system, "I11.ascending-commit-order")
 
 
-def check_one_instant_per_key(system) -> Verdict:
+def check_one_instant_per_key(system: System) -> Verdict:
     v = _from_observations(system, "I10.one-instant-per-key")
     if not v.holds:
         return v
@@ -109,7 +114,7 @@ def check_one_instant_per_key(system) -> Verdict:
     return v
 
 
-def check_subsume(system) -> Verdict:
+def check_subsume(system: System) -> Verdict:
     coord = system.coordinator
     acked = coord.max_acked
     for k in coord.buffers:
@@ -124,7 +129,7 @@ def check_subsume(system) -> Verdict:
                    tuple(f"key {k}" for k in stale))
 
 
-def check_blocking_one_pending(system) -> Verdict:
+def check_blocking_one_pending(system: System) -> Verdict:
     if not system._k.blocking:
         return _ASYNC_MODE
     owned = [t for t in system.table.pending_instants() if t in system.table.heartbeats]
@@ -134,7 +139,7 @@ def check_blocking_one_pending(system) -> Verdict:
                    f"{len(owned)} pending data instants with a live heartbeat: {', '.join(owned)}", tuple(owned))
 
 
-def check_async_lazy(system) -> Verdict:
+def check_async_lazy(system: System) -> Verdict:
     cfg = system._k
     if cfg.mode == "async" and cfg.failed_writes != "lazy":
         return Verdict("I14.async-lazy", False,
@@ -143,20 +148,20 @@ def check_async_lazy(system) -> Verdict:
     return _HOLDS["I14.async-lazy"]
 
 
-def _rolled_back_owned(system) -> str:
+def _rolled_back_owned(system: System) -> str:
     lost = system.observed("commit-of-rolled-back-instant")
     return f" ({lost[0].detail} at step {lost[0].step})" if lost else ""
 
 
-def check_state_coverage(system) -> Verdict:
+def check_state_coverage(system: System) -> Verdict:
     return _from_observations(system, "I12.state-coverage")
 
 
-def check_events_before_ack(system) -> Verdict:
+def check_events_before_ack(system: System) -> Verdict:
     return _from_observations(system, "I11.events-before-ack")
 
 
-def check_bounded_state(system) -> Verdict:
+def check_bounded_state(system: System) -> Verdict:
     """Coordinator entries <= U + 2 and events <= P x (U + 2), task state <= 1 event each, where U
     is the number of checkpoints triggered since the last ack the coordinator processed."""
     P = system._k.parallelism
@@ -179,7 +184,7 @@ def check_bounded_state(system) -> Verdict:
     return _HOLDS["bounded-state"]
 
 
-def check_step(system) -> list[Verdict]:
+def check_step(system: System) -> list[Verdict]:
     """Every invariant that must hold after every event."""
     return [
         check_no_duplicates(system),
@@ -195,7 +200,7 @@ def check_step(system) -> list[Verdict]:
     ]
 
 
-def check_exactly_once(system) -> Verdict:
+def check_exactly_once(system: System) -> Verdict:
     """Committed records == records read up to the last completed checkpoint (each once)."""
     committed = system.committed_offsets()
     expected = system.emitted_offsets("checkpoint")
@@ -213,7 +218,7 @@ def check_exactly_once(system) -> Verdict:
                    tuple(src.record(t, o).key for t, o in (lost + extra + dup)[:8]))
 
 
-def check_liveness(system, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
+def check_liveness(system: System, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
     if not system.faults_stopped:
         return Verdict("liveness", True, "faults not stopped; nothing to judge")
     n = system.checkpoints_after_stop
@@ -226,7 +231,7 @@ def check_liveness(system, bound: int = LIVENESS_CHECKPOINTS) -> Verdict:
                    f"keys with uncommitted data: {waiting}", tuple(f"key {k}" for k in waiting))
 
 
-def check_stall(system) -> Verdict:
+def check_stall(system: System) -> Verdict:
     bound = system._k.stall_bound
     stalls, expired, deadlocks = system.stalls_after_stop, system.expired_requests, system.guard_deadlocks
     n, k, d = len(stalls), len(expired), len(deadlocks)
@@ -255,6 +260,6 @@ def check_stall(system) -> Verdict:
                    f"first at step {steps[0]}", examples)
 
 
-def check_drained(system, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:
+def check_drained(system: System, bound: int = LIVENESS_CHECKPOINTS) -> list[Verdict]:
     """The invariants judged once the run is drained (see :meth:`System.drain`)."""
     return [check_exactly_once(system), check_liveness(system, bound), check_stall(system)]
