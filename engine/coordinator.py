@@ -29,12 +29,15 @@ The coordinator owns no reference to the table: every rule takes it as an argume
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from model.protocol.config import ProtocolConfig
 from model.protocol.values import BufferEntry, describe_slots
 
 from .settings import Settings, settings
+
+if TYPE_CHECKING:
+    from .table import Table
 
 
 class EventBuffer:
@@ -191,7 +194,7 @@ class Coordinator:
         e = self.buffers[key] = self.buffers[key].copy()
         return e
 
-    def _entry_or_new(self, table, key: int, instant: str) -> EventBuffer:
+    def _entry_or_new(self, table: Table, key: int, instant: str) -> EventBuffer:
         """The buffer of ``key`` to be changed in place, or a new one with ``instant`` (assigned to ``key``)."""
         if key in self.buffers:
             return self._entry(key)
@@ -224,7 +227,7 @@ class Coordinator:
             return False
         return any(e.has_event() for e in self.buffers.values())
 
-    def handle_instant_request(self, table, key: int, guard_passed: bool = False) -> str:
+    def handle_instant_request(self, table: Table, key: int, guard_passed: bool = False) -> str:
         """``handleInstantRequest(ckpId)``: the key's instant, or a new one (``startInstant``); ``guard_passed``:
         a queued request, past the CommitGuard (:func:`model.protocol.coordinator.handle_instant_request`)."""
         shared = self.shared_instant(key)
@@ -249,7 +252,7 @@ class Coordinator:
                 return entry.instant
         return None
 
-    def _instant_to_write_0x(self, table, key: int) -> str:
+    def _instant_to_write_0x(self, table: Table, key: int) -> str:
         """0.x ``instantToWrite``: the last pending instant (a new one when none, the fresh job's
         ``initInstant``); its entry made under ``key`` when there is none
         (:func:`model.protocol.coordinator._instant_to_write_0x`)."""
@@ -261,7 +264,7 @@ class Coordinator:
         self.instant = instant
         return instant
 
-    def initialize_0x(self, table, events: list) -> None:
+    def initialize_0x(self, table: Table, events: list) -> None:
         """0.x ``subtaskFailed`` + ``handleBootstrapEvent`` -> ``initInstant``
         (:func:`model.protocol.coordinator.initialize_0x`)."""
         self.buffers = {}
@@ -277,7 +280,7 @@ class Coordinator:
             self.commit_instant(table, key, recommit=True)
         self.instant = table.start_commit(eager=self.cfg.eager)
 
-    def _assign(self, table, key: int, instant: str) -> None:
+    def _assign(self, table: Table, key: int, instant: str) -> None:
         old = self.assigned.get(key)
         if old is not None and old != instant:
             table.observe("I10.one-instant-per-key",
@@ -285,7 +288,7 @@ class Coordinator:
         self.assigned[key] = instant
 
     # ---------------------------------------------------------- write metadata
-    def handle_write_metadata(self, table, ev) -> None:
+    def handle_write_metadata(self, table: Table, ev) -> None:
         """``handleWriteMetaEvent`` -> ``addEventToBuffer`` into the entry of ``ev.checkpoint_id`` (0.x: the
         entry of the event's instant, the single buffer)."""
         if self.cfg.coordinator_start:  # 0.x: one buffer, events merged whatever their instant
@@ -307,7 +310,7 @@ class Coordinator:
         return tuple((k, e.frozen()) for k, e in sorted(self.buffers.items())
                      if e.all_completed() and (keep_null or not e.all_null()))
 
-    def notify_checkpoint_complete(self, table, n: int) -> list[tuple[int, str, str]]:
+    def notify_checkpoint_complete(self, table: Table, n: int) -> list[tuple[int, str, str]]:
         """``notifyCheckpointComplete(n)`` -> ``commitInstants(n)``. Returns (key, instant, outcome)."""
         self.max_acked = max(self.max_acked, n)
         keys = sorted((k for k in self.buffers if self._rule(k, n)),
@@ -317,7 +320,7 @@ class Coordinator:
             self.instant = table.start_commit(eager=self.cfg.eager)  # 0.x: startInstant after a commit
         return out
 
-    def commit_instant(self, table, key: int, recommit: bool = False) -> str:
+    def commit_instant(self, table: Table, key: int, recommit: bool = False) -> str:
         """``commitInstant(key, instant, buffer)``; the entry is removed in every outcome.
 
         Outcomes: ``"empty"`` (reset, heartbeat stopped, instant left pending; 0.x ``"empty-ack"``: the
@@ -358,7 +361,7 @@ class Coordinator:
         self.max_acked = -(10**9)
         self.assigned = {k: e.instant for k, e in self.buffers.items()}
 
-    def restore_events(self, table, below: int | None = None) -> list[tuple[int, str, str]]:
+    def restore_events(self, table: Table, below: int | None = None) -> list[tuple[int, str, str]]:
         """``restoreEvents``: recommit every buffered entry (with key < ``below`` when given)."""
         keys = sorted(k for k in self.buffers if below is None or k < below)
         return [(k, self.buffers[k].instant, self.commit_instant(table, k, recommit=True)) for k in keys]
@@ -376,7 +379,7 @@ class Coordinator:
             if k >= checkpoint_id and e.slots[task] is not None:
                 self._entry(k).set_slot(task, None)
 
-    def handle_bootstrap_event(self, table, ev) -> str | None:
+    def handle_bootstrap_event(self, table: Table, ev) -> str | None:
         """``handleBootstrapEvent``; returns the recommit outcome when one happened."""
         if not ev.instant:
             self.clean_legacy_events(ev.task, ev.checkpoint_id)

@@ -20,9 +20,12 @@ flushes it under an instant the coordinator grants, and reports every flush with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from model.protocol.values import BOOTSTRAP_INSTANT, WriteMetadataEvent, WriteStatus, empty_bootstrap  # noqa: F401
+
+if TYPE_CHECKING:
+    from .table import Table
 
 #: ``_new(Cls, (fields...))`` is the NamedTuple ``Cls(fields...)`` at half the cost (no Python-level __new__).
 _new = tuple.__new__
@@ -170,7 +173,7 @@ class WriterTask:
             out = out.merge_with(e)
         return out
 
-    def bootstrap_events(self, table, restored: bool, global_failover: bool,
+    def bootstrap_events(self, table: Table, restored: bool, global_failover: bool,
                          resend_on_global_failover: bool) -> list[WriteMetadataEvent]:
         """``sendBootstrapEvent``: the events sent to the coordinator right after (re)start."""
         if self.attempt == 0:
@@ -180,6 +183,6 @@ class WriterTask:
             out.extend(self._pending_state_events(table))
         return out
 
-    def _pending_state_events(self, table) -> list[WriteMetadataEvent]:
+    def _pending_state_events(self, table: Table) -> list[WriteMetadataEvent]:
         """The events of the task's state whose instant is still pending, as this task's (re-sent on start)."""
         return [e._replace(task=self.task) for e in self.state if e.instant and table.is_pending(e.instant)]
