@@ -11,6 +11,8 @@ at 1; restoring uses the last *completed* checkpoint.
 
 from __future__ import annotations
 
+from typing import Any
+
 from model.protocol.values import CompletedCheckpoint, TaskSnapshot  # noqa: F401 - re-exported
 
 
@@ -26,7 +28,7 @@ class PendingCheckpoint:
     its writer tasks (a clone shares it until one of them writes; :meth:`copy`). Equality is by value;
     :meth:`key` is the hashable form (a mutable object has no hash)."""
 
-    __slots__ = ("id", "coordinator_state", "tasks", "acknowledged")
+    __slots__ = ("id", "coordinator_state", "tasks", "acknowledged", "_cs_h", "_tasks_h")
 
     def __init__(self, id: int = -1, coordinator_state: tuple | None = None, parallelism: int = -1):
         # called with no argument: blank, for copy() to fill -- and for pickle (the parallel search moves states),
@@ -37,11 +39,15 @@ class PendingCheckpoint:
         self.coordinator_state = coordinator_state  # None until the coordinator snapshot is taken
         self.tasks: list = [None] * parallelism     # per task: TaskSnapshot | None (barrier not processed yet)
         self.acknowledged = 0                       # tasks whose snapshot is in ``tasks``
+        self._cs_h: Any = None      # hash(coordinator_state) once asked (it is set at creation and never changed)
+        self._tasks_h: Any = None   # per task, hash(tasks[t]) once asked (None: not yet, or changed since)
 
     def copy(self) -> "PendingCheckpoint":
         p = PendingCheckpoint()
         p.id, p.coordinator_state, p.tasks, p.acknowledged = (self.id, self.coordinator_state, list(self.tasks),
                                                               self.acknowledged)
+        p._cs_h = self._cs_h
+        p._tasks_h = None if self._tasks_h is None else list(self._tasks_h)
         return p
 
     def acknowledge_task(self, task: int, snap: TaskSnapshot) -> None:
@@ -50,6 +56,8 @@ class PendingCheckpoint:
             raise ValueError(f"checkpoint {self.id}: task {task} already acknowledged")
         self.tasks[task] = snap
         self.acknowledged += 1
+        if self._tasks_h is not None:
+            self._tasks_h[task] = None
 
     def task_done(self, task: int) -> bool:
         return self.tasks[task] is not None
@@ -60,6 +68,21 @@ class PendingCheckpoint:
     def key(self) -> tuple:
         """The value, hashable: ``(id, coordinator_state, tasks as a tuple)``."""
         return (self.id, self.coordinator_state, tuple(self.tasks))
+
+    def key_hash(self) -> int:
+        """A hash of :meth:`key` with the coordinator state and each task's snapshot given by its hash, each
+        kept until it changes (a function of the key, so equal keys hash equal): a task's acknowledgement
+        rehashes its own snapshot only."""
+        cs = self._cs_h
+        if cs is None:
+            cs = self._cs_h = hash(self.coordinator_state)
+        hs = self._tasks_h
+        if hs is None:
+            hs = self._tasks_h = [None] * len(self.tasks)
+        for t, h in enumerate(hs):
+            if h is None:
+                hs[t] = hash(self.tasks[t])
+        return hash((self.id, cs, tuple(hs)))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, PendingCheckpoint) and self.key() == other.key()

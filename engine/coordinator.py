@@ -49,12 +49,13 @@ class EventBuffer:
     copies a shared one first (:meth:`Coordinator._entry`); its checkpoint state holds frozen copies
     (:meth:`frozen`). Change it through its methods only: they drop the frozen copy it keeps."""
 
-    __slots__ = ("instant", "slots", "_frozen")
+    __slots__ = ("instant", "slots", "_frozen", "_frozen_h")
 
-    def __init__(self, instant: str, slots: list, frozen: BufferEntry | None = None):
+    def __init__(self, instant: str, slots: list, frozen: BufferEntry | None = None, frozen_hash: Any = None):
         self.instant = instant
         self.slots = slots      # list[WriteMetadataEvent | None], one per task
         self._frozen = frozen   # BufferEntry of the current slots, once asked (None: not made since a change)
+        self._frozen_h = frozen_hash  # hash(frozen()), likewise (None: not computed since a change)
 
     def __reduce__(self):
         # pickled through the constructor (the parallel search moves states): compiled by mypyc, pickle's
@@ -72,7 +73,7 @@ class EventBuffer:
         return cls(entry.instant, list(entry.slots), entry)
 
     def copy(self) -> "EventBuffer":
-        return EventBuffer(self.instant, list(self.slots), self._frozen)
+        return EventBuffer(self.instant, list(self.slots), self._frozen, self._frozen_h)
 
     def frozen(self) -> BufferEntry:
         """The buffer as a value (made once per change: fingerprints and checkpoints ask for it)."""
@@ -81,10 +82,18 @@ class EventBuffer:
             f = self._frozen = BufferEntry(self.instant, tuple(self.slots))
         return f
 
+    def frozen_hash(self) -> int:
+        """``hash(frozen())``, kept until a change (a coordinator's fingerprint hashes its entries by it: an
+        event changes one entry, the others are not walked again)."""
+        h = self._frozen_h
+        if h is None:
+            h = self._frozen_h = hash(self._frozen or self.frozen())
+        return h
+
     def set_slot(self, task: int, ev) -> None:
         """``task``'s slot := ``ev`` (a write-metadata event or None)."""
         self.slots[task] = ev
-        self._frozen = None
+        self._frozen = self._frozen_h = None
 
     def add_event(self, ev) -> None:
         """``EventBuffer.addEventToBuffer``: ``ev`` merged into its task's slot when the slot holds an event
@@ -92,7 +101,7 @@ class EventBuffer:
         slots, t = self.slots, ev.task
         old = slots[t]
         slots[t] = old.merge_with(ev) if (old is not None and old.instant == ev.instant) else ev
-        self._frozen = None
+        self._frozen = self._frozen_h = None
 
     # (A slot is None or a WriteMetadataEvent, a non-empty tuple and so true: any() tells them apart
     # without the == comparisons ``None in slots`` or ``slots.count(None)`` make.)
@@ -214,6 +223,12 @@ class Coordinator:
         # (the buffers' frozen copies inline: this runs for every state of an exploration)
         return (tuple([(k, e._frozen or e.frozen()) for k, e in sorted(self.buffers.items())]), self.instant,
                 self.max_acked, tuple(sorted(self.assigned.items())))
+
+    def key_hash(self) -> int:
+        """A hash of :meth:`key` with each entry given by its hash (:meth:`EventBuffer.frozen_hash`, kept
+        by the entry until it changes): a function of the key, so equal keys hash equal."""
+        return hash((tuple([(k, e.frozen_hash()) for k, e in sorted(self.buffers.items())]), self.instant,
+                     self.max_acked, tuple(sorted(self.assigned.items()))))
 
     def _empty(self, instant: str) -> EventBuffer:
         return EventBuffer.empty(instant, self.cfg.parallelism)

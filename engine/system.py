@@ -145,7 +145,7 @@ class System:
         self._own_p = True  # whether this System owns its pending checkpoint (a clone shares it)
         self._coordinator_hash: Any = None  # hash(coordinator.key()) (None: not computed since the last change)
         self._writers_hash: Any = None      # hash of the writer tasks' keys (likewise)
-        self._checkpoints_hash: Any = None  # (pending checkpoint, last completed, hash of their values)
+        self._checkpoints_hash: Any = None  # (pending checkpoint, last completed, the latter's hash, both's hash)
         # the parts of the task-symmetric fingerprint (engine.canonical), cached like the hashes above
         self._canon_c: Any = None  # coordinator's (None: not computed since a change)
         self._canon_w: Any = None  # writers' (likewise)
@@ -229,7 +229,9 @@ class System:
         if not self._own_p:
             self.pending_checkpoint = self.pending_checkpoint.copy()
             self._own_p = True
-        self._checkpoints_hash = None
+        c = self._checkpoints_hash  # the completed checkpoint's hash stays; the pending one's is unknown
+        if c is not None:
+            self._checkpoints_hash = (_STALE, c[1], c[2], None)
         k = self._canon_k
         if k is not None:  # the completed checkpoint's part stays; the pending one's is unknown (not "no pending
             self._canon_k = (_STALE, None, k[2], k[3], None)  # checkpoint", which None would say)
@@ -712,7 +714,7 @@ class System:
             return None                               # task's, which the restart changes)
         coordinator = self._coordinator_hash
         if coordinator is None:
-            coordinator = self._coordinator_hash = hash(self.coordinator.key())
+            coordinator = self._coordinator_hash = self.coordinator.key_hash()
         if k.task_failover == "single":
             failed = ev.task
             others: Any = tuple([w.key_hash() if w.task != failed else None for w in self.writers])
@@ -1084,6 +1086,7 @@ class System:
             pc = self.pending_checkpoint.copy()
             pc.coordinator_state = cstate(pc.coordinator_state)
             pc.tasks = per_task(pc.tasks, snap)
+            pc._cs_h = pc._tasks_h = None  # (its parts replaced: their hashes with them)
             s.pending_checkpoint = pc
         s._own_p = True
         lc = self.last_completed
@@ -1116,15 +1119,17 @@ class System:
         pending one changes in place only through :meth:`_p`, which drops it)."""
         coordinator = self._coordinator_hash
         if coordinator is None:
-            coordinator = self._coordinator_hash = hash(self.coordinator.key())
+            coordinator = self._coordinator_hash = self.coordinator.key_hash()
         writers = self._writers_hash
         if writers is None:
             writers = self._writers_hash = hash(tuple([w.key_hash() for w in self.writers]))
-        cached = self._checkpoints_hash
-        if cached is None or cached[0] is not self.pending_checkpoint or cached[1] is not self.last_completed:
-            cached = self._checkpoints_hash = (self.pending_checkpoint, self.last_completed,
-                                               hash((self._pending_key(), self.last_completed)))
-        return hash(self._fingerprint_fields(self.table.fingerprint_hash(), coordinator, writers, cached[2]))
+        cached = self._checkpoints_hash  # (pending, last completed, the completed one's hash, both parts' hash)
+        pending, completed = self.pending_checkpoint, self.last_completed
+        if cached is None or cached[0] is not pending or cached[1] is not completed:
+            done = cached[2] if cached is not None and cached[1] is completed else hash(completed)
+            cached = self._checkpoints_hash = (pending, completed, done,
+                                               hash((None if pending is None else pending.key_hash(), done)))
+        return hash(self._fingerprint_fields(self.table.fingerprint_hash(), coordinator, writers, cached[3]))
 
     # ------------------------------------------------------ symmetric fingerprint
     def _canonical_parts(self) -> tuple:

@@ -58,14 +58,16 @@ def fresh_fingerprint_hash(system: System) -> int:
     t = system.table
     table_fp = (t.timeline.state_signature(), tuple(sorted(t.metadata.items())))
     coord = system.coordinator
-    coord_key = (tuple((k, e.frozen()) for k, e in sorted(coord.buffers.items())), coord.instant, coord.max_acked,
-                 tuple(sorted(coord.assigned.items())))
+    # (each buffer entry, the pending checkpoint's coordinator state and each of its tasks' snapshots by its hash,
+    # and the checkpoints by theirs, as System keeps them)
+    coord_key = (tuple((k, hash(e.frozen())) for k, e in sorted(coord.buffers.items())), coord.instant,
+                 coord.max_acked, tuple(sorted(coord.assigned.items())))
     p = system.pending_checkpoint
-    pending_key = None if p is None else (p.id, p.coordinator_state, tuple(p.tasks))
+    pending = None if p is None else hash((p.id, hash(p.coordinator_state), tuple(hash(x) for x in p.tasks)))
     # (each task's key hash, as System keeps them: its interval and state hashed together)
     writers = hash(tuple(hash(w.compact_key(hash((w.interval, w.state)))) for w in system.writers))
     return hash(system._fingerprint_fields(hash(table_fp), hash(coord_key), writers,
-                                           hash((pending_key, system.last_completed))))
+                                           hash((pending, hash(system.last_completed)))))
 
 
 def _fmt(events) -> str:

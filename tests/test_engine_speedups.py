@@ -68,6 +68,13 @@ def test_cached_hashes_follow_changes():
         for s in _walk(model, 60, seed):
             fresh = s.clone()
             fresh._coordinator_hash = fresh._writers_hash = fresh._checkpoints_hash = None
+            fresh.coordinator = s.coordinator.copy()  # (its entries and the pending checkpoint without their hashes)
+            fresh.coordinator.buffers = {k: e.copy() for k, e in s.coordinator.buffers.items()}
+            for e in fresh.coordinator.buffers.values():
+                e._frozen_h = None
+            if s.pending_checkpoint is not None:
+                fresh.pending_checkpoint = s.pending_checkpoint.copy()
+                fresh.pending_checkpoint._cs_h = fresh.pending_checkpoint._tasks_h = None
             fresh.writers = [w.copy() for w in s.writers]
             for w in fresh.writers:  # (from the keys: a copy that carried a stale hash over must not hide it)
                 w._key_hash = w._canon = w._tail_i = w._tail_s = w._ctail = None
