@@ -100,7 +100,7 @@ class Table:
 
     __slots__ = ("action", "timeline", "_owned", "metadata", "heartbeats", "clock",
                  "commit_log", "rollbacks", "observations", "last_key", "_fp", "_fp_hash", "_pending", "_own_meta",
-                 "_own_clock", "_dups", "_canon")
+                 "_own_clock", "_dups", "_canon", "_sig", "_meta_h")
 
     def __init__(self, table_version: int = 8, action: str = "deltacommit",
                  time_source: TimeSource | None = None, _blank: bool = False):
@@ -123,12 +123,14 @@ class Table:
         #: key of the last commit (monitor of I11 ascending commit order)
         self.last_key: int | None = None
         self._fp: Any = None       # cached fingerprint of timeline + metadata (None: stale)
-        self._fp_hash: Any = None  # cached hash(fingerprint()) (None: stale)
+        self._fp_hash: Any = None  # cached fingerprint_hash() (None: stale)
         self._dups: Any = None     # cached duplicated_offsets() (None: stale; depends on metadata only)
         self._pending: Any = None  # cached pending data instants (None: stale)
         self._own_meta = True
         self._own_clock = True
         self._canon: Any = None    # cached engine.canonical.metadata_part (None: stale; dropped with _fp)
+        self._sig: Any = None      # cached timeline.state_signature() (None: stale; dropped when the timeline changes)
+        self._meta_h: Any = None   # cached hash of the sorted commit metadata (None: stale; dropped when it changes)
 
     def copy(self) -> "Table":
         t = Table(_blank=True)
@@ -148,11 +150,12 @@ class Table:
         t._fp, t._fp_hash = self._fp, self._fp_hash
         t._dups = self._dups
         t._canon = self._canon
+        t._sig, t._meta_h = self._sig, self._meta_h
         t._pending = self._pending
         return t
 
     def _tl(self) -> Timeline:
-        self._fp = self._fp_hash = self._canon = None
+        self._fp = self._fp_hash = self._canon = self._sig = None
         self._pending = None
         if not self._owned:
             self.timeline = self.timeline.copy()
@@ -163,7 +166,7 @@ class Table:
         if not self._own_meta:
             self.metadata = dict(self.metadata)
             self._own_meta = True
-        self._fp = self._fp_hash = self._canon = None
+        self._fp = self._fp_hash = self._canon = self._meta_h = None
         self._dups = None
         return self.metadata
 
@@ -195,9 +198,14 @@ class Table:
         """Hashable summary of the timeline (instant, visible state) and the commit metadata.
         Completion times are left out: no protocol rule reads them."""
         if self._fp is None:
-            tl = self.timeline.state_signature()
-            self._fp = (tl, tuple(sorted(self.metadata.items())))
+            self._fp = (self.signature(), tuple(sorted(self.metadata.items())))
         return self._fp
+
+    def signature(self) -> tuple:
+        """``timeline.state_signature()``, cached until the timeline changes (:meth:`fingerprint`'s first part)."""
+        if self._sig is None:
+            self._sig = self.timeline.state_signature()
+        return self._sig
 
     def canonical_part(self, n: int) -> tuple:
         """:func:`engine.canonical.metadata_part` of the timeline and commit metadata (``n`` tasks), cached
@@ -205,13 +213,17 @@ class Table:
         if self._canon is None:
             from .canonical import metadata_part
 
-            self._canon = metadata_part(self.fingerprint()[0], self.metadata, n)
+            self._canon = metadata_part(self.signature(), self.metadata, n)
         return self._canon
 
     def fingerprint_hash(self) -> int:
-        """``hash(fingerprint())``, cached like it."""
+        """A hash of :meth:`fingerprint` from its two parts' hashes, each cached until its part changes (the
+        commit metadata is not walked again when only the timeline changed, as at a ``startCommit``)."""
         if self._fp_hash is None:
-            self._fp_hash = hash(self.fingerprint())
+            m = self._meta_h
+            if m is None:
+                m = self._meta_h = hash(tuple(sorted(self.metadata.items())))
+            self._fp_hash = hash((hash(self.signature()), m))
         return self._fp_hash
 
     def failed_writes(self) -> list[str]:

@@ -56,7 +56,7 @@ def fresh_fingerprint_hash(system: System) -> int:
     """``System.fingerprint_hash()`` computed without any cached part (the table's, the coordinator's, the
     writers', the checkpoints'): what the cached value must equal."""
     t = system.table
-    table_fp = (t.timeline.state_signature(), tuple(sorted(t.metadata.items())))
+    table_fp = (hash(t.timeline.state_signature()), hash(tuple(sorted(t.metadata.items()))))  # (parts by their hashes)
     coord = system.coordinator
     # (each buffer entry, the pending checkpoint's coordinator state and each of its tasks' snapshots by its hash,
     # and the checkpoints by theirs, as System keeps them)
