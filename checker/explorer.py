@@ -330,13 +330,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     plain = fingerprint if symmetry is not None and graph is None else None
     if symmetry is not None:  # the representative's fingerprint (also in _rebuild: one function)
         fingerprint = _of_representative(fingerprint, symmetry)
-    # The search calls a symmetric fingerprint's halves (checker.symmetry._canonical_forms): the model's
-    # canonical form, and the representative's fingerprint only where the form returns None -- the same
-    # value as ``fingerprint``, one call fewer per successor.
-    form = getattr(fingerprint, "form", None)
-    fallback = getattr(fingerprint, "fallback", None)
-    if form is None or fallback is None:
-        form, fallback = fingerprint, None
+    form, fallback = _halves(fingerprint)
     boundary = model.within_boundary  # (the default, every state within, is not asked)
     if getattr(boundary, "__func__", None) is Model.within_boundary:
         boundary = None
@@ -444,6 +438,15 @@ def _of_representative(fingerprint, representative):
         if f is not None:
             return f
     return lambda state: fingerprint(representative(state))
+
+
+def _halves(fingerprint) -> tuple:
+    """``(form, fallback)``: a symmetric fingerprint's halves (:func:`checker.symmetry._canonical_forms`), the
+    model's canonical form and the representative's fingerprint where that form returns None, which the
+    search loops call instead of ``fingerprint`` (the same value, one Python call fewer per successor); for
+    another function ``(fingerprint, None)``."""
+    form, fallback = getattr(fingerprint, "form", None), getattr(fingerprint, "fallback", None)
+    return (form, fallback) if form is not None and fallback is not None else (fingerprint, None)
 
 
 def _rebuild(model: Model, init_list: list, parent, via, sid: int, seen: dict, fingerprint) -> tuple[list, list, list]:
