@@ -42,9 +42,10 @@ import operator
 import time
 from array import array
 from collections import deque
-from itertools import repeat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Sequence
+
+from .bfs import search
 
 ALWAYS, SOMETIMES, TERMINAL = "always", "sometimes", "terminal"
 
@@ -299,7 +300,9 @@ def explore(
 
 def _explore(model: Model, max_states, max_depth, stop_on_violation, record_graph, progress, progress_every,
              compact, symmetry=None) -> ExploreResult:
-    """The search itself, with the collector already paused; see :func:`explore` for the options."""
+    """The search itself, with the collector already paused; see :func:`explore` for the options.
+
+    This sets the search up and numbers the initial states; :func:`checker.bfs.search` runs the loop."""
     props = list(model.properties())
     always = [p for p in props if p.kind == ALWAYS]
     sometimes = [p for p in props if p.kind == SOMETIMES]
@@ -315,7 +318,6 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     seen: dict[Hashable, int] = {}
     parent = array("q")   # state id -> parent state id (-1 for initial states)
     via = array("l")      # state id -> index of the action in parent's actions() (initial: init index)
-    depth = array("l")
     init_list = list(model.init_states())
     fingerprint, actions_of, step, successors = model.fingerprint, model.actions, model.next_state, model.successors
     if compact:
@@ -326,11 +328,13 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     # and a repeat is skipped before its representative is computed. Same outcome: the first one's
     # representative is in ``seen`` already, so the repeat would be found known (not with a graph: its edge).
     plain = fingerprint if symmetry is not None and graph is None else None
-    reached: set = set()
-    reached_depth = -1
     if symmetry is not None:  # the representative's fingerprint (also in _rebuild: one function)
         fingerprint = _of_representative(fingerprint, symmetry)
-    boundary, settles = model.within_boundary, model.settles
+    form, fallback = _halves(fingerprint)
+    boundary = model.within_boundary  # (the default, every state within, is not asked)
+    if getattr(boundary, "__func__", None) is Model.within_boundary:
+        boundary = None
+    settles = model.settles
     t0, c0 = time.perf_counter(), time.process_time()
     queue: deque = deque()
 
@@ -342,12 +346,12 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
         if graph is not None:
             graph.nodes[sid].setdefault("violation" if prop.kind != SOMETIMES else "example", name)
 
-    def check(p: Property, sid: int, state) -> bool:
-        """Evaluate ``p`` on ``state``; record discoveries; True when a counterexample was found.
+    def judge(p: Property, sid: int, value) -> bool:
+        """Record the discoveries of ``p``'s check on state ``sid``, which returned ``value``; True when a
+        counterexample was found.
 
         A check may return a list of Verdicts (e.g. ``check_step``): each is its own outcome, named
         by its ``invariant``. Only discoveries are turned into text (the hot path stays cheap)."""
-        value = p.check(state)
         if value is None:
             return False
         want = p.kind == SOMETIMES
@@ -371,104 +375,38 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
         """Check always/sometimes properties on a newly discovered state; True = stop the search."""
         stop = False
         for p in always:
-            if check(p, sid, state):
+            if judge(p, sid, p.check(state)):
                 stop = stop_on_violation
         for p in sometimes:
             if p.name not in res.discoveries:
-                check(p, sid, state)
+                judge(p, sid, p.check(state))
         return stop
 
-    def add(state, fp, par: int, idx: int, d: int, action=None) -> int:
-        """Record a state not seen before (its fingerprint ``fp``); returns its number."""
-        sid = len(parent)
-        seen[fp] = sid
-        parent.append(par)
-        via.append(idx)
-        depth.append(d)
-        if graph is not None:
-            graph.add_node(sid, depth=d, initial=par < 0, label=model.format_state(state))
-            if par >= 0:
-                graph.add_edge(par, sid, action=model.format_action(action), tree=True)
-        return sid
+    # Every new state's checks: ``check_new``, or, when the model has only ``always`` properties, their checks
+    # called here and ``judge`` only for a value that is not "holds" (None, True, or a list of Verdicts that
+    # all hold): one call per property and state.
+    inline = [(p, p.check) for p in always] if not sometimes else None
 
     stop = False
-    for i, s in enumerate(init_list):
+    for i, s in enumerate(init_list):  # the initial states: numbers 0, 1, ... (depth 0)
         fp = fingerprint(s)
         if fp in seen:
             continue
-        sid = add(s, fp, -1, i, 0)
-        queue.append((s, sid))
+        sid = seen[fp] = len(parent)
+        parent.append(-1)
+        via.append(i)
+        queue.append(s)
+        if graph is not None:
+            graph.add_node(sid, depth=0, initial=True, label=model.format_state(s))
         if check_new(sid, s):
             stop = True
             res.stop_reason = "violation"
             break
 
-    next_report = progress_every
-    transitions = 0
-    seen_get = seen.get
-    while queue and not stop:
-        state, sid = queue.popleft()
-        d = depth[sid]
-        if not boundary(state):
-            continue
-        if max_depth is not None and d >= max_depth:
-            res.stop_reason = "max-depth"
-            continue
-        acts = actions_of(state)
-        if not acts:
-            res.terminal_states += 1
-            if graph is not None:
-                graph.nodes[sid]["terminal"] = True
-        if terminal and settles(state, acts):
-            res.settled_states += 1
-            for p in terminal:
-                if check(p, sid, state) and stop_on_violation:
-                    stop = True
-                    res.stop_reason = "violation"
-            if stop:
-                break
-        if not acts:
-            continue
-        nd = d + 1
-        if plain is not None and d != reached_depth:
-            reached, reached_depth = set(), d
-        nexts = successors(state, acts) if successors is not None else map(step, repeat(state), acts)
-        for idx, (action, nxt) in enumerate(zip(acts, nexts)):
-            if nxt is None:
-                continue
-            transitions += 1
-            if plain is not None:
-                h = plain(nxt)
-                if h in reached:
-                    continue
-                reached.add(h)
-            fp = fingerprint(nxt)
-            known = seen_get(fp)
-            if known is not None:  # most transitions lead to a known state: keep this path short
-                if graph is not None:
-                    graph.add_edge(sid, known, action=model.format_action(action))
-                continue
-            nid = add(nxt, fp, sid, idx, nd, action)
-            if nd > res.max_depth:
-                res.max_depth = nd
-            queue.append((nxt, nid))
-            if check_new(nid, nxt):
-                stop = True
-                res.stop_reason = "violation"
-                break
-            if max_states is not None and len(parent) >= max_states:
-                stop = True
-                res.stop_reason = "max-states"
-                break
-            if progress is not None and len(parent) >= next_report:
-                next_report += progress_every
-                res.level = d
-                res.transitions = transitions
-                res.states = len(parent)
-                res.elapsed = time.perf_counter() - t0
-                res.cpu = time.process_time() - c0
-                progress(res, len(queue))
-    res.transitions = transitions
+    if not stop:
+        search(res, queue, seen, parent, via, model, graph, actions_of, successors, step, boundary, settles, plain,
+               form, fallback, terminal, inline, check_new, judge, max_depth, max_states, stop_on_violation,
+               progress, progress_every, t0, c0)
     res.states = len(parent)
     res.elapsed = time.perf_counter() - t0
     res.cpu = time.process_time() - c0
@@ -500,6 +438,15 @@ def _of_representative(fingerprint, representative):
         if f is not None:
             return f
     return lambda state: fingerprint(representative(state))
+
+
+def _halves(fingerprint) -> tuple:
+    """``(form, fallback)``: a symmetric fingerprint's halves (:func:`checker.symmetry._canonical_forms`), the
+    model's canonical form and the representative's fingerprint where that form returns None, which the
+    search loops call instead of ``fingerprint`` (the same value, one Python call fewer per successor); for
+    another function ``(fingerprint, None)``."""
+    form, fallback = getattr(fingerprint, "form", None), getattr(fingerprint, "fallback", None)
+    return (form, fallback) if form is not None and fallback is not None else (fingerprint, None)
 
 
 def _rebuild(model: Model, init_list: list, parent, via, sid: int, seen: dict, fingerprint) -> tuple[list, list, list]:

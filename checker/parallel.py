@@ -53,7 +53,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .explorer import ALWAYS, SOMETIMES, TERMINAL, Discovery, ExploreResult, Model, Property, _all_hold, _of_representative
+from .explorer import (ALWAYS, SOMETIMES, TERMINAL, Discovery, ExploreResult, Model, Property, _all_hold, _halves,
+                       _of_representative)
+from .bfs import _holds
 from .fpset import FPSet, collision_probability, u64
 
 #: shared counters per worker: states expanded so far, transitions so far
@@ -80,7 +82,11 @@ def outcomes(prop: Property, state) -> list[tuple[str, str, Any]]:
     """The discoveries ``prop`` makes on ``state``: ``(name, detail, verdict)`` for each failing check of an
     ``always``/``terminal`` property or each holding one of a ``sometimes`` (the explorer's rules: bool,
     None, a Verdict or a list of Verdicts, each named by its ``invariant``)."""
-    value = prop.check(state)
+    return judged(prop, prop.check(state))
+
+
+def judged(prop: Property, value) -> list[tuple[str, str, Any]]:
+    """:func:`outcomes` of ``prop`` on a state where its check returned ``value``."""
     if value is None:
         return []
     want = prop.kind == SOMETIMES
@@ -134,11 +140,17 @@ class Worker:
         self.index, self.workers = index, workers
         fp = model.fingerprint_hash
         self.fingerprint = _of_representative(fp, symmetry) if symmetry is not None else fp
+        #: ``fingerprint`` as :func:`expand_level` calls it: ``form(s)``, or ``fallback(s)`` where that is None
+        #: (no fallback: ``form`` is ``fingerprint``; see :func:`checker.explorer._explore`)
+        self.form, self.fallback = _halves(self.fingerprint)
         self.symmetric = symmetry is not None
         props = list(model.properties())
         self.always = [p for p in props if p.kind == ALWAYS]
         self.sometimes = [p for p in props if p.kind == SOMETIMES]
         self.terminal = [p for p in props if p.kind == TERMINAL]
+        #: ``(property, check)`` of every property when all are ``always``, checked in :func:`accept_level`
+        #: itself (:meth:`check_new` otherwise)
+        self.inline = [(p, p.check) for p in self.always] if not self.sometimes else None
         self.seen = FPSet()
         self.frontier: list = []   # (state, fp) of the current level
         self.expansion: Expansion | None = None
@@ -180,9 +192,12 @@ def init_level(w: Worker) -> list:
 def expand_level(w: Worker, depth: int, max_depth: int | None = None) -> Expansion:
     """Step 1: expand ``w``'s frontier (its states at ``depth``); successors grouped by owner."""
     model = w.model
-    actions_of, step, boundary, settles = model.actions, model.next_state, model.within_boundary, model.settles
+    actions_of, step, settles = model.actions, model.next_state, model.settles
+    boundary = model.within_boundary  # (the default, every state within, is not asked)
+    if getattr(boundary, "__func__", None) is Model.within_boundary:
+        boundary = None
     successors = getattr(model, "successors", None)
-    fingerprint, workers, terminal, route = w.fingerprint, w.workers, w.terminal, owner_of
+    form, fallback, workers, terminal, route = w.form, w.fallback, w.workers, w.terminal, owner_of
     batches = [([], [], []) for _ in range(workers)]
     pending, where = [], []
     local: dict[int, int] = {}
@@ -194,11 +209,12 @@ def expand_level(w: Worker, depth: int, max_depth: int | None = None) -> Expansi
     reached: set[int] = set()
     ex = Expansion(batches, pending, where)
     counters, base = w.counters, w.index * _COUNTERS
+    transitions = 0
     for n, (state, sfp) in enumerate(w.frontier):
         if counters is not None and n % _REPORT_EVERY == 0:
             counters[base] = w.expanded + n
-            counters[base + 1] = w.transitions + ex.transitions
-        if not boundary(state):
+            counters[base + 1] = w.transitions + transitions
+        if boundary is not None and not boundary(state):
             continue
         if max_depth is not None and depth >= max_depth:
             ex.cut = True
@@ -216,13 +232,16 @@ def expand_level(w: Worker, depth: int, max_depth: int | None = None) -> Expansi
         for idx, nxt in enumerate(nexts):
             if nxt is None:
                 continue
-            ex.transitions += 1
+            transitions += 1
             if plain_hash is not None:  # symmetry: a repeat of a successor of this level needs no renaming
                 h = plain_hash(nxt)
                 if h in reached:
                     continue
                 reached.add(h)
-            fp = fingerprint(nxt) & 0xFFFFFFFFFFFFFFFF or 1
+            fp = form(nxt)
+            if fp is None and fallback is not None:
+                fp = fallback(nxt)
+            fp = fp & 0xFFFFFFFFFFFFFFFF or 1  # u64
             if fp in local:
                 continue
             local[fp] = len(pending)
@@ -233,8 +252,9 @@ def expand_level(w: Worker, depth: int, max_depth: int | None = None) -> Expansi
             b[1].append(sfp)
             b[2].append(idx)
             pending.append(nxt)
+    ex.transitions = transitions
     w.expanded += len(w.frontier)
-    w.transitions += ex.transitions
+    w.transitions += transitions
     ex.batches = [(np.array(f, dtype=np.uint64), np.array(p, dtype=np.uint64), np.array(v, dtype=np.int32))
                   for f, p, v in batches]
     w.frontier = []
@@ -256,11 +276,25 @@ def accept_level(w: Worker, masks: list, depth: int) -> list:
     frontier = w.frontier = []
     masks = [m.tolist() for m in masks]  # (Python bools and ints: a numpy scalar per successor costs more)
     fps = [b[0].tolist() for b in ex.batches]
+    inline, check_new = w.inline, w.check_new
     for state, (o, i) in zip(ex.pending, ex.where):
         if masks[o][i]:
             fp = fps[o][i]
             frontier.append((state, fp))
-            found += w.check_new(state, fp, depth)
+            if inline is None:
+                found += check_new(state, fp, depth)
+                continue
+            for p, check in inline:  # (as checker.bfs.search: judged only when the value is not "holds")
+                value = check(state)
+                if value is None or value is True:
+                    continue
+                if type(value) is list:
+                    try:
+                        if all(map(_holds, value)):
+                            continue
+                    except AttributeError:  # not all Verdicts: judged one by one
+                        pass
+                found += [Found(n, p.kind, d, v, fp, depth) for n, d, v in judged(p, value)]
     w.expansion = None
     return found
 

@@ -1,0 +1,149 @@
+"""The breadth-first loop of :func:`checker.explorer.explore`: take a state from the queue, expand it, number
+and queue its new successors and check them.
+
+:func:`checker.explorer._explore` sets the search up (the visited set, the parent pointers, the initial
+states, the property checks, the symmetry) and calls :func:`search`, which runs until the queue is empty or
+the search stops; discoveries are judged and recorded by the explorer's functions it is given (``judge``,
+``check_new``), which are called only for a new state's checks when the model has ``sometimes`` properties
+and otherwise only for a check that reports something.
+
+The queue holds the states alone: states are numbered in the order they are found and expanded in that same
+order, so the state taken from the queue is number ``sid`` (a counter), and its depth is the level whose
+numbers it falls in (a level's states are all numbered before its first one is expanded).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from itertools import repeat
+from operator import attrgetter
+from typing import Any
+
+_holds = attrgetter("holds")
+
+
+def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, graph: Any,
+           actions_of: Any, successors: Any, step: Any, boundary: Any, settles: Any,
+           plain: Any, form: Any, fallback: Any,
+           terminal: list, inline: Any, check_new: Any, judge: Any,
+           max_depth: Any, max_states: Any, stop_on_violation: bool,
+           progress: Any, progress_every: int, t0: float, c0: float) -> None:
+    """Expand the states of ``queue`` (numbered ``0 .. len(queue) - 1``: the initial states) breadth first,
+    filling ``res`` (an :class:`~checker.explorer.ExploreResult`).
+
+    ``seen`` maps a fingerprint to its state's number, ``parent`` / ``via`` (arrays) give each state's parent
+    and action index; ``graph`` is the networkx graph to record, or None. The model's functions:
+    ``actions_of``, ``successors`` (None: ``step`` per action), ``boundary`` (None: every state is within),
+    ``settles``. A successor's fingerprint is ``form(state)``, or ``fallback(state)`` where that is None (no
+    ``fallback``: ``form`` is the fingerprint); ``plain`` (symmetry, no graph; else None) is the state's own
+    fingerprint, by which repeats within a level are skipped before ``form`` is computed. ``terminal``: the
+    ``terminal`` properties; ``inline``: ``(property, check)`` of every property when all are ``always``
+    (their values judged here, ``judge(property, sid, value)`` called only when one is not "holds"), else
+    None and ``check_new(sid, state)`` checks each new state. The limits and ``progress`` are
+    :func:`~checker.explorer.explore`'s."""
+    limit: int = max_states if max_states is not None else sys.maxsize
+    next_report: int = progress_every if progress is not None else sys.maxsize
+    transitions = 0
+    terminal_states = 0
+    settled_states = 0
+    deepest = 0
+    count: int = len(parent)  # states numbered so far
+    sid = -1                  # the state being expanded
+    d = 0                     # its depth
+    level_end = count         # the first number of depth d + 1
+    reached: set = set()      # the plain fingerprints of the successors met in this level (with ``plain``)
+    pop = queue.popleft
+    push = queue.append
+    append_parent = parent.append
+    append_via = via.append
+    stop = False
+    while queue and not stop:
+        state = pop()
+        sid += 1
+        if sid == level_end:
+            d += 1
+            level_end = count
+            reached.clear()
+        if boundary is not None and not boundary(state):
+            continue
+        if max_depth is not None and d >= max_depth:
+            res.stop_reason = "max-depth"
+            continue
+        acts = actions_of(state)
+        if not acts:
+            terminal_states += 1
+            if graph is not None:
+                graph.nodes[sid]["terminal"] = True
+        if terminal and settles(state, acts):
+            settled_states += 1
+            for p in terminal:
+                if judge(p, sid, p.check(state)) and stop_on_violation:
+                    stop = True
+                    res.stop_reason = "violation"
+            if stop:
+                break
+        if not acts:
+            continue
+        nd = d + 1
+        idx = -1
+        nexts: Any = successors(state, acts) if successors is not None else map(step, repeat(state), acts)
+        for nxt in nexts:
+            idx += 1
+            if nxt is None:
+                continue
+            transitions += 1
+            if plain is not None:
+                h = plain(nxt)
+                if h in reached:
+                    continue
+                reached.add(h)
+            fp = form(nxt)
+            if fp is None and fallback is not None:
+                fp = fallback(nxt)
+            if fp in seen:  # most transitions lead to a known state: keep this path short
+                if graph is not None:
+                    graph.add_edge(sid, seen[fp], action=model.format_action(acts[idx]))
+                continue
+            nid = count
+            count += 1
+            seen[fp] = nid
+            append_parent(sid)
+            append_via(idx)
+            push(nxt)
+            deepest = nd
+            if graph is not None:
+                graph.add_node(nid, depth=nd, initial=False, label=model.format_state(nxt))
+                graph.add_edge(sid, nid, action=model.format_action(acts[idx]), tree=True)
+            if inline is None:
+                if check_new(nid, nxt):
+                    stop = True
+            else:
+                for p, check in inline:
+                    value = check(nxt)
+                    if value is None or value is True:
+                        continue
+                    if type(value) is list:
+                        try:
+                            if all(map(_holds, value)):
+                                continue
+                        except AttributeError:  # not all Verdicts: judged one by one
+                            pass
+                    if judge(p, nid, value) and stop_on_violation:
+                        stop = True
+            if stop:
+                res.stop_reason = "violation"
+                break
+            if count >= limit:
+                stop = True
+                res.stop_reason = "max-states"
+                break
+            if count >= next_report:
+                next_report += progress_every
+                res.level, res.max_depth, res.states = d, deepest, count
+                res.transitions, res.terminal_states, res.settled_states = transitions, terminal_states, settled_states
+                res.elapsed = time.perf_counter() - t0
+                res.cpu = time.process_time() - c0
+                progress(res, len(queue))
+    res.transitions, res.terminal_states, res.settled_states = transitions, terminal_states, settled_states
+    res.max_depth = deepest
