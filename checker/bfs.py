@@ -23,6 +23,19 @@ from typing import Any
 _holds = attrgetter("holds")
 
 
+def needs_judging(value) -> bool:
+    """Whether an always-property's value says anything but "holds": not None or True, nor a list of Verdicts
+    that all hold (told without a Python-level loop; a list with an item that is not a Verdict is judged)."""
+    if value is None or value is True:
+        return False
+    if type(value) is list:
+        try:
+            return not all(map(_holds, value))
+        except AttributeError:  # not all Verdicts: judged one by one
+            return True
+    return True
+
+
 def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, graph: Any,
            actions_of: Any, successors: Any, step: Any, boundary: Any, settles: Any,
            plain: Any, form: Any, fallback: Any,
@@ -121,14 +134,8 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
             else:
                 for p, check in inline:
                     value = check(nxt)
-                    if value is None or value is True:
+                    if value is None or value is True or not needs_judging(value):
                         continue
-                    if type(value) is list:
-                        try:
-                            if all(map(_holds, value)):
-                                continue
-                        except AttributeError:  # not all Verdicts: judged one by one
-                            pass
                     if judge(p, nid, value) and stop_on_violation:
                         stop = True
             if stop:

@@ -38,14 +38,13 @@ from __future__ import annotations
 
 import textwrap
 import gc
-import operator
 import time
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
-from .bfs import search
+from .bfs import _holds, search
 
 ALWAYS, SOMETIMES, TERMINAL = "always", "sometimes", "terminal"
 
@@ -416,7 +415,6 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     return res
 
 
-_holds = operator.attrgetter("holds")
 
 
 def _all_hold(verdicts: list) -> bool:

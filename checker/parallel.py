@@ -55,7 +55,7 @@ import numpy as np
 
 from .explorer import (ALWAYS, SOMETIMES, TERMINAL, Discovery, ExploreResult, Model, Property, _all_hold, _halves,
                        _of_representative)
-from .bfs import _holds
+from .bfs import needs_judging
 from .fpset import FPSet, collision_probability, u64
 
 #: shared counters per worker: states expanded so far, transitions so far
@@ -286,14 +286,8 @@ def accept_level(w: Worker, masks: list, depth: int) -> list:
                 continue
             for p, check in inline:  # (as checker.bfs.search: judged only when the value is not "holds")
                 value = check(state)
-                if value is None or value is True:
+                if value is None or value is True or not needs_judging(value):
                     continue
-                if type(value) is list:
-                    try:
-                        if all(map(_holds, value)):
-                            continue
-                    except AttributeError:  # not all Verdicts: judged one by one
-                        pass
                 found += [Found(n, p.kind, d, v, fp, depth) for n, d, v in judged(p, value)]
     w.expansion = None
     return found

@@ -17,7 +17,8 @@ hoodie_lab     everything above (the top)
 =============  ==============================================================
 
 No product module imports a test module (``tests``, ``conftest``, ``properties/test_*.py``), and no two
-product modules import each other through a circle.
+product modules import each other through a circle. An import under ``if TYPE_CHECKING:`` names a type for the
+type checker (and mypyc) only: it counts for the layering, not for circles (it never runs).
 """
 
 from __future__ import annotations
@@ -65,12 +66,25 @@ def product_modules(root: Path = ROOT) -> dict[str, Path]:
     return mods
 
 
-def imports_of(name: str, path: Path) -> set[str]:
-    """The modules of ours ``name`` imports, as dotted names (relative imports resolved)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+def _type_only(tree: ast.Module) -> set[int]:
+    """The ids of the import nodes inside ``if TYPE_CHECKING:`` blocks."""
     out = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return out
+
+
+def imports_of(name: str, path: Path, type_only: bool = True) -> set[str]:
+    """The modules of ours ``name`` imports, as dotted names (relative imports resolved); without those under
+    ``if TYPE_CHECKING:`` when ``type_only`` is False."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    skip = set() if type_only else _type_only(tree)
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -101,11 +115,12 @@ def _resolve(target: str, mods: dict[str, Path]) -> str | None:
 
 
 def import_graph(root: Path = ROOT) -> nx.DiGraph:
+    """Who imports whom at run time (type-only imports left out)."""
     mods = product_modules(root)
     g = nx.DiGraph()
     g.add_nodes_from(mods)
     for name, path in mods.items():
-        for t in imports_of(name, path):
+        for t in imports_of(name, path, type_only=False):
             r = _resolve(t, mods)
             if r is not None and r != name and not name.startswith(r + ".") and r != name.rpartition(".")[0]:
                 g.add_edge(name, r)
@@ -172,3 +187,17 @@ def test_the_cycle_check_catches_a_circle(tmp_path):
     (tmp_path / "sim" / "a.py").write_text("from . import b\n")
     (tmp_path / "sim" / "b.py").write_text("def f():\n    from .a import g\n")
     assert import_cycles(tmp_path) == [["sim.a", "sim.b"]]
+
+
+def test_a_type_only_import_makes_no_circle_but_counts_for_the_layering(tmp_path):
+    """``if TYPE_CHECKING:`` imports never run: no circle through them; a forbidden one is still caught."""
+    for pkg in ("engine", "model"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "engine" / "a.py").write_text("from . import b\n")
+    (tmp_path / "engine" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n")
+    assert import_cycles(tmp_path) == []
+    (tmp_path / "engine" / "b.py").write_text("from .a import A\n")
+    assert import_cycles(tmp_path) == [["engine.a", "engine.b"]]
+    (tmp_path / "model" / "m.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from engine.a import A\n")
+    assert any("model.m" in v for v in layering_violations(tmp_path))
