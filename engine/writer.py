@@ -36,8 +36,7 @@ class WriterTask:
     """One writer subtask. Fields are plain values; the rules below are its transitions."""
 
     __slots__ = ("task", "offset", "flushed", "checkpoint_id", "instant", "current_instant",
-                 "interval", "state", "attempt", "confirming", "_canon", "_key_hash", "_tail_i", "_tail_s", "_tail_h",
-                 "_ctail")
+                 "interval", "state", "attempt", "confirming", "_canon", "_key_hash", "_tail", "_ctail")
 
     def __init__(self, task: int = -1):
         # called with no argument: blank, for copy() to fill -- and for pickle (the parallel search moves states),
@@ -56,11 +55,9 @@ class WriterTask:
         self.confirming: Any = None     # 0.x: waiting for the coordinator's next instant (holds currentInstant)
         self._canon: Any = None         # engine.canonical.writer_column's (column, hash); dropped by System._w
         self._key_hash: Any = None      # hash(compact_key()), likewise (None: not computed since the last change)
-        # hash((interval, state)) while both are these objects (immutable tuples; most events change neither, so
-        # a change of the offsets does not walk them again): kept by copies
-        self._tail_i: Any = None
-        self._tail_s: Any = None
-        self._tail_h = 0
+        # (interval, state, hash((interval, state))) while both are these objects (immutable tuples; most events
+        # change neither, so a change of the offsets does not walk them again): kept by copies
+        self._tail: Any = None
         self._ctail: Any = None  # engine.canonical.writer_column's (interval, state, their column form, its hash)
 
     def copy(self) -> "WriterTask":
@@ -69,7 +66,7 @@ class WriterTask:
         w.instant, w.current_instant, w.interval = self.instant, self.current_instant, self.interval
         w.state, w.attempt, w.confirming = self.state, self.attempt, self.confirming
         w._canon = w._key_hash = None
-        w._tail_i, w._tail_s, w._tail_h, w._ctail = self._tail_i, self._tail_s, self._tail_h, self._ctail
+        w._tail, w._ctail = self._tail, self._ctail
         return w
 
     def key(self) -> tuple:
@@ -84,11 +81,10 @@ class WriterTask:
 
     def tail_hash(self) -> int:
         """``hash((interval, state))``, kept while both are the same objects."""
-        if self._tail_i is self.interval and self._tail_s is self.state:
-            return self._tail_h
-        h = hash((self.interval, self.state))
-        self._tail_i, self._tail_s, self._tail_h = self.interval, self.state, h
-        return h
+        tail = self._tail
+        if tail is None or tail[0] is not self.interval or tail[1] is not self.state:
+            tail = self._tail = (self.interval, self.state, hash((self.interval, self.state)))
+        return tail[2]
 
     def key_hash(self) -> int:
         """``hash(compact_key(tail_hash()))``, kept until :meth:`engine.System._w` drops it before a change (most

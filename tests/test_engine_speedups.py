@@ -77,7 +77,7 @@ def test_cached_hashes_follow_changes():
                 fresh.pending_checkpoint._cs_h = fresh.pending_checkpoint._tasks_h = None
             fresh.writers = [w.copy() for w in s.writers]
             for w in fresh.writers:  # (from the keys: a copy that carried a stale hash over must not hide it)
-                w._key_hash = w._canon = w._tail_i = w._tail_s = w._ctail = None
+                w._key_hash = w._canon = w._tail = w._ctail = None
             assert fresh.fingerprint_hash() == s.fingerprint_hash()
             assert fresh.fingerprint() == s.fingerprint()
 
