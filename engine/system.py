@@ -141,7 +141,8 @@ class System:
         self.expired_requests: tuple = ()  # steps (1-based) of requests expired behind a slow job
         self.guard_deadlocks: tuple = ()  # steps (1-based) of CommitGuard timeouts of a request holding the executor
         self._own_c = True
-        self._own_w: Any = None  # the tasks whose WriterTask this System owns (None: all, never cloned)
+        self._own_w: Any = None  # the tasks whose WriterTask this System owns (None: all, never cloned; (): none,
+        #                          and the list is shared with a clone)
         self._own_p = True  # whether this System owns its pending checkpoint (a clone shares it)
         self._coordinator_hash: Any = None  # hash(coordinator.key()) (None: not computed since the last change)
         self._writers_hash: Any = None      # hash of the writer tasks' keys (likewise)
@@ -164,7 +165,7 @@ class System:
         s.source = self.source
         s.table = self.table.copy()
         s.coordinator = self.coordinator
-        s.writers = list(self.writers)
+        s.writers = self.writers  # copy-on-write (see _w)
         s.pending_checkpoint = self.pending_checkpoint
         s.last_completed = self.last_completed
         s.next_checkpoint = self.next_checkpoint
@@ -202,6 +203,8 @@ class System:
         """Writer task ``t``, to be changed: copied first if shared; the writers' cached hash is dropped."""
         own = self._own_w
         if own is not None and t not in own:
+            if not own:  # the first task written since a clone: the list is shared too
+                self.writers = list(self.writers)
             self.writers[t] = self.writers[t].copy()
             self._own_w = own + (t,)
         self._writers_hash = self._canon_w = None

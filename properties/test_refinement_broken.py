@@ -89,6 +89,8 @@ def test_writer_hash_not_dropped_is_caught(monkeypatch):
     def stale_w(self, t):
         own = self._own_w
         if own is not None and t not in own:
+            if not own:
+                self.writers = list(self.writers)
             self.writers[t] = self.writers[t].copy()
             self._own_w = own + (t,)
         return self.writers[t]  # (forgets: self._writers_hash = None)
