@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -41,7 +42,8 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
            plain: Any, form: Any, fallback: Any,
            terminal: list, inline: Any, check_new: Any, judge: Any,
            max_depth: Any, max_states: Any, stop_on_violation: bool,
-           progress: Any, progress_every: int, t0: float, c0: float) -> None:
+           progress: Any, progress_every: int, t0: float, c0: float,
+           indep: Any = None, live: Any = None) -> None:
     """Expand the states of ``queue`` (numbered ``0 .. len(queue) - 1``: the initial states) breadth first,
     filling ``res`` (an :class:`~checker.explorer.ExploreResult`).
 
@@ -54,7 +56,22 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     ``terminal`` properties; ``inline``: ``(property, check)`` of every property when all are ``always``
     (their values judged here, ``judge(property, sid, value)`` called only when one is not "holds"), else
     None and ``check_new(sid, state)`` checks each new state. The limits and ``progress`` are
-    :func:`~checker.explorer.explore`'s."""
+    :func:`~checker.explorer.explore`'s.
+
+    ``indep`` (None: off) turns on sleep sets: ``indep(a, b)`` says whether two events commute (enabled
+    together, each stays enabled after the other, both orders reach equal fingerprints;
+    :mod:`engine.independence`), and ``live`` is the type of the successors that can be expanded (another
+    type, a dead end such as :class:`checker.protocol.Refused`, never puts its event to sleep). When state
+    ``p`` is expanded, each successor ``s_j = p·e_j`` newly stored gets the sleep set of the events ``e_i``
+    (``i < j``) of earlier siblings ``s_i`` also newly stored by this expansion (and live) that are
+    independent of ``e_j``; expanding ``s_j`` skips them (counted in ``res.pruned``, not in transitions).
+    Sound for this search: ``s_j·e_i = s_i·e_j`` (independence), ``s_i`` sits at the same level as ``s_j``
+    and is numbered and expanded before it, and ``e_j`` is not asleep there (its sleep set holds only events
+    of siblings before ``s_i``), so that state is generated from ``s_i`` at the same depth, before ``s_j``
+    is expanded: the skipped transition would have found it known. The search numbers, stores and checks
+    the same states in the same order. Only for the model's own ``successors``, without a ``boundary``
+    (which could refuse to expand ``s_i``) and without a graph (which wants every edge); sleep sets are not
+    passed on to further successors."""
     limit: int = max_states if max_states is not None else sys.maxsize
     next_report: int = progress_every if progress is not None else sys.maxsize
     transitions = 0
@@ -71,8 +88,17 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     append_parent = parent.append
     append_via = via.append
     stop = False
+    pruned = 0
+    sleepq: Any = None        # with sleep sets: each queued state's sleep set (a tuple, None when empty)
+    if indep is not None:
+        sleepq = deque([None] * len(queue))
+    pop_sleep = sleepq.popleft if sleepq is not None else None
+    push_sleep = sleepq.append if sleepq is not None else None
+    keep: Any = None          # the indices (in ``acts``) of the events applied, when some slept
+    news: Any = None          # the events whose successors this expansion stored (with sleep sets)
     while queue and not stop:
         state = pop()
+        asleep = pop_sleep() if pop_sleep is not None else None
         sid += 1
         if sid == level_end:
             d += 1
@@ -100,7 +126,20 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
             continue
         nd = d + 1
         idx = -1
-        nexts: Any = successors(state, acts) if successors is not None else map(step, repeat(state), acts)
+        run = acts
+        if sleepq is not None:
+            news = []
+            if asleep is not None:
+                if len(asleep) == 1:  # (most): compared by identity, no Event.__eq__ call per action
+                    x = asleep[0]     # (an equal event of another identity is not skipped: sound, only slower)
+                    keep = [i for i, a in enumerate(acts) if a is not x]
+                else:
+                    keep = [i for i, a in enumerate(acts) if a not in asleep]
+                pruned += len(acts) - len(keep)
+                run = [acts[i] for i in keep]
+            else:
+                keep = None
+        nexts: Any = successors(state, run) if successors is not None else map(step, repeat(state), run)
         for nxt in nexts:
             idx += 1
             if nxt is None:
@@ -116,18 +155,27 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                 fp = fallback(nxt)
             if fp in seen:  # most transitions lead to a known state: keep this path short
                 if graph is not None:
-                    graph.add_edge(sid, seen[fp], action=model.format_action(acts[idx]))
+                    graph.add_edge(sid, seen[fp], action=model.format_action(run[idx]))
                 continue
+            if sleepq is not None:
+                ev = run[idx]
+                if news:
+                    z = [e for e in news if indep(e, ev)]
+                    push_sleep(tuple(z) if z else None)
+                else:
+                    push_sleep(None)
+                if type(nxt) is live:
+                    news.append(ev)
             nid = count
             count += 1
             seen[fp] = nid
             append_parent(sid)
-            append_via(idx)
+            append_via(idx if keep is None else keep[idx])
             push(nxt)
             deepest = nd
             if graph is not None:
                 graph.add_node(nid, depth=nd, initial=False, label=model.format_state(nxt))
-                graph.add_edge(sid, nid, action=model.format_action(acts[idx]), tree=True)
+                graph.add_edge(sid, nid, action=model.format_action(run[idx]), tree=True)
             if inline is None:
                 if check_new(nid, nxt):
                     stop = True
@@ -154,3 +202,4 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                 progress(res, len(queue))
     res.transitions, res.terminal_states, res.settled_states = transitions, terminal_states, settled_states
     res.max_depth = deepest
+    res.pruned = pruned

@@ -98,6 +98,18 @@ class SystemModel(Model):
             return Refused(ev, exc)
         return t
 
+    def independence(self):
+        """:mod:`engine.independence`'s relation under this configuration, and :class:`engine.System` as the
+        type of successors that are expanded (a :class:`Refused` dead end puts no event to sleep); None for a
+        subclass with its own actions or steps (the relation speaks of the engine's events and effects)."""
+        if self._check_guards or self.successors is None or type(self).successors is not SystemModel.successors:
+            return None
+        from engine import independence
+
+        from engine.settings import settings
+
+        return independence.relation(settings(self.config)), self._System
+
     def successors(self, s, events) -> list:
         """``[next_state(s, ev) for ev in events]`` in one compiled call (:meth:`engine.System.successors`):
         the explorers expand a state with it."""
