@@ -128,7 +128,7 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
         idx = -1
         run = acts
         if sleepq is not None:
-            news = []
+            news = None
             if asleep is not None:
                 if len(asleep) == 1:  # (most): compared by identity, no Event.__eq__ call per action
                     x = asleep[0]     # (an equal event of another identity is not skipped: sound, only slower)
@@ -159,13 +159,19 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                 continue
             if sleepq is not None:
                 ev = run[idx]
-                if news:
-                    z = [e for e in news if indep(e, ev)]
-                    push_sleep(tuple(z) if z else None)
-                else:
+                if news is None:  # (the first new sibling: nothing before it to sleep on)
                     push_sleep(None)
-                if type(nxt) is live:
-                    news.append(ev)
+                    if type(nxt) is live:
+                        news = [ev]
+                else:
+                    if len(news) == 1:
+                        e = news[0]
+                        push_sleep((e,) if indep(e, ev) else None)
+                    else:
+                        z = [e for e in news if indep(e, ev)]
+                        push_sleep(tuple(z) if z else None)
+                    if type(nxt) is live:
+                        news.append(ev)
             nid = count
             count += 1
             seen[fp] = nid
