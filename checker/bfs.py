@@ -64,7 +64,8 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     type, a dead end such as :class:`checker.protocol.Refused`, never puts its event to sleep). When state
     ``p`` is expanded, each successor ``s_j = p·e_j`` newly stored gets the sleep set of the events ``e_i``
     (``i < j``) of earlier siblings ``s_i`` also newly stored by this expansion (and live) that are
-    independent of ``e_j``; expanding ``s_j`` skips them (counted in ``res.pruned``, not in transitions).
+    independent of ``e_j``; expanding ``s_j`` skips them (``successors(state, acts, asleep)`` gives None in their
+    place; counted in ``res.pruned``, not in transitions).
     Sound for this search: ``s_j·e_i = s_i·e_j`` (independence), ``s_i`` sits at the same level as ``s_j``
     and is numbered and expanded before it, and ``e_j`` is not asleep there (its sleep set holds only events
     of siblings before ``s_i``), so that state is generated from ``s_i`` at the same depth, before ``s_j``
@@ -94,7 +95,6 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
         sleepq = deque([None] * len(queue))
     pop_sleep = sleepq.popleft if sleepq is not None else None
     push_sleep = sleepq.append if sleepq is not None else None
-    keep: Any = None          # the indices (in ``acts``) of the events applied, when some slept
     news: Any = None          # the events whose successors this expansion stored (with sleep sets)
     while queue and not stop:
         state = pop()
@@ -126,20 +126,13 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
             continue
         nd = d + 1
         idx = -1
-        run = acts
-        if sleepq is not None:
-            news = None
-            if asleep is not None:
-                if len(asleep) == 1:  # (most): compared by identity, no Event.__eq__ call per action
-                    x = asleep[0]     # (an equal event of another identity is not skipped: sound, only slower)
-                    keep = [i for i, a in enumerate(acts) if a is not x]
-                else:
-                    keep = [i for i, a in enumerate(acts) if a not in asleep]
-                pruned += len(acts) - len(keep)
-                run = [acts[i] for i in keep]
-            else:
-                keep = None
-        nexts: Any = successors(state, run) if successors is not None else map(step, repeat(state), run)
+        news = None
+        nexts: Any
+        if asleep is not None:  # (sleep sets: the model skips these events, None in their place)
+            nexts = successors(state, acts, asleep)
+            pruned += nexts.count(None)
+        else:
+            nexts = successors(state, acts) if successors is not None else map(step, repeat(state), acts)
         for nxt in nexts:
             idx += 1
             if nxt is None:
@@ -155,10 +148,10 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                 fp = fallback(nxt)
             if fp in seen:  # most transitions lead to a known state: keep this path short
                 if graph is not None:
-                    graph.add_edge(sid, seen[fp], action=model.format_action(run[idx]))
+                    graph.add_edge(sid, seen[fp], action=model.format_action(acts[idx]))
                 continue
             if sleepq is not None:
-                ev = run[idx]
+                ev = acts[idx]
                 if news is None:  # (the first new sibling: nothing before it to sleep on)
                     push_sleep(None)
                     if type(nxt) is live:
@@ -176,12 +169,12 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
             count += 1
             seen[fp] = nid
             append_parent(sid)
-            append_via(idx if keep is None else keep[idx])
+            append_via(idx)
             push(nxt)
             deepest = nd
             if graph is not None:
                 graph.add_node(nid, depth=nd, initial=False, label=model.format_state(nxt))
-                graph.add_edge(sid, nid, action=model.format_action(run[idx]), tree=True)
+                graph.add_edge(sid, nid, action=model.format_action(acts[idx]), tree=True)
             if inline is None:
                 if check_new(nid, nxt):
                     stop = True

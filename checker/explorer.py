@@ -119,7 +119,9 @@ class Model:
         """``(indep, live)`` for sleep sets (``explore(sleep_sets=True)``): ``indep(a, b)`` is True only for two
         actions that, whenever both are enabled in a reachable state, stay enabled after each other and reach
         states of equal fingerprint in either order; ``live`` is the type of successors that are expanded
-        (any other type is a dead end). None (the default): no relation, no sleep sets."""
+        (any other type is a dead end). A model that has one takes a third argument in ``successors(state,
+        actions, asleep)``: a tuple of action objects of ``actions`` to skip, each with None in its place (and
+        gives None for nothing else). None (the default): no relation, no sleep sets."""
         return None
 
     def within_boundary(self, state) -> bool:

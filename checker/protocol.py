@@ -110,10 +110,11 @@ class SystemModel(Model):
 
         return independence.relation(settings(self.config)), self._System
 
-    def successors(self, s, events) -> list:
+    def successors(self, s, events, asleep=None) -> list:
         """``[next_state(s, ev) for ev in events]`` in one compiled call (:meth:`engine.System.successors`):
-        the explorers expand a state with it."""
-        return s.successors(events, self._check_guards, Refused, self._restarts)
+        the explorers expand a state with it. ``asleep``: events (the very objects of ``events``) to skip, None
+        in their place (the serial search's sleep sets)."""
+        return s.successors(events, self._check_guards, Refused, self._restarts, asleep)
 
     # ------------------------------------------------------------ symmetry
     def symmetry_tasks(self) -> int:
