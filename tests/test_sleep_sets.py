@@ -189,9 +189,19 @@ def test_same_search_with_every_fault(name):
     assert not diff, f"{name}, 3 writers: {diff[0]}"
 
 
-def test_reference_bound_prefix_is_the_same():
-    """The first 30,000 canonical states of the 2x3 reference bound: the same states in the same order (their
-    parents and actions), fewer transitions."""
+def test_reference_bound_prefix_is_the_same(monkeypatch):
+    """The first 30,000 canonical states of the 2x3 reference bound: the same states in the same order, with the
+    same parents and actions (the search's parent and action arrays, compared whole), fewer transitions."""
+    import checker.explorer as explorer_module
+
+    real = explorer_module.search
+    arrays: list = []
+
+    def keeping_the_arrays(res, queue, seen, parent, via, *args):
+        arrays.append((parent, via))
+        return real(res, queue, seen, parent, via, *args)
+
+    monkeypatch.setattr(explorer_module, "search", keeping_the_arrays)
     cfg = variant("hudi-1.1", parallelism=2, max_checkpoints=3, max_crashes=1, faults=RESTART_FAULTS)
     runs = []
     for sleep_sets in (False, True):
@@ -201,6 +211,8 @@ def test_reference_bound_prefix_is_the_same():
     a, b = runs
     assert (a.states, a.max_depth, a.transitions) == (b.states, b.max_depth, b.transitions + b.pruned)
     assert b.pruned > 0.05 * a.transitions, (b.pruned, a.transitions)
+    (pa, va), (pb, vb) = arrays
+    assert len(pa) == a.states and list(pa) == list(pb) and list(va) == list(vb)
 
 
 def test_explore_refuses_sleep_sets_with_a_graph():
