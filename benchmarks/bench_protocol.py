@@ -32,7 +32,10 @@ run only (``--workers``, default all cores), with the level sizes printed as the
 
 ``--symmetric-only``: one serial run of the bound with symmetry reduction (no plain run, no suites): the one-core
 figure of the states-per-CPU-second target of issue #20, canonical states per CPU second (target >= 50,000),
-without the parallel search's coordination and pickling. Exit 1 below the target.
+without the parallel search's coordination and pickling. Exit 1 below the target. With ``--sleep-sets`` the run
+skips transitions by sleep sets (``explore(sleep_sets=True)``, :mod:`engine.independence`) and prints the
+transitions explored and skipped; it must find the known canonical state count, depth and transitions (explored
+plus skipped) of the bound (:data:`KNOWN_SYMMETRIC`), else exit 1.
 
 ``--no-serial`` (with ``--workers``): the parallel run only, compared with the recorded serial run at the
 reference bound (:data:`SERIAL_REFERENCE_CPU_S`): CPU seconds, and the wall time every process on a free core
@@ -68,9 +71,12 @@ BOUND_3X2 = dict(FULL_BOUND, parallelism=3, max_checkpoints=2)
 TARGET_SPEEDUP = 3.0
 TARGET_CANONICAL_PER_CPU_SECOND = 50_000
 QUICK_BOUND = dict(parallelism=2, max_checkpoints=2, max_crashes=1, faults=frozenset({"lost-ack", "task-crash"}))
+#: (canonical states, transitions, max depth) of the serial symmetric search without sleep sets, per bound: a run
+#: with sleep sets must reach the same states and depth, and explore plus skip the same transitions
+KNOWN_SYMMETRIC = {"2x3": (6_708_784, 22_592_024, 43), "quick": (76_207, 247_739, 32)}
 
 
-def bench_explore(bound: dict, max_states: int, symmetry: bool = False) -> dict:
+def bench_explore(bound: dict, max_states: int, symmetry: bool = False, sleep_sets: bool = False) -> dict:
     from checker import SystemModel, explore
     from checker.symmetry import representative_function
     from model.protocol import variant
@@ -86,14 +92,18 @@ def bench_explore(bound: dict, max_states: int, symmetry: bool = False) -> dict:
             print(f"  ... {res.states:,} states, frontier {queue:,}, {res.states_per_cpu_second:,.0f} states/CPU-s",
                   file=sys.stderr, flush=True)
 
-    res = explore(model, max_states=max_states, progress=progress, compact=True, symmetry=rep)
+    res = explore(model, max_states=max_states, progress=progress, compact=True, symmetry=rep, sleep_sets=sleep_sets)
     sys.stdout.flush()
     faults = ",".join(sorted(cfg.faults))
     print(f"explore hudi-1.1, {cfg.parallelism} writers x {cfg.max_checkpoints} checkpoints, {cfg.records} records/split, "
           f"buffer {cfg.buffer_size}, faults {faults}, crashes <= {cfg.max_crashes}"
-          + (", symmetry reduction (canonical states)" if symmetry else ""))
+          + (", symmetry reduction (canonical states)" if symmetry else "")
+          + (", sleep sets" if sleep_sets else ""))
     print(f"  distinct states        {res.states:>12,}")
-    print(f"  transitions            {res.transitions:>12,}")
+    print(f"  transitions            {res.transitions:>12,}" + (" explored" if sleep_sets else ""))
+    if sleep_sets:
+        total = res.transitions + res.pruned
+        print(f"  transitions skipped    {res.pruned:>12,} ({res.pruned / max(total, 1):.1%} of {total:,})")
     print(f"  max depth              {res.max_depth:>12,}")
     print(f"  terminal states        {res.terminal_states:>12,}")
     print(f"  drained checks         {model.drains:>12,}")
@@ -107,7 +117,7 @@ def bench_explore(bound: dict, max_states: int, symmetry: bool = False) -> dict:
     return {"states": res.states, "transitions": res.transitions, "max_depth": res.max_depth,
             "elapsed_s": res.elapsed, "cpu_s": res.cpu, "states_per_second": res.states_per_second,
             "states_per_cpu_second": res.states_per_cpu_second, "complete": res.complete,
-            "violation": None if ce is None else ce.property}
+            "violation": None if ce is None else ce.property, "pruned": res.pruned}
 
 
 def bench_parallel(bound: dict, max_states: int, workers: int, symmetry: bool) -> dict:
@@ -197,21 +207,34 @@ def main(argv: list[str] | None = None) -> int:
                     help="3x2: 3 writers x 2 checkpoints, parallel run only (default 2x3, the reference bound)")
     ap.add_argument("--symmetric-only", action="store_true",
                     help="one serial run with symmetry reduction: canonical states per CPU second (target >= 50,000)")
+    ap.add_argument("--sleep-sets", action="store_true",
+                    help="with --symmetric-only: skip transitions by sleep sets; the counts must be the bound's known ones")
     ap.add_argument("--no-serial", action="store_true",
                     help="with --workers: skip the serial run (compare with its figure in the README instead)")
     args = ap.parse_args(argv)
     import engine
 
     print(f"engine: {engine.BUILD}", flush=True)
+    if args.sleep_sets and not args.symmetric_only:
+        ap.error("--sleep-sets: only with --symmetric-only")
     if args.symmetric_only:
         if args.workers is not None or args.bound != "2x3" or args.symmetry:
             ap.error("--symmetric-only: one serial run of the 2x3 bound (or --quick); not with --workers, --bound "
                      "or --symmetry")
-        sym = bench_explore(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, symmetry=True)
+        sym = bench_explore(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, symmetry=True,
+                            sleep_sets=args.sleep_sets)
         rate = sym["states_per_cpu_second"]
         print(f"canonical states per CPU second: {rate:,.0f} (target >= {TARGET_CANONICAL_PER_CPU_SECOND:,}: "
               f"{'met' if rate >= TARGET_CANONICAL_PER_CPU_SECOND else 'NOT met'})")
-        return 0 if sym["complete"] and sym["violation"] is None and rate >= TARGET_CANONICAL_PER_CPU_SECOND else 1
+        counts_ok = True
+        if args.sleep_sets:
+            want = KNOWN_SYMMETRIC["quick" if args.quick else "2x3"]
+            got = (sym["states"], sym["transitions"] + sym["pruned"], sym["max_depth"])
+            counts_ok = got == want
+            print(f"known counts (states, transitions explored + skipped, depth) {want}: "
+                  + ("the same" if counts_ok else f"DIFFER: {got}"))
+        return 0 if (sym["complete"] and sym["violation"] is None and counts_ok
+                     and rate >= TARGET_CANONICAL_PER_CPU_SECOND) else 1
     if args.bound == "3x2" or (args.workers is not None and args.no_serial):
         if args.bound == "2x3":
             fig = bench_parallel(QUICK_BOUND if args.quick else FULL_BOUND, args.max_states, args.workers,

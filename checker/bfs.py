@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -41,7 +42,8 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
            plain: Any, form: Any, fallback: Any,
            terminal: list, inline: Any, check_new: Any, judge: Any,
            max_depth: Any, max_states: Any, stop_on_violation: bool,
-           progress: Any, progress_every: int, t0: float, c0: float) -> None:
+           progress: Any, progress_every: int, t0: float, c0: float,
+           indep: Any = None, live: Any = None) -> None:
     """Expand the states of ``queue`` (numbered ``0 .. len(queue) - 1``: the initial states) breadth first,
     filling ``res`` (an :class:`~checker.explorer.ExploreResult`).
 
@@ -54,7 +56,34 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     ``terminal`` properties; ``inline``: ``(property, check)`` of every property when all are ``always``
     (their values judged here, ``judge(property, sid, value)`` called only when one is not "holds"), else
     None and ``check_new(sid, state)`` checks each new state. The limits and ``progress`` are
-    :func:`~checker.explorer.explore`'s."""
+    :func:`~checker.explorer.explore`'s.
+
+    ``indep`` (None: off) turns on sleep sets: ``indep(a, b)`` says whether two events commute (enabled
+    together, each stays enabled and unrefused after the other, both orders reach equal fingerprints;
+    :mod:`engine.independence`), and ``live`` is the type of the successors that can be expanded (another
+    type, a dead end such as :class:`checker.protocol.Refused`, never puts its event to sleep). Expanding a
+    state skips the events of its sleep set (``successors(state, acts, asleep)`` gives None in their place;
+    counted in ``res.pruned``, not in transitions). The sleep set of a successor ``x = p·e_j`` stored by the
+    expansion of ``p`` holds the events independent of ``e_j`` among: the events ``e_i`` (``i < j``) that
+    ``p`` took to a live successor ``s_i = p·e_i`` -- new or already known, under any naming -- and the
+    events asleep at ``p`` (inherited, as Godefroid's sleep sets pass them on).
+
+    Why every state is still found, with the same number and parent. Claim: once a state ``x`` is expanded,
+    every event enabled at ``x`` leads to a known state, and for an event asleep at ``x`` that state was known
+    before ``x`` was expanded. By induction on the states' numbers (a taken event stores or finds its
+    successor). An event ``e`` asleep at ``x = p·e_j`` commutes with ``e_j`` at ``p``: ``x·e = p·e·e_j``.
+    If ``e = e_i`` was taken at ``p``, ``p·e`` is ``s_i``, known as a state ``r`` (``s_i`` itself or a
+    renaming of it: symmetry) before ``x`` was stored; if ``e`` was asleep at ``p``, ``p·e`` is (live, by
+    independence at ``p``'s parent, and) known as ``r`` before ``p`` was expanded, by the claim for ``p``.
+    Either way ``r`` is numbered before ``x``, so it is expanded before ``x`` at a depth no greater (BFS),
+    with ``e_j`` (renamed) enabled there, and by the claim for ``r`` its successor, a renaming of ``x·e``, is
+    known by then. And no state is found later than without sleep sets: the first transition to a state (the
+    earliest-numbered state taking it, its earliest event) is never asleep, for its target would have been
+    known before. So the search numbers, stores and checks the same states in the same order, with the same
+    parents and actions; only the skipped transitions are not counted. Only for the model's own
+    ``successors``, without a ``boundary`` (which could refuse to expand ``r``) and without a graph (which
+    wants every edge); with ``max_depth`` no state at the last depth is expanded, nor is ``x`` at a depth no
+    smaller."""
     limit: int = max_states if max_states is not None else sys.maxsize
     next_report: int = progress_every if progress is not None else sys.maxsize
     transitions = 0
@@ -71,8 +100,16 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     append_parent = parent.append
     append_via = via.append
     stop = False
+    pruned = 0
+    sleepq: Any = None        # with sleep sets: each queued state's sleep set (a tuple, None when empty)
+    if indep is not None:
+        sleepq = deque([None] * len(queue))
+    pop_sleep = sleepq.popleft if sleepq is not None else None
+    push_sleep = sleepq.append if sleepq is not None else None
+    news: Any = None          # the events this expansion took to a live successor so far (with sleep sets)
     while queue and not stop:
         state = pop()
+        asleep = pop_sleep() if pop_sleep is not None else None
         sid += 1
         if sid == level_end:
             d += 1
@@ -100,12 +137,26 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
             continue
         nd = d + 1
         idx = -1
-        nexts: Any = successors(state, acts) if successors is not None else map(step, repeat(state), acts)
+        news = None
+        nexts: Any
+        if asleep is not None:  # (sleep sets: the model skips these events, None in their place)
+            nexts = successors(state, acts, asleep)
+        else:
+            nexts = successors(state, acts) if successors is not None else map(step, repeat(state), acts)
         for nxt in nexts:
             idx += 1
             if nxt is None:
+                if asleep is not None:  # (counted here, not up front: a search that stops mid-state counts alike)
+                    pruned += 1
                 continue
             transitions += 1
+            if sleepq is not None:  # (the live siblings taken before this one: news[:before])
+                before = 0 if news is None else len(news)
+                if type(nxt) is live:
+                    if news is None:
+                        news = [acts[idx]]
+                    else:
+                        news.append(acts[idx])
             if plain is not None:
                 h = plain(nxt)
                 if h in reached:
@@ -118,6 +169,21 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                 if graph is not None:
                     graph.add_edge(sid, seen[fp], action=model.format_action(acts[idx]))
                 continue
+            if sleepq is not None:  # its sleep set: the live siblings taken before it and the parent's sleep set,
+                zj: Any = None      # each event independent of its own
+                if before or asleep is not None:
+                    ev = acts[idx]
+                    if before == 1 and asleep is None:
+                        e = news[0]
+                        if indep(e, ev):
+                            zj = (e,)
+                    else:
+                        sl = [e for e in news[:before] if indep(e, ev)]
+                        if asleep is not None:
+                            sl.extend([e for e in asleep if indep(e, ev)])
+                        if sl:
+                            zj = tuple(sl)
+                push_sleep(zj)
             nid = count
             count += 1
             seen[fp] = nid
@@ -154,3 +220,4 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                 progress(res, len(queue))
     res.transitions, res.terminal_states, res.settled_states = transitions, terminal_states, settled_states
     res.max_depth = deepest
+    res.pruned = pruned

@@ -115,6 +115,15 @@ class Model:
         states where only fault actions remain (the run ends there once faults stop)."""
         return not actions
 
+    def independence(self) -> tuple | None:
+        """``(indep, live)`` for sleep sets (``explore(sleep_sets=True)``): ``indep(a, b)`` is True only for two
+        actions that, whenever both are enabled in a reachable state, stay enabled after each other and reach
+        states of equal fingerprint in either order; ``live`` is the type of successors that are expanded
+        (any other type is a dead end). A model that has one takes a third argument in ``successors(state,
+        actions, asleep)``: a tuple of action objects of ``actions`` to skip, each with None in its place (and
+        gives None for nothing else). None (the default): no relation, no sleep sets."""
+        return None
+
     def within_boundary(self, state) -> bool:
         """States outside the boundary are counted and checked but not expanded."""
         return True
@@ -218,6 +227,7 @@ class ExploreResult:
     moved_states: int = 0           #: states moved between workers to even out their frontiers (parallel search)
     expanded_per_worker: list = field(default_factory=list)  #: states each worker expanded (parallel search)
     cpu_per_worker: list = field(default_factory=list)  #: CPU seconds of each worker process (parallel search)
+    pruned: int = 0                 #: transitions skipped by sleep sets (``explore(sleep_sets=True)``; not in transitions)
 
     @property
     def complete(self) -> bool:
@@ -258,6 +268,7 @@ def explore(
     compact: bool = False,
     pause_gc: bool = True,
     symmetry: Callable[[Any], Any] | None = None,
+    sleep_sets: bool = False,
 ) -> ExploreResult:
     """Breadth-first search of every state of ``model`` reachable within its bounds.
 
@@ -285,20 +296,29 @@ def explore(
     makes the visited set hold the representative's fingerprint (or hash) instead of the state's, so a
     state equal to a known one up to a renaming of interchangeable tasks is not expanded again; the
     search still expands and records the states it actually reached (paths replay unchanged).
+
+    ``sleep_sets`` skips transitions whose target the search is certain to generate anyway at the same depth
+    (sibling sleep sets, :func:`checker.bfs.search`), by the model's independence relation
+    (:meth:`Model.independence`): the same states at the same depths in the same order, the same verdicts and
+    counterexamples, fewer transitions (``pruned`` counts the skipped ones). Refused with ``record_graph``
+    (the graph wants every edge); a model without an independence relation, its own ``successors`` or with a
+    boundary searches without (``pruned`` stays 0).
     """
+    if sleep_sets and record_graph:
+        raise ValueError("sleep_sets skips edges; it cannot be combined with record_graph")
     was_enabled = gc.isenabled()
     if pause_gc:
         gc.disable()
     try:
         return _explore(model, max_states, max_depth, stop_on_violation, record_graph, progress,
-                        progress_every, compact, symmetry)
+                        progress_every, compact, symmetry, sleep_sets)
     finally:
         if pause_gc and was_enabled:
             gc.enable()
 
 
 def _explore(model: Model, max_states, max_depth, stop_on_violation, record_graph, progress, progress_every,
-             compact, symmetry=None) -> ExploreResult:
+             compact, symmetry=None, sleep_sets: bool = False) -> ExploreResult:
     """The search itself, with the collector already paused; see :func:`explore` for the options.
 
     This sets the search up and numbers the initial states; :func:`checker.bfs.search` runs the loop."""
@@ -334,6 +354,11 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     if getattr(boundary, "__func__", None) is Model.within_boundary:
         boundary = None
     settles = model.settles
+    indep = live = None
+    if sleep_sets and graph is None and boundary is None and successors is not None:
+        relation = model.independence()
+        if relation is not None:
+            indep, live = relation
     t0, c0 = time.perf_counter(), time.process_time()
     queue: deque = deque()
 
@@ -405,7 +430,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     if not stop:
         search(res, queue, seen, parent, via, model, graph, actions_of, successors, step, boundary, settles, plain,
                form, fallback, terminal, inline, check_new, judge, max_depth, max_states, stop_on_violation,
-               progress, progress_every, t0, c0)
+               progress, progress_every, t0, c0, indep, live)
     res.states = len(parent)
     res.elapsed = time.perf_counter() - t0
     res.cpu = time.process_time() - c0

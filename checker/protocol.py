@@ -98,10 +98,23 @@ class SystemModel(Model):
             return Refused(ev, exc)
         return t
 
-    def successors(self, s, events) -> list:
+    def independence(self):
+        """:mod:`engine.independence`'s relation under this configuration, and :class:`engine.System` as the
+        type of successors that are expanded (a :class:`Refused` dead end puts no event to sleep); None for a
+        subclass with its own actions or steps (the relation speaks of the engine's events and effects)."""
+        if self._check_guards or self.successors is None or type(self).successors is not SystemModel.successors:
+            return None
+        from engine import independence
+
+        from engine.settings import settings
+
+        return independence.relation(settings(self.config)), self._System
+
+    def successors(self, s, events, asleep=None) -> list:
         """``[next_state(s, ev) for ev in events]`` in one compiled call (:meth:`engine.System.successors`):
-        the explorers expand a state with it."""
-        return s.successors(events, self._check_guards, Refused, self._restarts)
+        the explorers expand a state with it. ``asleep``: events (the very objects of ``events``) to skip, None
+        in their place (the serial search's sleep sets)."""
+        return s.successors(events, self._check_guards, Refused, self._restarts, asleep)
 
     # ------------------------------------------------------------ symmetry
     def symmetry_tasks(self) -> int:

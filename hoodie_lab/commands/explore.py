@@ -86,6 +86,11 @@ def add_parser(subparsers) -> None:
                    help="keep whole state fingerprints instead of 64-bit hashes (no collision risk, ~3x memory)")
     p.add_argument("--symmetry", action="store_true",
                    help="symmetry reduction: states equal up to renaming the writer tasks count once (<= 4 writers)")
+    p.add_argument("--sleep-sets", action="store_true",
+                   help="skip transitions whose target the serial search reaches anyway at the same depth (sleep sets "
+                        "of independent sibling events, engine/independence.py): same states, depths and verdicts, "
+                        "fewer transitions; serial protocol search only (not with --workers, --master, --graph, "
+                        "--liveness)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="processes searching in parallel (checker/parallel.py: states partitioned by fingerprint, "
                         "level by level; same counts and verdicts); default 1 = the serial search, 0 = all cores")
@@ -277,6 +282,8 @@ def _check_spark_args(args) -> None:
         raise UserError(f"--master: only for --machine protocol (not {args.machine})")
     if getattr(args, "workers", 1) != 1:
         raise UserError("--workers: the Spark search's parallelism is --partitions; use one of --workers, --master")
+    if getattr(args, "sleep_sets", False):
+        raise UserError("--sleep-sets: the serial search's pruning; not with --master")
     if args.graph:
         raise UserError("--graph: draws the serial search's state graph; not with --master")
     if args.exact:
@@ -293,6 +300,8 @@ def _check_spark_args(args) -> None:
 
 def run(args) -> int:
     _check_spark_args(args)
+    if getattr(args, "sleep_sets", False) and (getattr(args, "liveness", False) or args.machine != "protocol"):
+        raise UserError("--sleep-sets: for the serial safety search of --machine protocol only (not with --liveness)")
     if getattr(args, "liveness", False):
         if args.machine in ("indexing", "archival"):
             from .explore_liveness import run_machine_liveness
@@ -328,6 +337,11 @@ def run(args) -> int:
         raise UserError("--graph: draws the serial search's state graph; use it with --workers 1")
     if workers != 1 and args.exact:
         raise UserError("--exact: the parallel search keeps 64-bit fingerprints; use --exact with --workers 1")
+    sleep_sets = bool(getattr(args, "sleep_sets", False))
+    if sleep_sets and workers != 1:
+        raise UserError("--sleep-sets: prunes the serial search only; use it with --workers 1")
+    if sleep_sets and args.graph:
+        raise UserError("--sleep-sets: skips edges the state graph would draw; not with --graph")
     _check_graph_args(args, cfg)
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
@@ -354,7 +368,7 @@ def run(args) -> int:
             res = _run_spark(args, model, max_states, progress, symmetry is not None)
         elif workers == 1:
             res = explore(model, max_states=max_states, record_graph=bool(args.graph), progress=progress,
-                          compact=not args.exact, symmetry=symmetry)
+                          compact=not args.exact, symmetry=symmetry, sleep_sets=sleep_sets)
         else:
             from checker.parallel import explore_parallel
 
@@ -460,6 +474,8 @@ def _report(name, cfg, model, res, args) -> dict:
         "drain": args.drain,
         "fingerprints": "exact" if args.exact else "64-bit hashes",
         "symmetry": bool(getattr(args, "symmetry", False)),
+        "sleep_sets": bool(getattr(args, "sleep_sets", False)),
+        "pruned_transitions": res.pruned,
         "collision_probability": 0.0 if args.exact else (
             res.collision_probability if res.collision_probability is not None else res.states * res.states / 2.0 ** 65),
         "workers": res.workers,
@@ -505,6 +521,10 @@ def _print_text(rep: dict, ce, model) -> None:
         print(f"  {rep['workers']} worker processes (states partitioned by fingerprint); "
               f"{rep['memory_bytes_per_state']:,.0f} bytes resident per state ({rep['rss_bytes'] / 2**20:,.0f} MiB "
               f"over all processes, fingerprint sets {rep['fpset_bytes'] / 2**20:,.1f} MiB)")
+    if rep.get("sleep_sets"):
+        total = rep["transitions"] + rep["pruned_transitions"]
+        print(f"  sleep sets on: {rep['pruned_transitions']:,} transitions skipped "
+              f"({rep['pruned_transitions'] / max(total, 1):.1%} of {total:,}), their targets reached anyway")
     if rep.get("symmetry"):
         print(f"  symmetry reduction on: {rep['states']:,} canonical states (each stands for its renamings "
               f"of the {cfg.parallelism} writer tasks)")

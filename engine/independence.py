@@ -1,0 +1,233 @@
+"""Which two protocol events are independent: enabled together, each stays enabled after the other and both
+orders reach states of equal fingerprint. The serial explorer's sleep sets (:func:`checker.bfs.search`) skip
+a transition on this word alone, so the relation must be exact or conservative (calling a pair dependent is
+always safe; calling a dependent pair independent loses states).
+
+The relation is static: it looks at the two events (kind, task or checkpoint) and the configuration's
+settings (:mod:`engine.settings`), never at a state. Each event has a *footprint* over the parts of a
+:class:`engine.System` -- what its guard and its effect read, what its effect writes, and what it updates in
+a way that commutes with other such updates -- and two events are independent when neither writes what the
+other reads or writes, and neither's commuting update is read by the other. An event whose footprint is not
+worked out here (every failover, the executor's jobs, aborts, timeouts) is dependent on every event.
+
+The parts (resource names):
+
+* ``w<t>`` -- writer task ``t`` (:class:`engine.writer.WriterTask`, every field);
+* ``ch<t>`` -- task ``t``'s channel of messages in flight (``System.channels[t]``, async delivery);
+* ``coord`` -- the coordinator (its buffers, instant, ``max_acked``, ``assigned``);
+* ``table`` -- the table: timeline, commit metadata, heartbeats, clock, ``last_key``, rollbacks;
+* ``pend`` -- whether a checkpoint is pending, its id and coordinator state; ``pt<t>`` -- its slot of
+  task ``t``; ``pack`` -- its count of acknowledged tasks (an increment: commutes with another);
+* ``acks`` -- the acks in flight as a whole (read by a guard asking "any ack in flight"); ``ack<n>`` --
+  whether ack ``n`` is in flight (removing ``n``, appending a new id); removing different elements of a
+  tuple, or removing one and appending another, gives the same tuple in either order, and
+  ``deliver-ack(n)``'s guard ("``n`` in flight, and the oldest unless late acks are on") survives the
+  removal of another element and an append; so these updates put ``acks`` in the *commuting* set;
+* ``lastack`` (``System.last_ack``, a max: commutes, but deliver-acks write the coordinator anyway),
+  ``lc`` (the last completed checkpoint), ``next`` (``next_checkpoint``), ``exec`` (the executor's
+  queue; always empty without ``executor_queue``), ``fstop`` (``faults_stopped``);
+* ``obs`` -- the observations: rules broken so far enter the fingerprint as a set (a union: commutes);
+  their order and step numbers are not in the fingerprint, and no guard reads them.
+
+``step_count`` is not in the fingerprint and only ALL-dependent events (timeouts, expiries) read it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from model.protocol import events as E
+
+#: the footprint of an event dependent on every other
+ALL = None
+
+
+def _tasks(prefix: str, n: int) -> frozenset:
+    return frozenset(f"{prefix}{t}" for t in range(n))
+
+
+def footprint(ev: E.Event, k: Any) -> tuple | None:
+    """``(reads, writes, commutes)`` (frozensets of part names, see the module docstring) of ``ev`` under the
+    settings ``k``, or None (:data:`ALL`): dependent on every event."""
+    kind = type(ev)
+    n = k.parallelism
+    exq = k.executor_queue
+    ex = frozenset({"exec"}) if exq else frozenset()
+    if kind is E.Ingest:
+        # _may_ingest / enabled_events: w.offset, w.flushed, w.instant (0.x), and with the executor queue
+        # _queued_request(t) (the executor's jobs, w.attempt). _do_ingest: WriterTask.ingest, offset += 1.
+        t = ev.task
+        return frozenset({f"w{t}"}) | ex, frozenset({f"w{t}"}), frozenset()
+    if kind is E.RequestInstant:
+        # _may_request_instant / enabled_events: the writer (instant, offsets, checkpoint_id, confirming), the
+        # barrier (_barrier_waiting: the pending checkpoint's id and slot t), the executor (_queued_request),
+        # _instant_wait (0.x: the table's pending instants) or Coordinator.would_block (the buffers).
+        # _do_request_instant: with the executor queue, a RequestJob appended (order matters: two requests
+        # conflict); else shared_instant (coordinator) or handle_instant_request: Table.start_commit (clock,
+        # timeline, heartbeats; EAGER rolls back), the coordinator's buffers/instant/assigned (I10: obs).
+        t = ev.task
+        reads = frozenset({f"w{t}", "pend", f"pt{t}", "coord", "table"}) | ex
+        if exq:
+            return reads, frozenset({"exec"}), frozenset()
+        return reads, frozenset({f"w{t}", "coord", "table"}), frozenset({"obs"})
+    if kind is E.Flush:
+        # _may_flush: w.instant, offsets. _do_flush: WriterTask.flush, then _send: async into channel t; sync
+        # _receive -> Coordinator.handle_write_metadata (buffers; a new entry's _assign may observe I10).
+        t = ev.task
+        if k.event_delivery == "async":
+            return frozenset({f"w{t}"}), frozenset({f"w{t}", f"ch{t}"}), frozenset()
+        return frozenset({f"w{t}", "coord"}), frozenset({f"w{t}", "coord"}), frozenset({"obs"})
+    if kind is E.SnapshotTask:
+        # _may_snapshot: _barrier_waiting (pending id, slot t, w.checkpoint_id), w.instant. _do_snapshot: the
+        # writer (snapshot_state), the flush's event sent (async: channel t; sync: the coordinator), the ack
+        # sent (async, ack behind events: channel t) or received (PendingCheckpoint.acknowledge_task: slot t,
+        # the acknowledged count -- an increment).
+        t = ev.task
+        reads = {f"w{t}", "pend", f"pt{t}"}
+        writes = {f"w{t}"}
+        commutes = set()
+        if k.event_delivery == "async":
+            writes.add(f"ch{t}")
+        else:
+            reads.add("coord")
+            writes.add("coord")
+            commutes.add("obs")
+        if k.event_delivery != "async" or not k.ack_behind_events:
+            writes.add(f"pt{t}")
+            commutes.add("pack")
+        return frozenset(reads), frozenset(writes), frozenset(commutes)
+    if kind is E.DeliverEvent:
+        # _may_deliver_event: channel t. _do_deliver_event: channel t's oldest message removed and received:
+        # an ack (pending id, slot t, count), a bootstrap event (coordinator, recommit: table) or write
+        # metadata (coordinator; I10: obs).
+        t = ev.task
+        return (frozenset({f"ch{t}", "pend", f"pt{t}", "coord", "table"}),
+                frozenset({f"ch{t}", f"pt{t}", "coord", "table"}), frozenset({"pack", "obs"}))
+    if kind is E.TriggerCheckpoint:
+        # _may_trigger / enabled_events: pending (none), acks and the executor's commits (ack before next
+        # checkpoint), next_checkpoint, faults_stopped, _bootstrap_in_flight (every channel). _do_trigger:
+        # next_checkpoint, a new pending checkpoint (all of it), coordinator-first: Coordinator.checkpoint reads
+        # the buffers.
+        reads = {"pend", "pack", "next", "fstop"} | _tasks("ch", n) | _tasks("pt", n)
+        if k.ack_before_next_checkpoint:
+            reads |= {"acks"} | ex
+        if k.snapshot_order == "coordinator-first":
+            reads.add("coord")
+        return (frozenset(reads), frozenset({"pend", "pack", "next"}) | _tasks("pt", n), frozenset())
+    if kind is E.CompleteCheckpoint:
+        # _may_complete: pending and all_tasks_done (the count). _do_complete: the pending checkpoint read and
+        # dropped, the coordinator read (its checkpoint when tasks-first; _check_coverage: its buffers, every
+        # channel; obs), last_completed written, the checkpoint's id appended to the acks in flight,
+        # faults_stopped read (checkpoints_after_stop is not in the fingerprint).
+        reads = {"pend", "pack", "coord", "fstop"} | _tasks("ch", n) | _tasks("pt", n)
+        writes = {"pend", "pack", "lc", "ack+"} | _tasks("pt", n)
+        return frozenset(reads), frozenset(writes), frozenset({"acks", "obs"})
+    if kind is E.DeliverAck:
+        # _may_deliver_ack: ack n in flight and the oldest unless late-ack faults are on (faults_stopped).
+        # _do_deliver_ack: ack n removed; with the executor queue a CommitJob appended, else
+        # _notify_checkpoint_complete: last_ack, the coordinator's commits (table: timeline, metadata,
+        # heartbeats, last_key; obs), 0.x empty acks clear every writer's confirming.
+        nk = f"ack{ev.checkpoint}"
+        if exq:
+            return frozenset({nk, "fstop", "exec"}), frozenset({nk, "exec"}), frozenset({"acks"})
+        writes = {nk, "lastack", "coord", "table"}
+        reads = {nk, "fstop", "lastack", "coord", "table"}
+        if k.coordinator_start:
+            writes |= _tasks("w", n)
+            reads |= _tasks("w", n)
+        return frozenset(reads), frozenset(writes), frozenset({"acks", "obs"})
+    if kind is E.LoseAck:
+        # _may_lose_ack (+ the fault on: faults_stopped): ack n in flight. _do_lose_ack: ack n removed.
+        nk = f"ack{ev.checkpoint}"
+        return frozenset({nk, "fstop"}), frozenset({nk}), frozenset({"acks"})
+    if kind is E.Clean:
+        # _may_clean: the table's failed writes (pending instants, heartbeats), _bootstrap_in_flight (every
+        # channel) unless clean_during_restart. _do_clean: Table.clean rolls them back (timeline, heartbeats).
+        return frozenset({"table"}) | _tasks("ch", n), frozenset({"table"}), frozenset()
+    if kind is E.CrashTask and not k.coordinator_start:
+        # _may_crash (+ the fault on): crashes, faults_stopped. _do_crash_task: crashes += 1, then
+        # failover.task_failover: the pending checkpoint dropped; async: the failed tasks' channels emptied;
+        # each failed task (every task, or the one with single-task failover) restored from the last completed
+        # checkpoint with attempt + 1 (its writer read and written); its bootstrap events (attempt > 0, no
+        # global failover: the empty cleanup event only, no table read) sent: async into its channel, sync to
+        # the coordinator (has_legacy_events / clean_legacy_events: its buffers). No table, no acks, no
+        # executor. (0.x re-initialises the coordinator's instant from the table: not worked out here.)
+        tasks = _tasks("w", n) if k.task_failover != "single" else frozenset({f"w{ev.task}"})
+        writes = {"crash", "pend", "pack", "coord"} | _tasks("pt", n) | tasks
+        if k.event_delivery == "async":
+            writes |= _tasks("ch", n)
+        return frozenset({"crash", "fstop", "lc", "coord"}) | tasks, frozenset(writes), frozenset()
+    return ALL
+
+
+def _special(a: E.Event, b: E.Event, k: Any) -> bool | None:
+    """The pairs the footprints call dependent although they commute, by a closer look at what is read (None:
+    the footprints decide).
+
+    * ``ingest(t)`` and ``request-instant(t)`` (1.x, no executor queue): the request's guard reads the
+      task's offsets only as "buffer full or barrier waiting", which an ingest cannot make false (both
+      enabled: the buffer is not full, so the barrier enables the request, and the barrier is not the
+      writer's); the ingest's guard reads ``instant`` only in 0.x and the executor queue only with it; the
+      grant (``instant``, ``confirming``) and the new offset are different fields of the writer, and the
+      request's key is its ``checkpoint_id``, which an ingest leaves alone.
+    * ``request-instant(t)`` and ``clean`` (1.x LAZY, no executor queue): the request's guard reads no
+      table (only 0.x's ``_instant_wait`` does); its ``Table.start_commit`` (not EAGER: no rollback) creates
+      an instant with a live heartbeat, which is no failed write, from the clock, which a rollback does not
+      read or advance; the clean rolls back the failed writes, which the request neither reads nor changes
+      (the coordinator's buffers hold no instant a clean reads).
+    * ``request-instant(t)`` and ``trigger-checkpoint`` (1.x, no executor queue, instants shared per key):
+      both enabled means no checkpoint is pending, so the request is enabled by a full buffer, which the
+      trigger's barrier leaves enabled; the trigger's guard reads no writer, coordinator or table; the
+      request reads no pending checkpoint in its effect. Their only common part is the coordinator: the
+      request either shares the key's instant (the coordinator unchanged) or makes a new entry for a key
+      that had none (with one instant per key, ``handle_instant_request`` only starts an instant for a key
+      without an entry), which holds no event (all slots null): a coordinator-first trigger's
+      ``Coordinator.checkpoint`` leaves all-null entries out unless ``snapshot_all_null_entries``."""
+    ka, kb = type(a), type(b)
+    if k.coordinator_start or k.executor_queue:
+        return None
+    if {ka, kb} == {E.Ingest, E.RequestInstant} and a.task == b.task:
+        return True
+    if {ka, kb} == {E.RequestInstant, E.Clean} and not k.eager:
+        return True
+    if ({ka, kb} == {E.RequestInstant, E.TriggerCheckpoint} and k.share_instant_per_key
+            and not (k.snapshot_order == "coordinator-first" and k.snapshot_all_null_entries)):
+        return True
+    return None
+
+
+def independent(a: E.Event, b: E.Event, k: Any) -> bool:
+    """Whether ``a`` and ``b`` commute in every reachable state where both are enabled (see the module
+    docstring): neither writes a part the other reads, writes or updates, and neither's commuting update
+    is read by the other. Distinct events only (an event is dependent on itself)."""
+    if a == b:
+        return False
+    special = _special(a, b, k)
+    if special is not None:
+        return special
+    fa, fb = footprint(a, k), footprint(b, k)
+    if fa is None or fb is None:
+        return False
+    ra, wa, ca = fa
+    rb, wb, cb = fb
+    if wa & (rb | wb | cb) or wb & (ra | ca):
+        return False
+    return not (ca & rb or cb & ra)
+
+
+def relation(k: Any):
+    """``indep(a, b)``: :func:`independent` under the settings ``k``, each pair of event objects worked out
+    once (the explorer asks it per pair of new siblings; :meth:`engine.System.enabled_events` hands out one
+    shared object per event value, so the pair is keyed by the objects' ids and the objects are kept to
+    tell a reused id)."""
+    memo: dict = {}
+
+    def indep(a: E.Event, b: E.Event) -> bool:
+        hit = memo.get((id(a), id(b)))
+        if hit is not None and hit[0] is a and hit[1] is b:
+            return hit[2]
+        out = independent(a, b, k)
+        memo[(id(a), id(b))] = (a, b, out)
+        return out
+
+    return indep

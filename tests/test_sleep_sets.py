@@ -1,0 +1,287 @@
+"""Sleep sets in the serial search (issue #20): ``explore(sleep_sets=True)`` skips a transition only when its target
+is certain to be generated at the same depth anyway, by the static independence relation of
+:mod:`engine.independence`.
+
+Shown four ways: (1) the relation against the engine along seeded random runs of every variant under several
+fault sets -- every pair it calls independent stays enabled after each other, is not refused and reaches equal
+fingerprints in both orders; (2) exhaustive searches of every variant at small bounds, plain and with symmetry,
+find the same states, depth, verdicts and shortest counterexample lengths with and without sleep sets, and the
+transitions explored plus skipped are the transitions of the search without; (3) a broken relation (every pair
+independent, or one wrong pair) is caught by (1)'s check and by (2)'s comparison; (4) the CLI refuses
+``--sleep-sets`` with what it cannot honour.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+
+from checker.explorer import explore
+from checker.protocol import Refused, SystemModel
+from checker.symmetry import representative_function
+from engine import independence
+from engine.settings import settings
+from model.protocol import FAULTS, VARIANTS, variant
+from model.protocol import events as E
+
+ALL_FAULTS = frozenset(FAULTS)
+RESTART_FAULTS = frozenset({"lost-ack", "task-crash", "coordinator-crash", "full-restart"})
+
+
+def _walk_configs(name: str) -> list:
+    """The configurations a variant's random runs take: its own faults, the reference bound's, every fault, and
+    three writers (the relation names tasks)."""
+    return [variant(name, parallelism=2, max_checkpoints=3, records=4, max_crashes=1),
+            variant(name, parallelism=2, max_checkpoints=3, records=4, max_crashes=1, faults=RESTART_FAULTS),
+            variant(name, parallelism=2, max_checkpoints=3, records=4, max_crashes=2, faults=ALL_FAULTS),
+            variant(name, parallelism=3, max_checkpoints=2, records=2, max_crashes=1, faults=RESTART_FAULTS)]
+
+
+def commutation_failures(model: SystemModel, indep, seeds, steps: int = 60) -> tuple[list, int]:
+    """Along one random run per seed, every pair of enabled events ``indep`` calls independent: each must stay
+    enabled after the other (and not be refused) and both orders must reach equal fingerprints. Returns the
+    failures (seed, step, what, a, b) and the number of pairs checked."""
+    bad: list = []
+    checked = 0
+    for seed in seeds:
+        rnd = random.Random(seed)
+        s = model.init_states()[0]
+        for step in range(steps):
+            acts = model.actions(s)
+            if not acts:
+                break
+            succ = model.successors(s, acts)
+            for i, a in enumerate(acts):
+                for j in range(i + 1, len(acts)):
+                    b = acts[j]
+                    if not indep(a, b):
+                        continue
+                    checked += 1
+                    sa, sb = succ[i], succ[j]
+                    if isinstance(sa, Refused) or isinstance(sb, Refused):
+                        bad.append((seed, step, "refused", a, b))
+                        continue
+                    if b not in model.actions(sa) or a not in model.actions(sb):
+                        bad.append((seed, step, "disabled", a, b))
+                        continue
+                    ab, ba = model.next_state(sa, b), model.next_state(sb, a)
+                    if isinstance(ab, Refused) or isinstance(ba, Refused):
+                        bad.append((seed, step, "refused", a, b))
+                    elif model.fingerprint(ab) != model.fingerprint(ba):
+                        bad.append((seed, step, "different states", a, b))
+            s = succ[rnd.randrange(len(acts))]
+            if isinstance(s, Refused):
+                break
+    return bad, checked
+
+
+def _relation(model: SystemModel):
+    relation = model.independence()
+    assert relation is not None
+    return relation[0]
+
+
+# ------------------------------------------------------------------ (1) the relation against the engine
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_independent_events_commute_along_random_runs(name):
+    checked = 0
+    for cfg in _walk_configs(name):
+        model = SystemModel(cfg)
+        seeds = range(8)
+        bad, n = commutation_failures(model, _relation(model), seeds)
+        checked += n
+        assert not bad, f"{name} {cfg.faults} x{cfg.parallelism}: seed {bad[0][0]}, step {bad[0][1]}: " \
+                        f"{bad[0][3]} and {bad[0][4]}: {bad[0][2]} ({len(bad)} failures)"
+    assert checked > 100, f"{name}: only {checked} independent pairs met"
+
+
+def test_the_relation_covers_the_frequent_pairs():
+    """The pairs the reference bound meets most are called independent (a relation that says "dependent" to
+    everything would pass (1) and prune nothing)."""
+    k = settings(variant("hudi-1.1", parallelism=2, max_checkpoints=3, faults=RESTART_FAULTS))
+    rel = independence.relation(k)
+    pairs = [(E.Ingest(0), E.Ingest(1)), (E.Ingest(0), E.Clean()), (E.Ingest(0), E.LoseAck(1)),
+             (E.Ingest(0), E.DeliverAck(1)), (E.Ingest(0), E.RequestInstant(1)), (E.Ingest(0), E.RequestInstant(0)),
+             (E.RequestInstant(0), E.LoseAck(2)), (E.RequestInstant(0), E.Clean()),
+             (E.Ingest(1), E.TriggerCheckpoint()), (E.Ingest(1), E.CompleteCheckpoint()),
+             (E.Ingest(1), E.SnapshotTask(0)), (E.SnapshotTask(1), E.Clean()), (E.LoseAck(1), E.DeliverAck(2)),
+             (E.LoseAck(1), E.CrashTask(0))]
+    for a, b in pairs:
+        assert rel(a, b) and rel(b, a), (a, b)
+    for a, b in [(E.Ingest(0), E.SnapshotTask(0)), (E.RequestInstant(0), E.RequestInstant(1)),
+                 (E.DeliverAck(1), E.Clean()), (E.Ingest(0), E.CrashTask(0)), (E.LoseAck(1), E.DeliverAck(1)),
+                 (E.Ingest(0), E.RestartJob()), (E.Ingest(0), E.Ingest(0))]:
+        assert not rel(a, b) and not rel(b, a), (a, b)
+
+
+# ------------------------------------------------------------------ (2) the same search, fewer transitions
+def small_config(name: str):
+    """2 writers, 1 record per split, buffer 1, lost-ack + task-crash (one crash), 2 checkpoints; 1 checkpoint
+    where async event delivery, the executor queue or an instant per request make the space large (seconds per
+    variant)."""
+    kw = dict(parallelism=2, max_checkpoints=2, records=1, buffer_size=1, faults=frozenset({"lost-ack", "task-crash"}),
+              max_crashes=1)
+    cfg = VARIANTS[name].config(**kw)
+    if cfg.event_delivery == "async" or cfg.executor_queue or not cfg.share_instant_per_key:
+        cfg = VARIANTS[name].config(**dict(kw, max_checkpoints=1))
+    return cfg
+
+
+def outcome(model: SystemModel, symmetry: bool, sleep_sets: bool, stop_on_violation: bool = False):
+    res = explore(model, max_states=60_000, stop_on_violation=stop_on_violation, compact=True,
+                  symmetry=representative_function(model) if symmetry else None, sleep_sets=sleep_sets)
+    assert res.stop_reason in ("exhausted", "violation"), res.stop_reason
+    return res, (res.states, res.max_depth, res.transitions + res.pruned, res.terminal_states, res.settled_states,
+                 sorted((n, d.depth, d.state_id) for n, d in res.discoveries.items()))
+
+
+def differences(cfg) -> list:
+    """What differs between searches with and without sleep sets (plain and with symmetry, every discovery
+    and the first counterexample); empty when nothing does. Also asserts something was pruned."""
+    out = []
+    pruned = 0
+    violations = False
+    for symmetry in (False, True):
+        for stop in (False, True):
+            if stop and not violations:
+                continue  # (the search stopping at the first counterexample: only where there is one)
+            base, want = outcome(SystemModel(cfg), symmetry, False, stop)
+            if not stop:
+                violations = bool(base.counterexamples)
+            assert base.pruned == 0
+            res, got = outcome(SystemModel(cfg), symmetry, True, stop)
+            pruned += res.pruned
+            if got != want:
+                out.append((symmetry, stop, want, got))
+            if stop and base.counterexample is not None:
+                if res.counterexample is None or res.counterexample.depth != base.counterexample.depth:
+                    out.append((symmetry, stop, "counterexample", base.counterexample.depth))
+    assert pruned > 0, "nothing was pruned"
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_same_search_with_and_without_sleep_sets(name):
+    diff = differences(small_config(name))
+    assert not diff, f"{name}: {diff[0]}"
+
+
+@pytest.mark.parametrize("name", ["hudi-1.1", "hudi-1.1-async-events", "hudi-0.x-coordinator-start",
+                                  "single-task-failover", "hudi-1.1-blocking", "hudi-1.1-executor"])
+def test_same_search_with_every_fault(name):
+    """Every fault on (late acks, aborts, lost events, request timeouts, every kind of crash), 1 checkpoint,
+    2 records per split (1 with async delivery), and 3 writers with the reference bound's faults (not with async
+    delivery or the executor queue: too many states for a test)."""
+    base = VARIANTS[name].config()
+    records = 1 if base.event_delivery == "async" else 2
+    cfg = VARIANTS[name].config(parallelism=2, max_checkpoints=1, records=records, buffer_size=1,
+                                faults=ALL_FAULTS, max_crashes=1)
+    diff = differences(cfg)
+    assert not diff, f"{name}: {diff[0]}"
+    if base.event_delivery == "async" or base.executor_queue:
+        return
+    cfg = VARIANTS[name].config(parallelism=3, max_checkpoints=1, records=1, buffer_size=1,
+                                faults=RESTART_FAULTS, max_crashes=1)
+    diff = differences(cfg)
+    assert not diff, f"{name}, 3 writers: {diff[0]}"
+
+
+def test_reference_bound_prefix_is_the_same(monkeypatch):
+    """The first 30,000 canonical states of the 2x3 reference bound: the same states in the same order, with the
+    same parents and actions (the search's parent and action arrays, compared whole), fewer transitions."""
+    import checker.explorer as explorer_module
+
+    real = explorer_module.search
+    arrays: list = []
+
+    def keeping_the_arrays(res, queue, seen, parent, via, *args):
+        arrays.append((parent, via))
+        return real(res, queue, seen, parent, via, *args)
+
+    monkeypatch.setattr(explorer_module, "search", keeping_the_arrays)
+    cfg = variant("hudi-1.1", parallelism=2, max_checkpoints=3, max_crashes=1, faults=RESTART_FAULTS)
+    runs = []
+    for sleep_sets in (False, True):
+        m = SystemModel(cfg)
+        res = explore(m, max_states=30_000, compact=True, symmetry=representative_function(m), sleep_sets=sleep_sets)
+        runs.append(res)
+    a, b = runs
+    assert (a.states, a.max_depth, a.transitions) == (b.states, b.max_depth, b.transitions + b.pruned)
+    assert b.pruned > 0.05 * a.transitions, (b.pruned, a.transitions)
+    (pa, va), (pb, vb) = arrays
+    assert len(pa) == a.states and list(pa) == list(pb) and list(va) == list(vb)
+
+
+def test_explore_refuses_sleep_sets_with_a_graph():
+    with pytest.raises(ValueError, match="record_graph"):
+        explore(SystemModel(small_config("hudi-1.1")), record_graph=True, sleep_sets=True)
+
+
+def test_models_without_the_engines_steps_search_without_pruning():
+    """A subclass listing its own actions gets no relation (its events may not be the engine's): the search runs
+    unpruned."""
+    class Own(SystemModel):
+        def actions(self, s):
+            return s.enabled_events()
+
+    m = Own(small_config("hudi-1.1"))
+    assert m.independence() is None
+    assert explore(m, max_states=2_000, sleep_sets=True).pruned == 0
+
+
+# ------------------------------------------------------------------ (3) a broken relation is caught
+def _everything_independent(a, b, k):
+    return a != b
+
+
+def _ingest_and_own_snapshot_independent(a, b, k, real=independence.independent):
+    """The real relation, but a task's ingest and its snapshot called independent: they are not (the snapshot
+    flushes the buffer, with or without the record the ingest reads)."""
+    if {type(a), type(b)} == {E.Ingest, E.SnapshotTask} and a.task == b.task:
+        return True
+    return real(a, b, k)
+
+
+@pytest.mark.parametrize("broken", [_everything_independent, _ingest_and_own_snapshot_independent])
+def test_a_broken_relation_fails_the_commutation_check(monkeypatch, broken):
+    monkeypatch.setattr(independence, "independent", broken)
+    model = SystemModel(variant("hudi-1.1", parallelism=2, max_checkpoints=3, records=4, max_crashes=1,
+                                faults=RESTART_FAULTS))
+    bad, _ = commutation_failures(model, _relation(model), range(8))
+    assert bad, "the broken relation was not caught"
+
+
+def test_a_broken_relation_fails_the_search_comparison(monkeypatch):
+    monkeypatch.setattr(independence, "independent", _everything_independent)
+    assert differences(small_config("hudi-1.1")), "the broken relation was not caught"
+
+
+# ------------------------------------------------------------------ (4) the CLI
+def _cli(*argv):
+    return subprocess.run([sys.executable, "-m", "hoodie_lab.cli", "explore", "--variant", "hudi-1.1",
+                           "--checkpoints", "1", *argv], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("argv", [("--workers", "2"), ("--graph", "g.png"), ("--master", "local[1]"), ("--liveness",)])
+def test_cli_refuses_sleep_sets_with_what_it_cannot_honour(argv, tmp_path):
+    r = _cli("--sleep-sets", "--out", str(tmp_path), *argv)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--sleep-sets" in lines[0], r.stderr
+
+
+def test_cli_sleep_sets_reports_the_skipped_transitions(tmp_path):
+    r = _cli("--sleep-sets", "--symmetry", "--json", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    import json
+
+    rep = json.loads(r.stdout)
+    plain = _cli("--symmetry", "--json", "--out", str(tmp_path))
+    base = json.loads(plain.stdout)
+    assert rep["sleep_sets"] and rep["pruned_transitions"] > 0 and not base["sleep_sets"]
+    assert rep["states"] == base["states"] and rep["max_depth"] == base["max_depth"]
+    assert rep["transitions"] + rep["pruned_transitions"] == base["transitions"]
