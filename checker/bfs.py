@@ -178,7 +178,7 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                         if indep(e, ev):
                             zj = (e,)
                     else:
-                        sl = [e for e in news[:before] if indep(e, ev)]
+                        sl = [e for e in news[:before] if indep(e, ev)] if before else []
                         if asleep is not None:
                             sl.extend([e for e in asleep if indep(e, ev)])
                         if sl:
