@@ -148,7 +148,7 @@ class SparkCluster:
             try:
                 if ready(self.state()):
                     return
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or a web UI still starting (an empty or partial body)
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(f"spark cluster: no {what} within {self.start_timeout_s:.0f} s; logs in "

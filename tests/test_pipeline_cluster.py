@@ -108,3 +108,38 @@ def _alive(pid: int) -> bool:
         return False
     st = Path(f"/proc/{pid}/stat")
     return not (st.exists() and st.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def test_waiting_for_the_master_outlasts_an_empty_status_page(tmp_path):
+    """A master's web UI can answer ``/json/`` with an empty body while it starts (seen in CI: the cluster tests
+    failed with a JSONDecodeError): the wait keeps asking until the status is JSON, as it does while nothing
+    listens. A real HTTP server on 127.0.0.1 answers empty twice, then the status."""
+    import http.server
+    import threading
+    import time as _time
+
+    from pipeline.sparkcluster import SparkCluster
+
+    answers = [b"", b"", b'{"aliveworkers": 1}']
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = answers.pop(0) if len(answers) > 1 else answers[0]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        c = SparkCluster(tmp_path)
+        c.webui_port = server.server_address[1]
+        c._wait(lambda s: s.get("aliveworkers", 0) >= 1, _time.monotonic() + 20, "1 alive worker(s)")
+        assert answers == [b'{"aliveworkers": 1}']  # both empty answers were read and outlasted
+    finally:
+        server.shutdown()
+        server.server_close()
