@@ -297,8 +297,9 @@ def explore(
     state equal to a known one up to a renaming of interchangeable tasks is not expanded again; the
     search still expands and records the states it actually reached (paths replay unchanged).
 
-    ``sleep_sets`` skips transitions whose target the search is certain to generate anyway at the same depth
-    (sibling sleep sets, :func:`checker.bfs.search`), by the model's independence relation
+    ``sleep_sets`` skips transitions whose target the search is certain to know already (sleep sets of
+    independent events, from earlier siblings and inherited from the parent: :func:`checker.bfs.search`, which
+    proves it), by the model's independence relation
     (:meth:`Model.independence`): the same states at the same depths in the same order, the same verdicts and
     counterexamples, fewer transitions (``pruned`` counts the skipped ones). Refused with ``record_graph``
     (the graph wants every edge); a model without an independence relation, its own ``successors`` or with a

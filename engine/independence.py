@@ -217,9 +217,9 @@ def independent(a: E.Event, b: E.Event, k: Any) -> bool:
 
 def relation(k: Any):
     """``indep(a, b)``: :func:`independent` under the settings ``k``, each pair of event objects worked out
-    once (the explorer asks it per pair of new siblings; :meth:`engine.System.enabled_events` hands out one
-    shared object per event value, so the pair is keyed by the objects' ids and the objects are kept to
-    tell a reused id)."""
+    once (the explorer asks it when it stores a new state, per earlier sibling and inherited event;
+    :meth:`engine.System.enabled_events` hands out one shared object per event value, so the pair is keyed by
+    the objects' ids and the objects are kept to tell a reused id)."""
     memo: dict = {}
 
     def indep(a: E.Event, b: E.Event) -> bool:

@@ -87,8 +87,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--symmetry", action="store_true",
                    help="symmetry reduction: states equal up to renaming the writer tasks count once (<= 4 writers)")
     p.add_argument("--sleep-sets", action="store_true",
-                   help="skip transitions whose target the serial search reaches anyway at the same depth (sleep sets "
-                        "of independent sibling events, engine/independence.py): same states, depths and verdicts, "
+                   help="skip transitions whose target the serial search already knows (sleep sets of independent "
+                        "events, from earlier siblings and inherited; engine/independence.py): same states, depths and verdicts, "
                         "fewer transitions; serial protocol search only (not with --workers, --master, --graph, "
                         "--liveness)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
