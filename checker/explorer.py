@@ -44,7 +44,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
-from .bfs import _holds, search
+from engine.bfs import _holds, search
 
 ALWAYS, SOMETIMES, TERMINAL = "always", "sometimes", "terminal"
 
@@ -298,7 +298,7 @@ def explore(
     search still expands and records the states it actually reached (paths replay unchanged).
 
     ``sleep_sets`` skips transitions whose target the search is certain to know already (sleep sets of
-    independent events, from earlier siblings and inherited from the parent: :func:`checker.bfs.search`, which
+    independent events, from earlier siblings and inherited from the parent: :func:`engine.bfs.search`, which
     proves it), by the model's independence relation
     (:meth:`Model.independence`): the same states at the same depths in the same order, the same verdicts and
     counterexamples, fewer transitions (``pruned`` counts the skipped ones). Refused with ``record_graph``
@@ -322,7 +322,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
              compact, symmetry=None, sleep_sets: bool = False) -> ExploreResult:
     """The search itself, with the collector already paused; see :func:`explore` for the options.
 
-    This sets the search up and numbers the initial states; :func:`checker.bfs.search` runs the loop."""
+    This sets the search up and numbers the initial states; :func:`engine.bfs.search` runs the loop."""
     props = list(model.properties())
     always = [p for p in props if p.kind == ALWAYS]
     sometimes = [p for p in props if p.kind == SOMETIMES]

@@ -55,7 +55,7 @@ import numpy as np
 
 from .explorer import (ALWAYS, SOMETIMES, TERMINAL, Discovery, ExploreResult, Model, Property, _all_hold, _halves,
                        _of_representative)
-from .bfs import needs_judging
+from engine.bfs import needs_judging
 from .fpset import FPSet, collision_probability, u64
 
 #: shared counters per worker: states expanded so far, transitions so far
@@ -284,7 +284,7 @@ def accept_level(w: Worker, masks: list, depth: int) -> list:
             if inline is None:
                 found += check_new(state, fp, depth)
                 continue
-            for p, check in inline:  # (as checker.bfs.search: judged only when the value is not "holds")
+            for p, check in inline:  # (as engine.bfs.search: judged only when the value is not "holds")
                 value = check(state)
                 if value is None or value is True or not needs_judging(value):
                     continue

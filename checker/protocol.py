@@ -46,7 +46,7 @@ class SystemModel(Model):
     * init: ``System(config)``; actions: ``enabled_events()`` (faults included, bounded by the
       config); next state: ``clone()`` + ``apply(event)``; fingerprint: ``System.fingerprint()``.
     * property ``step`` (always): :func:`model.invariants.protocol.check_step` — every verdict
-      that fails is its own discovery, named by its invariant id;
+      that fails is its own discovery, named by its invariant id (checked as :meth:`step_violations`);
     * property ``drained``: clone the state, :meth:`System.drain` it (faults stop, checkpoints run
       with delivered acks) and apply :func:`model.invariants.protocol.check_drained` (exactly-once,
       liveness). ``drain_check="settled"`` (default) makes it a ``terminal`` property checked in
@@ -69,6 +69,7 @@ class SystemModel(Model):
         self.seed = seed
         self.drains = 0  #: states drained and judged by check_drained so far
         self._System, self._inv, self._RuleViolation = System, inv, RuleViolation
+        self._step_violations = inv.step_violations
         #: apply() asks an event's guard again unless the actions are enabled_events() themselves
         #: (a subclass listing other events gets each checked, and a refusal reported)
         self._check_guards = type(self).actions is not SystemModel.actions
@@ -166,7 +167,7 @@ class SystemModel(Model):
 
     # ------------------------------------------------------------ properties
     def properties(self):
-        props = [Property.always("step", self.check_step)]
+        props = [Property.always("step", self.step_violations)]
         if self.drain_check == "every":
             props.append(Property.always("drained", self.check_drained))
         elif self.drain_check == "settled":
@@ -187,6 +188,13 @@ class SystemModel(Model):
             return Verdict(f"model.refused:{s.error.rule}", False,
                            f"the enabled event {s.event} was refused: {s.error}")
         return self._inv.check_step(s)
+
+    def step_violations(self, s):
+        """The explorers' check of every new state: the verdicts of :meth:`check_step` that do not hold, None
+        when all hold (:func:`engine.invariants.step_violations`; a subclass's own ``check_step`` is asked)."""
+        if type(s) is Refused or type(self).check_step is not SystemModel.check_step:
+            return self.check_step(s)
+        return self._step_violations(s)
 
     def check_drained(self, s):
         if isinstance(s, Refused):

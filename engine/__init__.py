@@ -14,11 +14,13 @@ engine and spec enable the same events, reach the same abstract state after each
 * :mod:`engine.invariants` -- the invariants of :mod:`model.invariants.protocol`, evaluated on an engine
   state (``check_step``, ``check_drained``): same ids, same verdicts;
 * :mod:`engine.refinement` -- the abstraction function engine state -> spec state;
+* :mod:`engine.bfs` -- the explorer's breadth-first loop (:func:`checker.explorer.explore` sets it up): generic
+  over the model, here to be compiled with the rest;
 * :mod:`engine.archival` -- :func:`model.archival.start` / ``step`` made fast (``TableArchiver(executor=...)``;
   kept equal to the spec by ``tests/test_fastpaths.py``).
 
 Compiled or pure: the install compiles the hot modules (system, coordinator, writer, table, timeline,
-checkpoint, canonical, failover, invariants) with mypyc when it can (``setup.py``); importing :mod:`engine`
+checkpoint, canonical, failover, invariants, and the search loop bfs) with mypyc when it can (``setup.py``); importing :mod:`engine`
 then puts them in place of the ``.py`` modules, unless a source changed since the build (a stale build is
 never used: :mod:`engine._compiled`) or ``HOODIE_LAB_ENGINE=pure``. :data:`COMPILED` tells which runs and
 :data:`BUILD` why; both run the same source, and the refinement suite runs on the one in use.

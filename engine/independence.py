@@ -1,5 +1,5 @@
 """Which two protocol events are independent: enabled together, each stays enabled after the other and both
-orders reach states of equal fingerprint. The serial explorer's sleep sets (:func:`checker.bfs.search`) skip
+orders reach states of equal fingerprint. The serial explorer's sleep sets (:func:`engine.bfs.search`) skip
 a transition on this word alone, so the relation must be exact or conservative (calling a pair dependent is
 always safe; calling a dependent pair independent loses states).
 

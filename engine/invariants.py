@@ -18,7 +18,7 @@ a function of the (fingerprinted) state.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from model.invariants import Verdict
 
@@ -42,8 +42,8 @@ DRAIN_INVARIANTS = ("exactly-once.drained", "liveness", "liveness.stall")
 ALL_INVARIANTS = STEP_INVARIANTS + DRAIN_INVARIANTS
 #: One shared "holds" verdict per invariant: verdicts are frozen, and the step checks run after
 #: every event of every explored state (building nine Verdicts per state cost ~6 us).
-_HOLDS = {name: Verdict(name, True) for name in ALL_INVARIANTS}
-_ASYNC_MODE = Verdict("I13.blocking-one-pending", True, "async mode")
+_HOLDS: Final = {name: Verdict(name, True) for name in ALL_INVARIANTS}
+_ASYNC_MODE: Final = Verdict("I13.blocking-one-pending", True, "async mode")
 
 #: Checkpoints after faults stop within which every flushed interval must be committed.
 LIVENESS_CHECKPOINTS = 3
@@ -198,6 +198,25 @@ def check_step(system: System) -> list[Verdict]:
         check_events_before_ack(system),
         check_bounded_state(system),
     ]
+
+
+#: check_step's verdicts when they hold, in its order (the shared ones its checks return)
+_STEP_HOLDS: Final = tuple(_HOLDS[name] for name in STEP_INVARIANTS)
+
+
+def step_violations(system: System) -> list[Verdict] | None:
+    """The verdicts of :func:`check_step` that do not hold, or None when all hold (the explorers' check of
+    every new state: the shared "holds" verdicts are told by identity, not read one by one)."""
+    out: list[Verdict] | None = None
+    i = 0
+    for v in check_step(system):
+        if v is not _STEP_HOLDS[i] and v is not _ASYNC_MODE and not v.holds:
+            if out is None:
+                out = [v]
+            else:
+                out.append(v)
+        i += 1
+    return out
 
 
 def check_exactly_once(system: System) -> Verdict:

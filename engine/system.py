@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import fields
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from model.errors import RuleViolation
 from model.protocol import events as E
@@ -94,6 +94,41 @@ def _event(kind: type, *args) -> E.Event:
     :meth:`System.enabled_events` lists the same few in every state of an exploration."""
     return kind(*args)
 
+
+class _TaskEvents:
+    """The events :meth:`System.enabled_events` lists for ``P`` tasks, by kind and task: :func:`_event`'s shared
+    instances, looked up by list index instead of a cached call per event listed (compiled: native attributes)."""
+
+    def __init__(self, P: int):
+        self.ingest: list = [_event(E.Ingest, t) for t in range(P)]
+        self.request: list = [_event(E.RequestInstant, t) for t in range(P)]
+        self.flush: list = [_event(E.Flush, t) for t in range(P)]
+        self.snapshot: list = [_event(E.SnapshotTask, t) for t in range(P)]
+        self.deliver: list = [_event(E.DeliverEvent, t) for t in range(P)]
+        self.crash: list = [_event(E.CrashTask, t) for t in range(P)]
+        self.trigger: Any = _event(E.TriggerCheckpoint)
+        self.complete: Any = _event(E.CompleteCheckpoint)
+        self.clean: Any = _event(E.Clean)
+        self.crash_coordinator: Any = _event(E.CrashCoordinator)
+        self.restart_job: Any = _event(E.RestartJob)
+
+
+#: :class:`_TaskEvents` by number of tasks
+_TASK_EVENTS: Final[dict] = {}
+
+
+def _task_events(P: int) -> _TaskEvents:
+    te = _TASK_EVENTS.get(P)
+    if te is None:
+        te = _TASK_EVENTS[P] = _TaskEvents(P)
+    return te
+
+
+#: the restarts' event classes (:meth:`System.restart_key`), kept as ``Final`` names: compiled, a final
+#: name is a C static instead of a module attribute looked up per call
+_CRASH_COORDINATOR: Final = E.CrashCoordinator
+_RESTART_JOB: Final = E.RestartJob
+_CRASH_TASK: Final = E.CrashTask
 
 #: marks a cached canonical part as stale (``None`` is a value: no pending checkpoint)
 _STALE = object()
@@ -562,32 +597,33 @@ class System:
         chans = self.channels
         cstart = cfg.coordinator_start
         waits = cstart or cfg.request_thread == "executor"  # (else the wait is the CommitGuard's, would_block)
+        te = _task_events(P)
         for t in range(P):
             w = self.writers[t]
             buffered = w.offset - w.flushed
             full = buffered >= cfg.buffer_size
             queued = self.executor and self._queued_request(t) is not None
             if w.offset < cfg.records and not full and not (cstart and w.instant is not None) and not queued:
-                out.append(_event(E.Ingest, t))
+                out.append(te.ingest[t])
             barrier = pend is not None and pend.tasks[t] is None and w.checkpoint_id != pend.id
             if w.instant is None:
                 if ((full or barrier) and not queued
                         and not (self._instant_wait(t) if waits else coord.would_block(w.checkpoint_id))):
-                    out.append(_event(E.RequestInstant, t))
+                    out.append(te.request[t])
             else:
                 if full:
-                    out.append(_event(E.Flush, t))
+                    out.append(te.flush[t])
                 if barrier:
-                    out.append(_event(E.SnapshotTask, t))
+                    out.append(te.snapshot[t])
             if chans[t]:
-                out.append(_event(E.DeliverEvent, t))
+                out.append(te.deliver[t])
         if pend is None:
             if ((self.next_checkpoint <= cfg.max_checkpoints or self.faults_stopped) and not self._bootstrap_in_flight()
                     and not (cfg.ack_before_next_checkpoint
                              and (self.acks_in_flight or any(type(j) is CommitJob for j in self.executor)))):
-                out.append(_event(E.TriggerCheckpoint))
+                out.append(te.trigger)
         elif pend.all_tasks_done():
-            out.append(_event(E.CompleteCheckpoint))
+            out.append(te.complete)
         acks = self.acks_in_flight
         if acks:
             if self._faults_on("late-ack"):
@@ -596,7 +632,7 @@ class System:
                 out.append(_event(E.DeliverAck, acks[0]))
         if not cfg.eager and self.table.failed_writes() and (cfg.clean_during_restart
                                                              or not self._bootstrap_in_flight()):
-            out.append(_event(E.Clean))
+            out.append(te.clean)
         if self.executor and self._may_run_job(None) is None:
             out.append(_event(E.RunJob))
         if cfg.request_thread == "executor":
@@ -625,13 +661,13 @@ class System:
         if self.crashes < cfg.max_crashes:
             if "task-crash" in faults:
                 if cfg.task_failover == "region":
-                    out.append(_event(E.CrashTask, 0))
+                    out.append(te.crash[0])
                 else:
-                    out.extend(_event(E.CrashTask, t) for t in range(P))
+                    out.extend(te.crash)
             if "coordinator-crash" in faults:
-                out.append(_event(E.CrashCoordinator))
+                out.append(te.crash_coordinator)
             if "full-restart" in faults:
-                out.append(_event(E.RestartJob))
+                out.append(te.restart_job)
         return out
 
     # ------------------------------------------------------------------- apply
@@ -646,7 +682,8 @@ class System:
                 raise RuleViolation(f"{ev.kind}.not-enabled", f"{ev} is not enabled: {why}")
         table = self.table  # (an effect changes the table in place, never replaces it)
         before = table.observations  # observe() replaces the tuple: identity tells a new observation
-        _EFFECTS[ev.kind](self, ev)
+        effect = _EFFECT_OF_CLASS.get(type(ev))
+        (effect if effect is not None else _EFFECTS[ev.kind])(self, ev)
         self.step_count += 1
         if table.observations is not before:
             new = table.observations[len(before):]
@@ -664,7 +701,7 @@ class System:
         again instead of a new one (its fingerprint is the one a new one would have; the explorer finds it
         known, as it would the new one).
 
-        ``asleep`` (the explorer's sleep set, :func:`checker.bfs.search`): an event that is one of these objects
+        ``asleep`` (the explorer's sleep set, :func:`engine.bfs.search`): an event that is one of these objects
         gets None in its place, not applied (compared by identity: an equal event of another identity is applied,
         which is only slower)."""
         out: list = []
@@ -717,6 +754,8 @@ class System:
         region failover restarts every task alike. ``tests/test_engine_speedups.py`` checks that equal keys
         give equal successors."""
         kind = type(ev)
+        if kind is not _CRASH_COORDINATOR and kind is not _RESTART_JOB and kind is not _CRASH_TASK:
+            return None  # (most events: asked of every transition the explorer takes)
         k = self._k
         t = self.table
         clock = t.clock
@@ -725,9 +764,9 @@ class System:
         shared = (t.fingerprint_hash(), clock.created, clock.since, t.last_key, self.last_completed,
                   self.next_checkpoint, self.last_ack, self.crashes, self.faults_stopped, self.observed_rules,
                   self.channels)
-        if kind is E.CrashCoordinator or (kind is E.RestartJob and not k.reset_keeps_memory):
+        if kind is _CRASH_COORDINATOR or (kind is _RESTART_JOB and not k.reset_keeps_memory):
             return (kind, shared)
-        if kind is not E.CrashTask or self.executor:  # (the executor's key compares a request's attempt with its
+        if kind is not _CRASH_TASK or self.executor:  # (the executor's key compares a request's attempt with its
             return None                               # task's, which the restart changes)
         coordinator = self._coordinator_hash
         if coordinator is None:
@@ -1297,7 +1336,9 @@ _ACTIONS = {
 }
 assert set(_ACTIONS) == set(E.EVENT_TYPES), "every event kind needs a guard and an effect"
 _GUARDS = {k: getattr(System, g) for k, (g, _) in _ACTIONS.items()}
-_EFFECTS = {k: getattr(System, e) for k, (_, e) in _ACTIONS.items()}
+_EFFECTS: Final = {k: getattr(System, e) for k, (_, e) in _ACTIONS.items()}
+#: the effects by event class (:meth:`System.apply`: the kind is not read, a class attribute, per event applied)
+_EFFECT_OF_CLASS: Final = {cls: _EFFECTS[kind] for kind, cls in E.EVENT_TYPES.items()}
 assert set(FAULTS) == {c.fault for c in E.EVENT_TYPES.values() if c.fault} | {"late-ack"}
 
 

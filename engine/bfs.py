@@ -7,6 +7,10 @@ the search stops; discoveries are judged and recorded by the explorer's function
 ``check_new``), which are called only for a new state's checks when the model has ``sometimes`` properties
 and otherwise only for a check that reports something.
 
+It lives in the engine, which is compiled (:mod:`engine._compiled`), though it knows no protocol: it is the
+explorer's hot loop, generic over the model (its functions are passed in), and compiled it runs about 7 % fewer
+instructions per state than interpreted. It imports nothing of the project.
+
 The queue holds the states alone: states are numbered in the order they are found and expanded in that same
 order, so the state taken from the queue is number ``sid`` (a counter), and its depth is the level whose
 numbers it falls in (a level's states are all numbered before its first one is expanded).
@@ -104,8 +108,8 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     sleepq: Any = None        # with sleep sets: each queued state's sleep set (a tuple, None when empty)
     if indep is not None:
         sleepq = deque([None] * len(queue))
-    pop_sleep = sleepq.popleft if sleepq is not None else None
-    push_sleep = sleepq.append if sleepq is not None else None
+    pop_sleep: Any = sleepq.popleft if sleepq is not None else None
+    push_sleep: Any = sleepq.append if sleepq is not None else None
     news: Any = None          # the events this expansion took to a live successor so far (with sleep sets)
     while queue and not stop:
         state = pop()
