@@ -16,7 +16,8 @@ state by every permutation (:func:`checker.symmetry.representative_function`). T
 (the System's copy-on-write parts) are not recomputed: the System caches each part's result.
 
 Each ``*_part`` function returns ``(shared, columns, shared_hash, column_hashes)``: the exact values
-(for exact fingerprints) and their hashes (for compact, 64-bit ones), computed once per change.
+(for exact fingerprints) and their hashes (for compact, 64-bit ones). The System keeps only the hashes
+(:func:`hashes`), computed once per change; the exact form is built afresh when asked for.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ _EMPTY_HASH = hash(())
 
 def _part(shared, columns) -> tuple:
     return shared, columns, hash(shared), tuple(map(hash, columns))
+
+
+def hashes(part: tuple) -> tuple:
+    """A part's ``(shared_hash, column_hashes)``: what a System keeps of it (:meth:`engine.System.
+    canonical_fingerprint_hash` reads only these)."""
+    return part[2], part[3]
 
 
 def _statuses(sts: tuple, t: int) -> tuple:
@@ -174,6 +181,11 @@ def checkpoint_part(cp, n: int) -> tuple:
 def combine(a: tuple, b: tuple) -> tuple:
     """Two parts as one."""
     return (a[0], b[0]), list(zip(a[1], b[1])), hash((a[2], b[2])), tuple(map(hash, zip(a[3], b[3])))
+
+
+def combine_hashes(a: tuple, b: tuple) -> tuple:
+    """:func:`hashes` of :func:`combine` (a, b), from the hashes of ``a`` and ``b``."""
+    return hash((a[0], b[0])), tuple(map(hash, zip(a[1], b[1])))
 
 
 def metadata_part(timeline_signature, metadata: dict, n: int) -> tuple:

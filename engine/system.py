@@ -182,11 +182,11 @@ class System:
         self._coordinator_hash: Any = None  # hash(coordinator.key()) (None: not computed since the last change)
         self._writers_hash: Any = None      # hash of the writer tasks' keys (likewise)
         self._checkpoints_hash: Any = None  # (pending checkpoint, last completed, the latter's hash, both's hash)
-        # the parts of the task-symmetric fingerprint (engine.canonical), cached like the hashes above
+        # the hashes of the task-symmetric fingerprint's parts (engine.canonical.hashes), cached like the hashes above
         self._canon_c: Any = None  # coordinator's (None: not computed since a change)
         self._canon_w: Any = None  # writers' (likewise)
-        self._canon_k: Any = None   # (pending checkpoint, its part, last completed, its part, both parts)
-        self._canon_ch: Any = None  # (channels, their part)
+        self._canon_k: Any = None   # (pending checkpoint, its part's, last completed, its part's, both parts')
+        self._canon_ch: Any = None  # (channels, their part's)
 
     # ------------------------------------------------------------ copy-on-write
     def clone(self) -> "System":
@@ -271,7 +271,7 @@ class System:
         if c is not None:
             self._checkpoints_hash = (_STALE, c[1], c[2], None)
         k = self._canon_k
-        if k is not None:  # the completed checkpoint's part stays; the pending one's is unknown (not "no pending
+        if k is not None:  # the completed checkpoint's hashes stay; the pending one's are unknown (not "no pending
             self._canon_k = (_STALE, None, k[2], k[3], None)  # checkpoint", which None would say)
         return self.pending_checkpoint
 
@@ -1190,24 +1190,37 @@ class System:
     # ------------------------------------------------------ symmetric fingerprint
     def _canonical_parts(self) -> tuple:
         """The parts of :mod:`engine.canonical`'s form (table, coordinator, writers, checkpoints, channels),
-        each computed once per change (raises :class:`engine.canonical.Foreign`)."""
+        computed afresh (the exact form is not on the explorers' path; raises :class:`engine.canonical.Foreign`)."""
+        n = self._k.parallelism
+        return (self.table.canonical_part(n), canonical.coordinator_part(self.coordinator, n),
+                canonical.writers_part(self.writers),
+                canonical.combine(canonical.checkpoint_part(self.pending_checkpoint, n),
+                                  canonical.checkpoint_part(self.last_completed, n)),
+                canonical.channels_part(self.channels))
+
+    def _canonical_hashes(self) -> tuple:
+        """The hashes of :meth:`_canonical_parts` (each ``(shared hash, column hashes)``, :func:`engine.canonical.
+        hashes`), each computed once per change and kept, the parts themselves not: a state waiting in the
+        explorer's queue holds a few ints per part, not the parts' tuples (raises
+        :class:`engine.canonical.Foreign`)."""
         n = self._k.parallelism
         c = self._canon_c
         if c is None:
-            c = self._canon_c = canonical.coordinator_part(self.coordinator, n)
+            c = self._canon_c = canonical.hashes(canonical.coordinator_part(self.coordinator, n))
         w = self._canon_w
         if w is None:
-            w = self._canon_w = canonical.writers_part(self.writers)
-        k = self._canon_k  # (pending, its part, last completed, its part, both parts)
+            w = self._canon_w = canonical.hashes(canonical.writers_part(self.writers))
+        k = self._canon_k  # (pending, its hashes, last completed, its hashes, both's hashes)
         pending, completed = self.pending_checkpoint, self.last_completed
         if k is None or k[0] is not pending or k[2] is not completed:
-            kp = k[1] if k is not None and k[0] is pending else canonical.checkpoint_part(pending, n)
-            kc = k[3] if k is not None and k[2] is completed else canonical.checkpoint_part(completed, n)
-            k = self._canon_k = (pending, kp, completed, kc, canonical.combine(kp, kc))
+            kp = k[1] if k is not None and k[0] is pending else canonical.hashes(canonical.checkpoint_part(pending, n))
+            kc = (k[3] if k is not None and k[2] is completed
+                  else canonical.hashes(canonical.checkpoint_part(completed, n)))
+            k = self._canon_k = (pending, kp, completed, kc, canonical.combine_hashes(kp, kc))
         ch = self._canon_ch
         if ch is None or ch[0] is not self.channels:
-            ch = self._canon_ch = (self.channels, canonical.channels_part(self.channels))
-        return self.table.canonical_part(n), c, w, k[4], ch[1]
+            ch = self._canon_ch = (self.channels, canonical.hashes(canonical.channels_part(self.channels)))
+        return self.table.canonical_hashes(n), c, w, k[4], ch[1]
 
     def _canonical_shared(self) -> tuple:
         """The fingerprint's fields that name no task and are not in a part."""
@@ -1242,19 +1255,25 @@ class System:
         if self.executor and self._executor_names_a_task():
             return None
         try:
-            parts = self._canonical_parts()
+            parts = self._canonical_hashes()
         except canonical.Foreign:
             return None
-        tb, c, w, k, ch = parts
+        tbp: tuple = parts[0]
+        cp: tuple = parts[1]
+        kp: tuple = parts[3]
         n = self._k.parallelism
-        tb, c, w, k, ch = tb[3], c[3], w[3], k[3], ch[3]
+        tb: tuple = tbp[1]
+        c: tuple = cp[1]
+        w: tuple = parts[2][1]
+        k: tuple = kp[1]
+        ch: tuple = parts[4][1]
         cols: tuple
         if n == 2:
             a, b = hash((tb[0], c[0], w[0], k[0], ch[0])), hash((tb[1], c[1], w[1], k[1], ch[1]))
             cols = (a, b) if a <= b else (b, a)
         else:
             cols = tuple(sorted([hash((tb[t], c[t], w[t], k[t], ch[t])) for t in range(n)]))
-        return hash((parts[0][2], parts[1][2], parts[3][2], self._canonical_shared(), cols))
+        return hash((tbp[0], cp[0], kp[0], self._canonical_shared(), cols))
 
     def _pending_key(self) -> tuple | None:
         p = self.pending_checkpoint

@@ -128,7 +128,7 @@ class Table:
         self._pending: Any = None  # cached pending data instants (None: stale)
         self._own_meta = True
         self._own_clock = True
-        self._canon: Any = None    # cached engine.canonical.metadata_part (None: stale; dropped with _fp)
+        self._canon: Any = None    # cached hashes of engine.canonical.metadata_part (None: stale; dropped with _fp)
         self._sig: Any = None      # cached timeline.state_signature() (None: stale; dropped when the timeline changes)
         self._meta_h: Any = None   # cached hash of the sorted commit metadata (None: stale; dropped when it changes)
 
@@ -208,12 +208,17 @@ class Table:
         return self._sig
 
     def canonical_part(self, n: int) -> tuple:
-        """:func:`engine.canonical.metadata_part` of the timeline and commit metadata (``n`` tasks), cached
-        like :meth:`fingerprint`."""
-        if self._canon is None:
-            from .canonical import metadata_part
+        """:func:`engine.canonical.metadata_part` of the timeline and commit metadata (``n`` tasks)."""
+        from .canonical import metadata_part
 
-            self._canon = metadata_part(self.signature(), self.metadata, n)
+        return metadata_part(self.signature(), self.metadata, n)
+
+    def canonical_hashes(self, n: int) -> tuple:
+        """:func:`engine.canonical.hashes` of :meth:`canonical_part`, cached like :meth:`fingerprint`."""
+        if self._canon is None:
+            from .canonical import hashes
+
+            self._canon = hashes(self.canonical_part(n))
         return self._canon
 
     def fingerprint_hash(self) -> int:
