@@ -8,8 +8,9 @@ the search stops; discoveries are judged and recorded by the explorer's function
 and otherwise only for a check that reports something.
 
 It lives in the engine, which is compiled (:mod:`engine._compiled`), though it knows no protocol: it is the
-explorer's hot loop, generic over the model (its functions are passed in), and compiled it runs about 7 % fewer
-instructions per state than interpreted. It imports nothing of the project.
+explorer's hot loop, generic over the model (its functions are passed in), and compiled it took 6-8 % less CPU
+than interpreted (a 600,000-state prefix of the reference bound with sleep sets, 29 Nov 2026). It imports
+nothing of the project.
 
 The queue holds the states alone: states are numbered in the order they are found and expanded in that same
 order, so the state taken from the queue is number ``sid`` (a counter), and its depth is the level whose
