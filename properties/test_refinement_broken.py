@@ -125,7 +125,9 @@ def test_next_checkpoint_not_advanced_in_a_rare_case_is_caught(monkeypatch):
         if self.crashes and n == 2:
             self.next_checkpoint = n
 
-    monkeypatch.setitem(__import__("engine.system", fromlist=["_EFFECTS"])._EFFECTS, "trigger-checkpoint", forgetful)
+    system_module = __import__("engine.system", fromlist=["_EFFECTS"])
+    monkeypatch.setitem(system_module._EFFECTS, "trigger-checkpoint", forgetful)
+    monkeypatch.setitem(system_module._EFFECT_OF_CLASS, E.TriggerCheckpoint, forgetful)  # (apply's dispatch)
     why = _caught(variant("hudi-1.1", faults=frozenset({"task-crash"}), **_SMALL))
     assert "next_checkpoint" in why
 
