@@ -69,7 +69,10 @@ class SystemModel(Model):
         self.seed = seed
         self.drains = 0  #: states drained and judged by check_drained so far
         self._System, self._inv, self._RuleViolation = System, inv, RuleViolation
-        self._step_violations = inv.step_violations
+        #: the explorers' check of a new state (:meth:`step_violations`): the engine's, unless a subclass has its
+        #: own check_step (asked then, as before)
+        self._step_violations = (inv.step_violations if type(self).check_step is SystemModel.check_step
+                                 else self.check_step)
         #: apply() asks an event's guard again unless the actions are enabled_events() themselves
         #: (a subclass listing other events gets each checked, and a refusal reported)
         self._check_guards = type(self).actions is not SystemModel.actions
@@ -192,7 +195,7 @@ class SystemModel(Model):
     def step_violations(self, s):
         """The explorers' check of every new state: the verdicts of :meth:`check_step` that do not hold, None
         when all hold (:func:`engine.invariants.step_violations`; a subclass's own ``check_step`` is asked)."""
-        if type(s) is Refused or type(self).check_step is not SystemModel.check_step:
+        if type(s) is Refused:
             return self.check_step(s)
         return self._step_violations(s)
 

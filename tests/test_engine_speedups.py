@@ -172,3 +172,32 @@ def test_kept_restart_successors_change_no_count():
                 if keep:
                     assert m._restarts, f"{name}: no restart successor was kept"
             assert got[0] == got[1], (name, sym)
+
+
+def test_step_violations_are_the_failing_verdicts_of_check_step():
+    """``engine.invariants.step_violations`` (the explorers' check, the holding verdicts told by identity) gives
+    the verdicts of ``check_step`` that do not hold, or None: along random runs of every variant, the broken
+    ones included, so that failing verdicts are met too."""
+    from engine import System
+    from engine import invariants as inv
+
+    failing_states = 0
+    for name in sorted(VARIANTS):
+        rnd = random.Random(3)
+        cfg = variant(name, parallelism=2, max_checkpoints=3, records=3, max_crashes=1,
+                      faults=frozenset({"lost-ack", "task-crash", "coordinator-crash"}))
+        for run in range(4):
+            s = System(cfg, seed=0)
+            for step in range(60):
+                failing = [v for v in inv.check_step(s) if not v.holds]
+                assert inv.step_violations(s) == (failing or None), f"replay: {name} seed 3 run {run} step {step}"
+                failing_states += bool(failing)
+                evs = s.enabled_events()
+                if not evs:
+                    break
+                s = s.clone()
+                try:
+                    s.apply(rnd.choice(evs))
+                except Exception:  # noqa: BLE001 - a broken variant may refuse its own event: the run ends there
+                    break
+    assert failing_states > 50, failing_states
