@@ -22,7 +22,7 @@ Each ``*_part`` function returns ``(shared, columns, shared_hash, column_hashes)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from model.protocol.values import TaskSnapshot, WriteMetadataEvent
 
@@ -35,14 +35,21 @@ class Foreign(Exception):
     """A task-indexed part names another task: the column form does not apply to this state."""
 
 
-_FOREIGN = Foreign()
+_FOREIGN: Final = Foreign()
 
 
-_EMPTY_HASH = hash(())
+_EMPTY_HASH: Final = hash(())
+
+# (the value classes as Final names: compiled, a C static each instead of a look-up in the module's dict)
+_WRITE_METADATA: Final = WriteMetadataEvent
+_TASK_SNAPSHOT: Final = TaskSnapshot
 
 
-def _part(shared, columns) -> tuple:
-    return shared, columns, hash(shared), tuple(map(hash, columns))
+def _part(shared, columns: list) -> tuple:
+    hs = []
+    for c in columns:  # (a loop, not map(hash, ...): compiled, each hash is a direct call)
+        hs.append(hash(c))
+    return shared, columns, hash(shared), tuple(hs)
 
 
 def hashes(part: tuple) -> tuple:
@@ -67,7 +74,7 @@ def _event(e, t: int):
     """A ``WriteMetadataEvent`` of task ``t`` (or None) without the task id."""
     if e is None:
         return None
-    if type(e) is not WriteMetadataEvent or e[0] != t:
+    if type(e) is not _WRITE_METADATA or e[0] != t:
         raise _FOREIGN
     return (e[1], e[2], _statuses(e[3], t), e[4], e[5])
 
@@ -79,13 +86,13 @@ def _events(evs: tuple, t: int) -> tuple:
 def _snapshot(s, t: int):
     if s is None:
         return None
-    if type(s) is not TaskSnapshot:
+    if type(s) is not _TASK_SNAPSHOT:
         raise _FOREIGN
     return ("snapshot", s[0], s[1], _events(s[2], t))
 
 
 def _message(m, t: int):
-    return _snapshot(m, t) if type(m) is TaskSnapshot else _event(m, t)
+    return _snapshot(m, t) if type(m) is _TASK_SNAPSHOT else _event(m, t)
 
 
 def writer_column(w: WriterTask) -> tuple:
@@ -131,15 +138,15 @@ def channels_part(channels: tuple) -> tuple:
 #: the states after it (an EventBuffer keeps its frozen copy until it changes, checkpoints hold it), so its
 #: slots are stripped once; the entry is kept alive with its result (its id cannot be reused) and the cache
 #: is emptied when it reaches _ENTRIES_MAX.
-_entries: dict = {}
-_ENTRIES_MAX = 1 << 16
+_entries: Final[dict] = {}
+_ENTRIES_MAX: Final = 1 << 16
 
 
 def _entry_slots(be) -> tuple:
     c = _entries.get(id(be))
     if c is not None and c[0] is be:
         return c[1]
-    slots = tuple([_event(e, t) for t, e in enumerate(be.slots)])
+    slots = tuple([_event(e, t) for t, e in enumerate(be[1])])  # (be.slots: by index, a NamedTuple's field)
     if len(_entries) >= _ENTRIES_MAX:
         _entries.clear()
     _entries[id(be)] = (be, slots)
@@ -147,14 +154,18 @@ def _entry_slots(be) -> tuple:
 
 
 def _buffers(entries, n: int) -> tuple:
-    """``((key, BufferEntry), ...)``: shared keys and instants, per task its slots."""
-    stripped = [_entry_slots(be) for _, be in entries]
-    for s in stripped:
+    """``((key, BufferEntry), ...)``: shared keys and instants, per task the tuple of its slots."""
+    keys = []
+    cols: list[list] = [[] for _ in range(n)]
+    for k, be in entries:
+        s: tuple = _entry_slots(be)
         if len(s) != n:
             raise _FOREIGN
-    # (zip(*stripped): per task the tuple of its slots, at C speed; no entry: n empty columns)
-    return (tuple([(k, be.instant) for k, be in entries]),
-            list(zip(*stripped)) if stripped else [()] * n)
+        keys.append((k, be[0]))  # (be.instant)
+        for t in range(n):
+            col: list = cols[t]
+            col.append(s[t])
+    return tuple(keys), [tuple(c) for c in cols]
 
 
 def coordinator_part(c: Coordinator, n: int) -> tuple:
@@ -185,7 +196,12 @@ def combine(a: tuple, b: tuple) -> tuple:
 
 def combine_hashes(a: tuple, b: tuple) -> tuple:
     """:func:`hashes` of :func:`combine` (a, b), from the hashes of ``a`` and ``b``."""
-    return hash((a[0], b[0])), tuple(map(hash, zip(a[1], b[1])))
+    ac: tuple = a[1]
+    bc: tuple = b[1]
+    hs = []
+    for t in range(len(ac)):
+        hs.append(hash((ac[t], bc[t])))
+    return hash((a[0], b[0])), tuple(hs)
 
 
 def metadata_part(timeline_signature, metadata: dict, n: int) -> tuple:
