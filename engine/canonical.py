@@ -204,9 +204,8 @@ def combine_hashes(a: tuple, b: tuple) -> tuple:
     return hash((a[0], b[0])), tuple(hs)
 
 
-def metadata_part(timeline_signature, metadata: dict, n: int) -> tuple:
-    """The table's timeline (shared) and commit metadata: the instants shared, per task its statuses of
-    each instant, sorted."""
+def _metadata_columns(metadata: dict, n: int) -> tuple:
+    """``(instants, columns)`` of the commit metadata: the instants sorted, per task its statuses of each."""
     instants = sorted(metadata)
     cols: list = [[] for _ in range(n)]
     for i in instants:
@@ -221,4 +220,20 @@ def metadata_part(timeline_signature, metadata: dict, n: int) -> tuple:
             if len(p) > 1:
                 p.sort()
             cols[t].append(tuple(p))
-    return _part((timeline_signature, tuple(instants)), [tuple(c) for c in cols])
+    return tuple(instants), [tuple(c) for c in cols]
+
+
+def metadata_part(timeline_signature, metadata: dict, n: int) -> tuple:
+    """The table's timeline (shared) and commit metadata: the instants shared, per task its statuses of
+    each instant, sorted."""
+    instants, cols = _metadata_columns(metadata, n)
+    return _part((timeline_signature, instants), cols)
+
+
+def metadata_hashes(metadata: dict, n: int) -> tuple:
+    """``(instants, column hashes)`` of :func:`metadata_part`: its column hashes, and the instants that its
+    shared part holds beside the timeline signature (:func:`hashes` of the part is ``(hash((signature,
+    instants)), column hashes)``; :meth:`engine.table.Table.canonical_hashes` keeps this while the metadata
+    stays the same)."""
+    instants, cols = _metadata_columns(metadata, n)
+    return instants, _part((), cols)[3]

@@ -29,6 +29,7 @@ from typing import Any, Callable, Protocol
 
 from model.instant import Action, State
 from model.protocol.values import DEFAULT_EPOCH_MS, WriteStatus, logical_time
+from .canonical import metadata_hashes, metadata_part
 from .timeline import Timeline
 
 
@@ -100,7 +101,7 @@ class Table:
 
     __slots__ = ("action", "timeline", "_owned", "metadata", "heartbeats", "clock",
                  "commit_log", "rollbacks", "observations", "last_key", "_fp", "_fp_hash", "_pending", "_own_meta",
-                 "_own_clock", "_dups", "_canon", "_sig", "_meta_h")
+                 "_own_clock", "_dups", "_canon", "_sig", "_meta_h", "_meta_canon")
 
     def __init__(self, table_version: int = 8, action: str = "deltacommit",
                  time_source: TimeSource | None = None, _blank: bool = False):
@@ -131,6 +132,7 @@ class Table:
         self._canon: Any = None    # cached hashes of engine.canonical.metadata_part (None: stale; dropped with _fp)
         self._sig: Any = None      # cached timeline.state_signature() (None: stale; dropped when the timeline changes)
         self._meta_h: Any = None   # cached hash of the sorted commit metadata (None: stale; dropped when it changes)
+        self._meta_canon: Any = None  # the metadata's share of _canon: (instants, column hashes) (likewise)
 
     def copy(self) -> "Table":
         t = Table(_blank=True)
@@ -150,7 +152,7 @@ class Table:
         t._fp, t._fp_hash = self._fp, self._fp_hash
         t._dups = self._dups
         t._canon = self._canon
-        t._sig, t._meta_h = self._sig, self._meta_h
+        t._sig, t._meta_h, t._meta_canon = self._sig, self._meta_h, self._meta_canon
         t._pending = self._pending
         return t
 
@@ -166,7 +168,7 @@ class Table:
         if not self._own_meta:
             self.metadata = dict(self.metadata)
             self._own_meta = True
-        self._fp = self._fp_hash = self._canon = self._meta_h = None
+        self._fp = self._fp_hash = self._canon = self._meta_h = self._meta_canon = None
         self._dups = None
         return self.metadata
 
@@ -209,17 +211,19 @@ class Table:
 
     def canonical_part(self, n: int) -> tuple:
         """:func:`engine.canonical.metadata_part` of the timeline and commit metadata (``n`` tasks)."""
-        from .canonical import metadata_part
-
         return metadata_part(self.signature(), self.metadata, n)
 
     def canonical_hashes(self, n: int) -> tuple:
-        """:func:`engine.canonical.hashes` of :meth:`canonical_part`, cached like :meth:`fingerprint`."""
-        if self._canon is None:
-            from .canonical import hashes
-
-            self._canon = hashes(self.canonical_part(n))
-        return self._canon
+        """:func:`engine.canonical.hashes` of :meth:`canonical_part`, cached like :meth:`fingerprint`; the
+        commit metadata's columns are hashed once per change of the metadata (:func:`engine.canonical.
+        metadata_hashes`), not again when only the timeline changed (a ``startCommit``, a rollback)."""
+        c = self._canon
+        if c is None:
+            m = self._meta_canon
+            if m is None:
+                m = self._meta_canon = metadata_hashes(self.metadata, n)
+            c = self._canon = (hash((self.signature(), m[0])), m[1])
+        return c
 
     def fingerprint_hash(self) -> int:
         """A hash of :meth:`fingerprint` from its two parts' hashes, each cached until its part changes (the
