@@ -44,6 +44,13 @@ ALL_INVARIANTS = STEP_INVARIANTS + DRAIN_INVARIANTS
 #: every event of every explored state (building nine Verdicts per state cost ~6 us).
 _HOLDS: Final = {name: Verdict(name, True) for name in ALL_INVARIANTS}
 _ASYNC_MODE: Final = Verdict("I13.blocking-one-pending", True, "async mode")
+# (the shared verdicts the checks return most, as Final names: compiled, C statics instead of dict look-ups)
+_NO_DUPLICATES: Final = _HOLDS["exactly-once.no-duplicates"]
+_ONE_INSTANT: Final = _HOLDS["I10.one-instant-per-key"]
+_SUBSUME: Final = _HOLDS["I11.subsume"]
+_ONE_PENDING: Final = _HOLDS["I13.blocking-one-pending"]
+_ASYNC_LAZY: Final = _HOLDS["I14.async-lazy"]
+_BOUNDED: Final = _HOLDS["bounded-state"]
 
 #: Checkpoints after faults stop within which every flushed interval must be committed.
 LIVENESS_CHECKPOINTS = 3
@@ -82,7 +89,7 @@ def _from_observations(system: System, rule: str) -> Verdict:
 def check_no_duplicates(system: System) -> Verdict:
     dup = system.table.duplicated_offsets()
     if not dup:
-        return _HOLDS["exactly-once.no-duplicates"]
+        return _NO_DUPLICATES
     recs = [system.source.record(t, o).key for t, o in dup[:5]]
     return Verdict("exactly-once.no-duplicates", False,
                    f"{len(dup)} record(s) committed more than once, e.g. {', '.join(recs)}", tuple(recs))
@@ -121,7 +128,7 @@ def check_subsume(system: System) -> Verdict:
         if k < acked:
             break
     else:  # (every state of an exploration: no sorted list)
-        return _HOLDS["I11.subsume"]
+        return _SUBSUME
     stale = sorted(k for k in coord.buffers if k < acked)
     return Verdict("I11.subsume", False,
                    f"ack {coord.max_acked} processed but key(s) {stale} are still buffered "
@@ -134,7 +141,7 @@ def check_blocking_one_pending(system: System) -> Verdict:
         return _ASYNC_MODE
     owned = [t for t in system.table.pending_instants() if t in system.table.heartbeats]
     if len(owned) <= 1:
-        return _HOLDS["I13.blocking-one-pending"]
+        return _ONE_PENDING
     return Verdict("I13.blocking-one-pending", False,
                    f"{len(owned)} pending data instants with a live heartbeat: {', '.join(owned)}", tuple(owned))
 
@@ -145,7 +152,7 @@ def check_async_lazy(system: System) -> Verdict:
         return Verdict("I14.async-lazy", False,
                        "async mode configured with the EAGER failed-writes policy: startCommit rolls back "
                        "the job's own pending instants" + _rolled_back_owned(system))
-    return _HOLDS["I14.async-lazy"]
+    return _ASYNC_LAZY
 
 
 def _rolled_back_owned(system: System) -> str:
@@ -171,6 +178,12 @@ def check_bounded_state(system: System) -> Verdict:
     # break their bound, and they are counted only then -- the verdict is the same, most states count nothing)
     events = (sum(len(e.slots) - e.slots.count(None) for e in system.coordinator.buffers.values())
               if entries > U + 2 else 0)
+    if entries <= U + 2 and events <= P * (U + 2):
+        for w in system.writers:
+            if len(w.state) > 1:
+                break
+        else:  # (every state of an exploration: no list built)
+            return _BOUNDED
     big_tasks = [w.task for w in system.writers if len(w.state) > 1]
     if entries > U + 2 or events > P * (U + 2):
         return Verdict("bounded-state", False,
@@ -206,8 +219,22 @@ _STEP_HOLDS: Final = tuple(_HOLDS[name] for name in STEP_INVARIANTS)
 
 def step_violations(system: System) -> list[Verdict] | None:
     """The verdicts of :func:`check_step` that do not hold, or None when all hold (the explorers' check of
-    every new state: the shared "holds" verdicts are told by identity, not read one by one)."""
+    every new state: the shared "holds" verdicts are told by identity, not read one by one).
+
+    While no rule has been observed (most states), the four checks that only read the observations hold
+    (:func:`_from_observations` gives the shared verdict) and are not called; the other six are, in
+    :func:`check_step`'s order. ``tests/test_engine_speedups.py`` compares this with :func:`check_step`."""
     out: list[Verdict] | None = None
+    if not system.observed_rules:
+        for v in (check_no_duplicates(system), check_one_instant_per_key(system), check_subsume(system),
+                  check_blocking_one_pending(system), check_async_lazy(system), check_bounded_state(system)):
+            if (v is not _NO_DUPLICATES and v is not _ONE_INSTANT and v is not _SUBSUME and v is not _ONE_PENDING
+                    and v is not _ASYNC_MODE and v is not _ASYNC_LAZY and v is not _BOUNDED and not v.holds):
+                if out is None:
+                    out = [v]
+                else:
+                    out.append(v)
+        return out
     i = 0
     for v in check_step(system):
         if v is not _STEP_HOLDS[i] and v is not _ASYNC_MODE and not v.holds:

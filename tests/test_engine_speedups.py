@@ -181,7 +181,7 @@ def test_step_violations_are_the_failing_verdicts_of_check_step():
     from engine import System
     from engine import invariants as inv
 
-    failing_states = 0
+    failing_states = unobserved = 0
     for name in sorted(VARIANTS):
         rnd = random.Random(3)
         cfg = variant(name, parallelism=2, max_checkpoints=3, records=3, max_crashes=1,
@@ -192,6 +192,7 @@ def test_step_violations_are_the_failing_verdicts_of_check_step():
                 failing = [v for v in inv.check_step(s) if not v.holds]
                 assert inv.step_violations(s) == (failing or None), f"replay: {name} seed 3 run {run} step {step}"
                 failing_states += bool(failing)
+                unobserved += bool(failing) and not s.observed_rules  # (step_violations' own path for these)
                 evs = s.enabled_events()
                 if not evs:
                     break
@@ -201,3 +202,4 @@ def test_step_violations_are_the_failing_verdicts_of_check_step():
                 except Exception:  # noqa: BLE001 - a broken variant may refuse its own event: the run ends there
                     break
     assert failing_states > 50, failing_states
+    assert unobserved > 20, unobserved
