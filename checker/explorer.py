@@ -360,6 +360,12 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
         relation = model.independence()
         if relation is not None:
             indep, live = relation
+    if indep is not None:
+        # With sleep sets most of those repeats are never generated (their transitions are asleep) and the
+        # canonical parts are cached per change: computing the plain fingerprint of every successor cost more
+        # than the canonical forms it spared (callgrind, 300,000-state prefix of the reference bound, 29 Nov
+        # 2026: 29,457M -> 28,842M instructions without it). Same states, numbers and counts either way.
+        plain = None
     t0, c0 = time.perf_counter(), time.process_time()
     queue: deque = deque()
 
