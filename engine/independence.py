@@ -49,6 +49,9 @@ def _tasks(prefix: str, n: int) -> frozenset:
 def footprint(ev: E.Event, k: Any) -> tuple | None:
     """``(reads, writes, commutes)`` (frozensets of part names, see the module docstring) of ``ev`` under the
     settings ``k``, or None (:data:`ALL`): dependent on every event."""
+    reads: Any
+    writes: Any
+    commutes: Any  # (sets in some branches, frozensets in others: typed Any for mypyc, which compiles this module)
     kind = type(ev)
     n = k.parallelism
     exq = k.executor_queue

@@ -111,6 +111,20 @@ class _TaskEvents:
         self.clean: Any = _event(E.Clean)
         self.crash_coordinator: Any = _event(E.CrashCoordinator)
         self.restart_job: Any = _event(E.RestartJob)
+        self.deliver_ack: dict = {}  # checkpoint id -> _event(DeliverAck, id), filled as acks are met
+        self.lose_ack: dict = {}     # likewise LoseAck
+
+    def ack(self, n: int) -> Any:
+        e = self.deliver_ack.get(n)
+        if e is None:
+            e = self.deliver_ack[n] = _event(E.DeliverAck, n)
+        return e
+
+    def lost_ack(self, n: int) -> Any:
+        e = self.lose_ack.get(n)
+        if e is None:
+            e = self.lose_ack[n] = _event(E.LoseAck, n)
+        return e
 
 
 #: :class:`_TaskEvents` by number of tasks
@@ -627,11 +641,12 @@ class System:
         acks = self.acks_in_flight
         if acks:
             if self._faults_on("late-ack"):
-                out.extend(_event(E.DeliverAck, n) for n in acks)
+                for n in acks:
+                    out.append(te.ack(n))
             else:
-                out.append(_event(E.DeliverAck, acks[0]))
-        if not cfg.eager and self.table.failed_writes() and (cfg.clean_during_restart
-                                                             or not self._bootstrap_in_flight()):
+                out.append(te.ack(acks[0]))
+        if not cfg.eager and self.table.has_failed_writes() and (cfg.clean_during_restart
+                                                                 or not self._bootstrap_in_flight()):
             out.append(te.clean)
         if self.executor and self._may_run_job(None) is None:
             out.append(_event(E.RunJob))
@@ -650,7 +665,8 @@ class System:
             return out
         faults = cfg.faults
         if "lost-ack" in faults:
-            out.extend(_event(E.LoseAck, n) for n in acks)
+            for n in acks:
+                out.append(te.lost_ack(n))
         if "lost-event" in faults and self.crashes < cfg.max_crashes:
             out.extend(_event(E.LoseEvent, t) for t in range(P) if chans[t])
         if "request-timeout" in faults and self.crashes < cfg.max_crashes and not cstart:

@@ -239,6 +239,14 @@ class Table:
         """Pending data instants whose heartbeat expired (candidates of the LAZY rollback)."""
         return [t for t in self.pending_instants() if t not in self.heartbeats]
 
+    def has_failed_writes(self) -> bool:
+        """``bool(failed_writes())``, without the list (asked by every state's enabled events)."""
+        hb = self.heartbeats
+        for t in self.pending_instants():
+            if t not in hb:
+                return True
+        return False
+
     # ---------------------------------------------------------------- rules
     def start_commit(self, eager: bool) -> str:
         """``startCommit``: (EAGER) roll back every pending data instant, then requested -> inflight."""

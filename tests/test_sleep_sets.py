@@ -245,6 +245,7 @@ def _ingest_and_own_snapshot_independent(a, b, k, real=independence.independent)
     return real(a, b, k)
 
 
+@pytest.mark.pure_engine  # (compiled, engine.independence.relation calls independent directly: not patched)
 @pytest.mark.parametrize("broken", [_everything_independent, _ingest_and_own_snapshot_independent])
 def test_a_broken_relation_fails_the_commutation_check(monkeypatch, broken):
     monkeypatch.setattr(independence, "independent", broken)
@@ -254,6 +255,7 @@ def test_a_broken_relation_fails_the_commutation_check(monkeypatch, broken):
     assert bad, "the broken relation was not caught"
 
 
+@pytest.mark.pure_engine
 def test_a_broken_relation_fails_the_search_comparison(monkeypatch):
     monkeypatch.setattr(independence, "independent", _everything_independent)
     assert differences(small_config("hudi-1.1")), "the broken relation was not caught"
