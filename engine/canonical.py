@@ -155,23 +155,40 @@ def _entry_slots(be) -> tuple:
 
 def _buffers(entries, n: int) -> tuple:
     """``((key, BufferEntry), ...)``: shared keys and instants, per task the tuple of its slots."""
+    m: int = n  # (a parameter is compiled as an object: a native int for the loops)
     keys = []
-    cols: list[list] = [[] for _ in range(n)]
+    cols: list[list] = [[] for _ in range(m)]
     for k, be in entries:
         s: tuple = _entry_slots(be)
-        if len(s) != n:
+        if len(s) != m:
             raise _FOREIGN
         keys.append((k, be[0]))  # (be.instant)
-        for t in range(n):
+        for t in range(m):
             col: list = cols[t]
             col.append(s[t])
     return tuple(keys), [tuple(c) for c in cols]
 
 
 def coordinator_part(c: Coordinator, n: int) -> tuple:
-    entries = [(k, e._frozen or e.frozen()) for k, e in sorted(c.buffers.items())]
-    keys, cols = _buffers(entries, n)
-    return _part((keys, c.instant, c.max_acked, tuple(sorted(c.assigned.items()))), cols)
+    """The coordinator's buffers by key (:func:`_buffers`, in one pass) and its instant, highest ack and
+    assignments (shared)."""
+    m: int = n  # (a parameter is compiled as an object: a native int for the loops)
+    buffers = c.buffers
+    keys = []
+    cols: list[list] = [[] for _ in range(m)]
+    for k in sorted(buffers):
+        e = buffers[k]
+        be = e._frozen or e.frozen()
+        s: tuple = _entry_slots(be)
+        if len(s) != m:
+            raise _FOREIGN
+        keys.append((k, be[0]))  # (be.instant)
+        for t in range(m):
+            col: list = cols[t]
+            col.append(s[t])
+    assigned = c.assigned
+    given = tuple(sorted(assigned.items())) if len(assigned) > 1 else tuple(assigned.items())
+    return _part((tuple(keys), c.instant, c.max_acked, given), [tuple(x) for x in cols])
 
 
 def checkpoint_part(cp, n: int) -> tuple:
