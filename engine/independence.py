@@ -222,15 +222,24 @@ def relation(k: Any):
     """``indep(a, b)``: :func:`independent` under the settings ``k``, each pair of event objects worked out
     once (the explorer asks it when it stores a new state, per earlier sibling and inherited event;
     :meth:`engine.System.enabled_events` hands out one shared object per event value, so the pair is keyed by
-    the objects' ids and the objects are kept to tell a reused id)."""
-    memo: dict = {}
+    the objects' ids: ``id(a)`` to a table of ``id(b)``; every object met is kept alive, so no id is reused
+    while the memo holds it)."""
+    memo: dict[int, dict[int, bool]] = {}
+    alive: list = []
 
     def indep(a: E.Event, b: E.Event) -> bool:
-        hit = memo.get((id(a), id(b)))
-        if hit is not None and hit[0] is a and hit[1] is b:
-            return hit[2]
+        row = memo.get(id(a))
+        if row is None:
+            row = memo[id(a)] = {}
+            alive.append(a)
+        hit = row.get(id(b))
+        if hit is not None:
+            return hit
         out = independent(a, b, k)
-        memo[(id(a), id(b))] = (a, b, out)
+        if id(b) not in memo:
+            memo[id(b)] = {}
+            alive.append(b)
+        row[id(b)] = out
         return out
 
     return indep
