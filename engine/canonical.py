@@ -100,11 +100,7 @@ def writer_column(w: WriterTask) -> tuple:
     :meth:`engine.System._w` drops it before the writer changes, a copy starts without it)."""
     c = w._canon
     if c is None:
-        tail = w._ctail  # (interval, state, their column form, its hash), kept while both are the same objects
-        if tail is None or tail[0] is not w.interval or tail[1] is not w.state:
-            t = w.task
-            ct = (_statuses(w.interval, t), _events(w.state, t))
-            tail = w._ctail = (w.interval, w.state, ct, hash(ct))
+        tail = _writer_tail(w)
         ct = tail[2]
         col = (w.offset, w.flushed, w.checkpoint_id, w.instant, w.current_instant, ct[0], ct[1], w.attempt > 0,
                w.confirming)
@@ -117,6 +113,40 @@ def column_hash(col: tuple, tail_hash: int) -> int:
     together: the column's other fields and ``tail_hash`` (a function of the column, so equal columns hash
     equal; the nested interval and state are not walked again when only an offset changed)."""
     return hash((col[0], col[1], col[2], col[3], col[4], tail_hash, col[7], col[8]))
+
+
+def _writer_tail(w: WriterTask) -> tuple:
+    """``(interval, state, their column form, its hash)`` of ``w``, kept on the writer (``_ctail``) while both
+    are the same objects (immutable tuples: an event that changed only an offset does not walk them again)."""
+    tail = w._ctail
+    if tail is None or tail[0] is not w.interval or tail[1] is not w.state:
+        t = w.task
+        ct = (_statuses(w.interval, t), _events(w.state, t))
+        tail = w._ctail = (w.interval, w.state, ct, hash(ct))
+    return tail
+
+
+def writer_hash(w: WriterTask) -> int:
+    """``writer_column(w)[1]`` without the column (what the compact fingerprint reads), cached on the writer
+    (``_canon_h``, dropped with ``_canon``)."""
+    h = w._canon_h
+    if h is None:
+        tail: tuple = _writer_tail(w)
+        h = w._canon_h = hash((w.offset, w.flushed, w.checkpoint_id, w.instant, w.current_instant, tail[3],
+                               w.attempt > 0, w.confirming))
+    return h
+
+
+def writers_hashes(writers: list[WriterTask]) -> tuple:
+    """:func:`hashes` of :func:`writers_part`, from each writer's :func:`writer_hash`."""
+    hs = []
+    t = 0
+    for w in writers:
+        if w.task != t:
+            raise _FOREIGN
+        hs.append(writer_hash(w))
+        t += 1
+    return _EMPTY_HASH, tuple(hs)
 
 
 def writers_part(writers: list[WriterTask]) -> tuple:

@@ -258,7 +258,7 @@ class System:
             self._own_w = own + (t,)
         self._writers_hash = self._canon_w = None
         w = self.writers[t]
-        w._canon = w._key_hash = None
+        w._canon = w._canon_h = w._key_hash = None
         return w
 
     def replace_coordinator(self, coordinator: Coordinator) -> None:
@@ -1225,7 +1225,7 @@ class System:
             c = self._canon_c = canonical.hashes(canonical.coordinator_part(self.coordinator, n))
         w = self._canon_w
         if w is None:
-            w = self._canon_w = canonical.hashes(canonical.writers_part(self.writers))
+            w = self._canon_w = canonical.writers_hashes(self.writers)
         k = self._canon_k  # (pending, its hashes, last completed, its hashes, both's hashes)
         pending, completed = self.pending_checkpoint, self.last_completed
         if k is None or k[0] is not pending or k[2] is not completed:

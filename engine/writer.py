@@ -36,7 +36,8 @@ class WriterTask:
     """One writer subtask. Fields are plain values; the rules below are its transitions."""
 
     __slots__ = ("task", "offset", "flushed", "checkpoint_id", "instant", "current_instant",
-                 "interval", "state", "attempt", "confirming", "_canon", "_key_hash", "_tail", "_ctail")
+                 "interval", "state", "attempt", "confirming", "_canon", "_canon_h", "_key_hash", "_tail",
+                 "_ctail")
 
     def __init__(self, task: int = -1):
         # called with no argument: blank, for copy() to fill -- and for pickle (the parallel search moves states),
@@ -54,6 +55,7 @@ class WriterTask:
         self.attempt = 0
         self.confirming: Any = None     # 0.x: waiting for the coordinator's next instant (holds currentInstant)
         self._canon: Any = None         # engine.canonical.writer_column's (column, hash); dropped by System._w
+        self._canon_h: Any = None       # engine.canonical.writer_hash's (that hash alone), likewise
         self._key_hash: Any = None      # hash(compact_key()), likewise (None: not computed since the last change)
         # (interval, state, hash((interval, state))) while both are these objects (immutable tuples; most events
         # change neither, so a change of the offsets does not walk them again): kept by copies
@@ -65,7 +67,7 @@ class WriterTask:
         w.task, w.offset, w.flushed, w.checkpoint_id = self.task, self.offset, self.flushed, self.checkpoint_id
         w.instant, w.current_instant, w.interval = self.instant, self.current_instant, self.interval
         w.state, w.attempt, w.confirming = self.state, self.attempt, self.confirming
-        w._canon = w._key_hash = None
+        w._canon = w._canon_h = w._key_hash = None
         w._tail, w._ctail = self._tail, self._ctail
         return w
 
