@@ -721,10 +721,14 @@ class System:
         gets None in its place, not applied (compared by identity: an equal event of another identity is applied,
         which is only slower)."""
         out: list = []
+        # (parameters are compiled as objects: typed locals iterate and look up natively; the events stay any
+        # iterable a model's actions give)
+        sleeping: tuple | None = asleep
+        memo: dict | None = restarts if not check else None
         for ev in events:
-            if asleep is not None:
+            if sleeping is not None:
                 slept = False
-                for x in asleep:
+                for x in sleeping:
                     if x is ev:
                         slept = True
                         break
@@ -732,10 +736,10 @@ class System:
                     out.append(None)
                     continue
             key = None
-            if restarts is not None and not check:
+            if memo is not None:
                 key = self.restart_key(ev)
                 if key is not None:
-                    hit = restarts.get(key)
+                    hit = memo.get(key)
                     if hit is not None:
                         out.append(hit)
                         continue
@@ -745,10 +749,10 @@ class System:
             except RuleViolation as exc:
                 out.append(refused(ev, exc))
                 continue
-            if key is not None and restarts is not None:
-                if len(restarts) >= RESTARTS_MAX:
-                    restarts.clear()
-                restarts[key] = s
+            if key is not None and memo is not None:
+                if len(memo) >= RESTARTS_MAX:
+                    memo.clear()
+                memo[key] = s
             out.append(s)
         return out
 
