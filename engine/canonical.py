@@ -208,11 +208,12 @@ def coordinator_part(c: Coordinator, n: int) -> tuple:
     cols: list[list] = [[] for _ in range(m)]
     for k in sorted(buffers):
         e = buffers[k]
-        be = e._frozen or e.frozen()
-        s: tuple = _entry_slots(be)
+        s: tuple | None = e._cslots  # (kept by the buffer until a slot changes, and by its copies)
+        if s is None:
+            s = e._cslots = tuple([_event(x, t) for t, x in enumerate(e.slots)])
         if len(s) != m:
             raise _FOREIGN
-        keys.append((k, be[0]))  # (be.instant)
+        keys.append((k, e.instant))
         for t in range(m):
             col: list = cols[t]
             col.append(s[t])

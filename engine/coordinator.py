@@ -49,13 +49,15 @@ class EventBuffer:
     copies a shared one first (:meth:`Coordinator._entry`); its checkpoint state holds frozen copies
     (:meth:`frozen`). Change it through its methods only: they drop the frozen copy it keeps."""
 
-    __slots__ = ("instant", "slots", "_frozen", "_frozen_h")
+    __slots__ = ("instant", "slots", "_frozen", "_frozen_h", "_cslots")
 
-    def __init__(self, instant: str, slots: list, frozen: BufferEntry | None = None, frozen_hash: Any = None):
+    def __init__(self, instant: str, slots: list, frozen: BufferEntry | None = None, frozen_hash: Any = None,
+                 cslots: Any = None):
         self.instant = instant
         self.slots = slots      # list[WriteMetadataEvent | None], one per task
         self._frozen = frozen   # BufferEntry of the current slots, once asked (None: not made since a change)
         self._frozen_h = frozen_hash  # hash(frozen()), likewise (None: not computed since a change)
+        self._cslots = cslots   # engine.canonical's form of the slots (task ids left out), likewise
 
     def __reduce__(self):
         # pickled through the constructor (the parallel search moves states): compiled by mypyc, pickle's
@@ -73,7 +75,7 @@ class EventBuffer:
         return cls(entry.instant, list(entry.slots), entry)
 
     def copy(self) -> "EventBuffer":
-        return EventBuffer(self.instant, list(self.slots), self._frozen, self._frozen_h)
+        return EventBuffer(self.instant, list(self.slots), self._frozen, self._frozen_h, self._cslots)
 
     def frozen(self) -> BufferEntry:
         """The buffer as a value (made once per change: fingerprints and checkpoints ask for it)."""
@@ -93,7 +95,7 @@ class EventBuffer:
     def set_slot(self, task: int, ev) -> None:
         """``task``'s slot := ``ev`` (a write-metadata event or None)."""
         self.slots[task] = ev
-        self._frozen = self._frozen_h = None
+        self._frozen = self._frozen_h = self._cslots = None
 
     def add_event(self, ev) -> None:
         """``EventBuffer.addEventToBuffer``: ``ev`` merged into its task's slot when the slot holds an event
@@ -101,7 +103,7 @@ class EventBuffer:
         slots, t = self.slots, ev.task
         old = slots[t]
         slots[t] = old.merge_with(ev) if (old is not None and old.instant == ev.instant) else ev
-        self._frozen = self._frozen_h = None
+        self._frozen = self._frozen_h = self._cslots = None
 
     # (A slot is None or a WriteMetadataEvent, a non-empty tuple and so true: any() tells them apart
     # without the == comparisons ``None in slots`` or ``slots.count(None)`` make.)

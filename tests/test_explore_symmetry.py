@@ -336,7 +336,7 @@ def test_a_canonical_form_that_sorts_each_part_on_its_own_merges_orbits_and_is_c
 
 def fresh_canonical_fingerprint_hash(s) -> int | None:
     """``s.canonical_fingerprint_hash()`` computed on a copy without any cached part (the System's, the
-    writers', the table's, the buffer entries'): what the cached value must equal."""
+    writers', the table's, the coordinator's buffers', the buffer entries'): what the cached value must equal."""
     from engine import canonical
 
     c = s.clone()
@@ -347,6 +347,11 @@ def fresh_canonical_fingerprint_hash(s) -> int | None:
     c._own_w = None
     c.table = c.table.copy()
     c.table._canon = c.table._meta_canon = None
+    coordinator = c.coordinator.copy()
+    coordinator.buffers = {k: e.copy() for k, e in coordinator.buffers.items()}
+    for e in coordinator.buffers.values():
+        e._cslots = None
+    c.replace_coordinator(coordinator)
     saved = dict(canonical._entries)
     canonical._entries.clear()
     try:
