@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from model.protocol.values import TaskSnapshot, WriteMetadataEvent
+from model.protocol.values import CompletedCheckpoint, TaskSnapshot, WriteMetadataEvent
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
@@ -43,6 +43,7 @@ _EMPTY_HASH: Final = hash(())
 # (the value classes as Final names: compiled, a C static each instead of a look-up in the module's dict)
 _WRITE_METADATA: Final = WriteMetadataEvent
 _TASK_SNAPSHOT: Final = TaskSnapshot
+_COMPLETED: Final = CompletedCheckpoint
 
 
 def _part(shared, columns: list) -> tuple:
@@ -235,6 +236,37 @@ def checkpoint_part(cp, n: int) -> tuple:
     else:
         keys, cols = _buffers(cs, n)
     return _part((cp.id, keys), [(_snapshot(tasks[t], t), cols[t]) for t in range(n)])
+
+
+def checkpoint_hashes(cp, n: int) -> tuple:
+    """:func:`hashes` of :func:`checkpoint_part` (the same values). For a pending checkpoint (a mutable object:
+    one task's snapshot arrives at a time) the coordinator state's shared hash and columns and each task's
+    column hash are kept on it (``_canon``, each checked by the identity of what it was made from: the
+    coordinator state, the task's snapshot), so an acknowledgement hashes that task's column alone."""
+    if cp is None or type(cp) is _COMPLETED:
+        return hashes(checkpoint_part(cp, n))
+    m: int = n
+    tasks = cp.tasks
+    if len(tasks) != m:
+        raise _FOREIGN
+    cs = cp.coordinator_state
+    c = cp._canon  # (coordinator state, shared hash, its columns, per task (snapshot, column hash) or None)
+    if c is None or c[0] is not cs:
+        if cs is None:
+            keys, cols = None, [None] * m
+        else:
+            keys, cols = _buffers(cs, m)
+        c = cp._canon = (cs, hash((cp.id, keys)), cols, [None] * m)
+    cols_: list = c[2]
+    per: list = c[3]
+    out = []
+    for t in range(m):
+        snap = tasks[t]
+        p = per[t]
+        if p is None or p[0] is not snap:
+            p = per[t] = (snap, hash((_snapshot(snap, t), cols_[t])))
+        out.append(p[1])
+    return c[1], tuple(out)
 
 
 def combine(a: tuple, b: tuple) -> tuple:

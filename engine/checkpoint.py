@@ -28,7 +28,7 @@ class PendingCheckpoint:
     its writer tasks (a clone shares it until one of them writes; :meth:`copy`). Equality is by value;
     :meth:`key` is the hashable form (a mutable object has no hash)."""
 
-    __slots__ = ("id", "coordinator_state", "tasks", "acknowledged", "_cs_h", "_tasks_h")
+    __slots__ = ("id", "coordinator_state", "tasks", "acknowledged", "_cs_h", "_tasks_h", "_canon")
 
     def __init__(self, id: int = -1, coordinator_state: tuple | None = None, parallelism: int = -1):
         # called with no argument: blank, for copy() to fill -- and for pickle (the parallel search moves states),
@@ -41,12 +41,14 @@ class PendingCheckpoint:
         self.acknowledged = 0                       # tasks whose snapshot is in ``tasks``
         self._cs_h: Any = None      # hash(coordinator_state) once asked (it is set at creation and never changed)
         self._tasks_h: Any = None   # per task, hash(tasks[t]) once asked (None: not yet, or changed since)
+        self._canon: Any = None     # engine.canonical.checkpoint_hashes' cache (checked by identity; copies share it)
 
     def copy(self) -> "PendingCheckpoint":
         p = PendingCheckpoint()
         p.id, p.coordinator_state, p.tasks, p.acknowledged = (self.id, self.coordinator_state, list(self.tasks),
                                                               self.acknowledged)
         p._cs_h = self._cs_h
+        p._canon = self._canon
         p._tasks_h = None if self._tasks_h is None else list(self._tasks_h)
         return p
 

@@ -1233,7 +1233,7 @@ class System:
         k = self._canon_k  # (pending, its hashes, last completed, its hashes, both's hashes)
         pending, completed = self.pending_checkpoint, self.last_completed
         if k is None or k[0] is not pending or k[2] is not completed:
-            kp = k[1] if k is not None and k[0] is pending else canonical.hashes(canonical.checkpoint_part(pending, n))
+            kp = k[1] if k is not None and k[0] is pending else canonical.checkpoint_hashes(pending, n)
             kc = (k[3] if k is not None and k[2] is completed
                   else canonical.hashes(canonical.checkpoint_part(completed, n)))
             k = self._canon_k = (pending, kp, completed, kc, canonical.combine_hashes(kp, kc))

@@ -318,7 +318,11 @@ class Timeline:
 
     def state_signature(self) -> tuple:
         """A hashable (requested time, visible state) summary, for state hashing in exploration."""
-        return tuple(sorted((r.requested_time, max(r.states)) for r in self._records.values()))
+        out = []
+        for r in self._records.values():  # (a loop, not a generator: compiled, no generator object per call)
+            out.append((r.requested_time, max(r.states)))
+        out.sort()
+        return tuple(out)
 
     def completed(self, actions: Iterable[Action] | None = None) -> list[Instant]:
         acts = None if actions is None else {Action(a) for a in actions}

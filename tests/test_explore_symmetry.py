@@ -336,7 +336,8 @@ def test_a_canonical_form_that_sorts_each_part_on_its_own_merges_orbits_and_is_c
 
 def fresh_canonical_fingerprint_hash(s) -> int | None:
     """``s.canonical_fingerprint_hash()`` computed on a copy without any cached part (the System's, the
-    writers', the table's, the coordinator's buffers', the buffer entries'): what the cached value must equal."""
+    writers', the table's, the coordinator's buffers', the pending checkpoint's, the buffer entries'): what the
+    cached value must equal."""
     from engine import canonical
 
     c = s.clone()
@@ -352,6 +353,9 @@ def fresh_canonical_fingerprint_hash(s) -> int | None:
     for e in coordinator.buffers.values():
         e._cslots = None
     c.replace_coordinator(coordinator)
+    if c.pending_checkpoint is not None:
+        c.pending_checkpoint = c.pending_checkpoint.copy()
+        c.pending_checkpoint._canon = None
     saved = dict(canonical._entries)
     canonical._entries.clear()
     try:
