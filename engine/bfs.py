@@ -56,8 +56,8 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     and action index; ``graph`` is the networkx graph to record, or None. The model's functions:
     ``actions_of``, ``successors`` (None: ``step`` per action), ``boundary`` (None: every state is within),
     ``settles``. A successor's fingerprint is ``form(state)``, or ``fallback(state)`` where that is None (no
-    ``fallback``: ``form`` is the fingerprint); ``plain`` (symmetry, no graph; else None) is the state's own
-    fingerprint, by which repeats within a level are skipped before ``form`` is computed. ``terminal``: the
+    ``fallback``: ``form`` is the fingerprint); ``plain`` (symmetry, no graph, no sleep sets; else None) is the
+    state's own fingerprint, by which repeats within a level are skipped before ``form`` is computed. ``terminal``: the
     ``terminal`` properties; ``inline``: ``(property, check)`` of every property when all are ``always``
     (their values judged here, ``judge(property, sid, value)`` called only when one is not "holds"), else
     None and ``check_new(sid, state)`` checks each new state. The limits and ``progress`` are

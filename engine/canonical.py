@@ -17,7 +17,11 @@ state by every permutation (:func:`checker.symmetry.representative_function`). T
 
 Each ``*_part`` function returns ``(shared, columns, shared_hash, column_hashes)``: the exact values
 (for exact fingerprints) and their hashes (for compact, 64-bit ones). The System keeps only the hashes
-(:func:`hashes`), computed once per change; the exact form is built afresh when asked for.
+(:func:`hashes`), computed once per change; the exact form is built afresh when asked for. Two parts have
+a compact path that builds no column tuple: :func:`writers_hashes` (each writer's column hash, kept on the
+writer) and :func:`checkpoint_hashes` (a pending checkpoint keeps its coordinator state's hashes and each
+task's column hash); both give exactly :func:`hashes` of their part. A coordinator buffer keeps its slots'
+column form (``EventBuffer._cslots``) until a slot changes.
 """
 
 from __future__ import annotations
