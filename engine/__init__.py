@@ -20,9 +20,9 @@ engine and spec enable the same events, reach the same abstract state after each
   kept equal to the spec by ``tests/test_fastpaths.py``).
 
 Compiled or pure: the install compiles the hot modules (system, coordinator, writer, table, timeline,
-checkpoint, canonical, failover, invariants, and the search loop bfs) with mypyc when it can (``setup.py``);
-importing :mod:`engine` then puts them in place of the ``.py`` modules, unless a source changed since the build (a stale build is
-never used: :mod:`engine._compiled`) or ``HOODIE_LAB_ENGINE=pure``. :data:`COMPILED` tells which runs and
+checkpoint, canonical, failover, invariants, independence, and the search loop bfs) with mypyc when it can
+(``setup.py``); importing :mod:`engine` then puts them in place of the ``.py`` modules, unless a source changed
+since the build (a stale build is never used: :mod:`engine._compiled`) or ``HOODIE_LAB_ENGINE=pure``. :data:`COMPILED` tells which runs and
 :data:`BUILD` why; both run the same source, and the refinement suite runs on the one in use.
 
 Imports :mod:`model` only.

@@ -109,15 +109,8 @@ def writer_column(w: WriterTask) -> tuple:
         ct = tail[2]
         col = (w.offset, w.flushed, w.checkpoint_id, w.instant, w.current_instant, ct[0], ct[1], w.attempt > 0,
                w.confirming)
-        c = w._canon = (col, column_hash(col, tail[3]))
+        c = w._canon = (col, writer_hash(w))
     return c
-
-
-def column_hash(col: tuple, tail_hash: int) -> int:
-    """The hash of writer column ``col`` whose interval and state (its fields 5 and 6) hash to ``tail_hash``
-    together: the column's other fields and ``tail_hash`` (a function of the column, so equal columns hash
-    equal; the nested interval and state are not walked again when only an offset changed)."""
-    return hash((col[0], col[1], col[2], col[3], col[4], tail_hash, col[7], col[8]))
 
 
 def _writer_tail(w: WriterTask) -> tuple:
@@ -132,8 +125,10 @@ def _writer_tail(w: WriterTask) -> tuple:
 
 
 def writer_hash(w: WriterTask) -> int:
-    """``writer_column(w)[1]`` without the column (what the compact fingerprint reads), cached on the writer
-    (``_canon_h``, dropped with ``_canon``)."""
+    """The hash of ``w``'s column (:func:`writer_column`): its fields but the interval and state, and the hash of
+    those two together (a function of the column, so equal columns hash equal; the nested interval and state
+    are not walked again when only an offset changed). Cached on the writer (``_canon_h``, dropped with
+    ``_canon``); the compact fingerprint reads it without building the column."""
     h = w._canon_h
     if h is None:
         tail: tuple = _writer_tail(w)
@@ -169,9 +164,9 @@ def channels_part(channels: tuple) -> tuple:
     return _part((), [tuple([_message(m, t) for m in ch]) if ch else () for t, ch in enumerate(channels)])
 
 
-#: ``id(BufferEntry) -> (entry, its slots without task ids)``: a buffer entry is an immutable value shared by
-#: the states after it (an EventBuffer keeps its frozen copy until it changes, checkpoints hold it), so its
-#: slots are stripped once; the entry is kept alive with its result (its id cannot be reused) and the cache
+#: ``id(BufferEntry) -> (entry, its slots without task ids)``, for the checkpoints' coordinator state (the live
+#: buffers keep their own form, ``EventBuffer._cslots``): a buffer entry is an immutable value shared by the
+#: states after it (checkpoints hold it), so its slots are stripped once; the entry is kept alive with its result (its id cannot be reused) and the cache
 #: is emptied when it reaches _ENTRIES_MAX.
 _entries: Final[dict] = {}
 _ENTRIES_MAX: Final = 1 << 16
@@ -194,14 +189,20 @@ def _buffers(entries, n: int) -> tuple:
     keys = []
     cols: list[list] = [[] for _ in range(m)]
     for k, be in entries:
-        s: tuple = _entry_slots(be)
-        if len(s) != m:
-            raise _FOREIGN
+        _add_row(cols, _entry_slots(be), m)
         keys.append((k, be[0]))  # (be.instant)
-        for t in range(m):
-            col: list = cols[t]
-            col.append(s[t])
     return tuple(keys), [tuple(c) for c in cols]
+
+
+def _add_row(cols: list, row: tuple, m: int) -> None:
+    """One buffer's slots (task ids left out) appended to the ``m`` tasks' columns."""
+    r: tuple = row  # (parameters are compiled as objects: typed locals)
+    n: int = m
+    if len(r) != n:
+        raise _FOREIGN
+    for t in range(n):
+        col: list = cols[t]
+        col.append(r[t])
 
 
 def coordinator_part(c: Coordinator, n: int) -> tuple:
@@ -216,12 +217,8 @@ def coordinator_part(c: Coordinator, n: int) -> tuple:
         s: tuple | None = e._cslots  # (kept by the buffer until a slot changes, and by its copies)
         if s is None:
             s = e._cslots = tuple([_event(x, t) for t, x in enumerate(e.slots)])
-        if len(s) != m:
-            raise _FOREIGN
+        _add_row(cols, s, m)
         keys.append((k, e.instant))
-        for t in range(m):
-            col: list = cols[t]
-            col.append(s[t])
     assigned = c.assigned
     given = tuple(sorted(assigned.items())) if len(assigned) > 1 else tuple(assigned.items())
     return _part((tuple(keys), c.instant, c.max_acked, given), [tuple(x) for x in cols])
@@ -235,6 +232,9 @@ def checkpoint_part(cp, n: int) -> tuple:
     if len(tasks) != n:
         raise _FOREIGN
     cs = cp.coordinator_state
+    # (typed as any list: inferred from ``[None] * n`` as a list of None, the compiled code read every column of a
+    # coordinator state as None -- the checkpoint's slots were left out of the form)
+    cols: list
     if cs is None:
         keys, cols = None, [None] * n
     else:
@@ -256,6 +256,7 @@ def checkpoint_hashes(cp, n: int) -> tuple:
     cs = cp.coordinator_state
     c = cp._canon  # (coordinator state, shared hash, its columns, per task (snapshot, column hash) or None)
     if c is None or c[0] is not cs:
+        cols: list  # (not inferred from [None] * m: see checkpoint_part)
         if cs is None:
             keys, cols = None, [None] * m
         else:

@@ -450,3 +450,66 @@ def test_a_canonical_hash_that_leaves_out_the_coordinators_shared_part_is_caught
     monkeypatch.setattr(canonical, "coordinator_part", without_shared_hash)
     forms, hashes, _ = canonical_partitions(small_config("hudi-1.1"))
     assert hashes < forms
+
+
+@pytest.mark.parametrize("variant", ["hudi-1.1", "hudi-1.1-async-events", "single-task-failover", "bug-19215"])
+def test_the_compact_paths_give_exactly_the_hashes_of_their_parts(variant):
+    """``canonical.writers_hashes``, ``checkpoint_hashes`` and ``Table.canonical_hashes`` skip building the parts'
+    columns (and keep what they can): along random runs with 3 tasks, each must equal :func:`canonical.hashes`
+    of the part built afresh (``writers_part``, ``checkpoint_part``, ``Table.canonical_part``)."""
+    from engine import canonical
+
+    seed = 11
+    rnd = random.Random(seed)
+    cfg = VARIANTS[variant].config(parallelism=3, max_checkpoints=3, records=3, buffer_size=1, max_crashes=2,
+                                   faults=frozenset({"lost-ack", "task-crash", "coordinator-crash", "full-restart"}))
+    compared = pending = 0
+    for run in range(5):
+        s = System(cfg, seed=0)
+        for step in range(50):
+            n = s._k.parallelism
+            where = f"replay: {variant} seed {seed} run {run} step {step}"
+            try:
+                writers = canonical.hashes(canonical.writers_part(s.writers))
+            except canonical.Foreign:
+                writers = None
+            if writers is not None:
+                assert canonical.writers_hashes(s.writers) == writers, where
+            for cp in (s.pending_checkpoint, s.last_completed):
+                try:
+                    want = canonical.hashes(canonical.checkpoint_part(cp, n))
+                except canonical.Foreign:
+                    continue
+                assert canonical.checkpoint_hashes(cp, n) == want, where
+                assert canonical.checkpoint_hashes(cp, n) == want, where  # (the second time from the kept values)
+                pending += cp is s.pending_checkpoint and cp is not None
+            try:
+                table = canonical.hashes(s.table.canonical_part(n))
+            except canonical.Foreign:
+                table = None
+            if table is not None:
+                assert s.table.canonical_hashes(n) == table, where
+            compared += 1
+            evs = s.enabled_events()
+            if not evs:
+                break
+            if rnd.random() < 0.5:
+                s = s.clone()
+            s.apply(rnd.choice(evs))
+    assert compared > 100 and pending > 20, (compared, pending)
+
+
+def test_a_checkpoints_coordinator_state_keeps_its_slots_in_the_columns():
+    """A completed checkpoint's coordinator state enters the canonical form per task: its slots (task ids left
+    out) in the task's column. Compiled, the form once read every such column as None (``cols`` inferred as a
+    list of None from ``[None] * n``), leaving the slots out; run on the engine in use."""
+    from engine import canonical
+    from model.protocol.values import BufferEntry, CompletedCheckpoint, WriteMetadataEvent
+
+    ev = WriteMetadataEvent(0, 1, "001", ((0, 0, 1),), False, False)
+    cp = CompletedCheckpoint(1, ((1, BufferEntry("001", (ev, None))),), (None, None))
+    shared, cols, _, col_hashes = canonical.checkpoint_part(cp, 2)
+    assert shared == (1, ((1, "001"),))
+    assert cols == [(None, ((1, "001", ((0, 1),), False, False),)), (None, (None,))]
+    assert col_hashes[0] != col_hashes[1]
+    assert canonical.checkpoint_hashes(cp, 2) == (hash(shared), col_hashes)
