@@ -116,8 +116,8 @@ class Model:
         return not actions
 
     def independence(self) -> tuple | None:
-        """``(indep, live)`` for sleep sets (``explore(sleep_sets=True)``): ``indep(a, b)`` is True only for two
-        actions that, whenever both are enabled in a reachable state, stay enabled after each other and reach
+        """``(indep, live)`` for sleep sets (``explore(sleep_sets=True)``): ``indep(a, b, state)`` is True only
+        for two actions enabled at the reachable ``state`` that stay enabled there after each other and reach
         states of equal fingerprint in either order; ``live`` is the type of successors that are expanded
         (any other type is a dead end). A model that has one takes a third argument in ``successors(state,
         actions, asleep)``: a tuple of action objects of ``actions`` to skip, each with None in its place (and

@@ -63,13 +63,13 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     None and ``check_new(sid, state)`` checks each new state. The limits and ``progress`` are
     :func:`~checker.explorer.explore`'s.
 
-    ``indep`` (None: off) turns on sleep sets: ``indep(a, b)`` says whether two events commute (enabled
-    together, each stays enabled and unrefused after the other, both orders reach equal fingerprints;
+    ``indep`` (None: off) turns on sleep sets: ``indep(a, b, p)`` says whether two events enabled at the state
+    ``p`` commute there (each stays enabled and unrefused after the other, both orders reach equal fingerprints;
     :mod:`engine.independence`), and ``live`` is the type of the successors that can be expanded (another
     type, a dead end such as :class:`checker.protocol.Refused`, never puts its event to sleep). Expanding a
     state skips the events of its sleep set (``successors(state, acts, asleep)`` gives None in their place;
     counted in ``res.pruned``, not in transitions). The sleep set of a successor ``x = p·e_j`` stored by the
-    expansion of ``p`` holds the events independent of ``e_j`` among: the events ``e_i`` (``i < j``) that
+    expansion of ``p`` holds the events independent of ``e_j`` at ``p`` among: the events ``e_i`` (``i < j``) that
     ``p`` took to a live successor ``s_i = p·e_i`` -- new or already known, under any naming -- and the
     events asleep at ``p`` (inherited, as Godefroid's sleep sets pass them on).
 
@@ -180,12 +180,12 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                     ev = acts[idx]
                     if before == 1 and asleep is None:
                         e = news[0]
-                        if indep(e, ev):
+                        if indep(e, ev, state):
                             zj = (e,)
                     else:
-                        sl = [e for e in news[:before] if indep(e, ev)] if before else []
+                        sl = [e for e in news[:before] if indep(e, ev, state)] if before else []
                         if asleep is not None:
-                            sl.extend([e for e in asleep if indep(e, ev)])
+                            sl.extend([e for e in asleep if indep(e, ev, state)])
                         if sl:
                             zj = tuple(sl)
                 push_sleep(zj)

@@ -3,8 +3,12 @@ orders reach states of equal fingerprint. The serial explorer's sleep sets (:fun
 a transition on this word alone, so the relation must be exact or conservative (calling a pair dependent is
 always safe; calling a dependent pair independent loses states).
 
-The relation is static: it looks at the two events (kind, task or checkpoint) and the configuration's
-settings (:mod:`engine.settings`), never at a state. Each event has a *footprint* over the parts of a
+:func:`independent` is static: it looks at the two events (kind, task or checkpoint) and the configuration's
+settings (:mod:`engine.settings`), never at a state. A few pairs it must call dependent commute in most states
+where both are enabled (an ack that commits nothing, two requests of one key, a request whose key already has
+an instant); :func:`commute_at` decides those at the state (the explorer asks at the parent of the state whose
+sleep set it builds, which is where the sleep sets' argument needs the two events to commute), and
+:func:`relation` puts the two together. Each event has a *footprint* over the parts of a
 :class:`engine.System` -- what its guard and its effect read, what its effect writes, and what it updates in
 a way that commutes with other such updates -- and two events are independent when neither writes what the
 other reads or writes, and neither's commuting update is read by the other. An event whose footprint is not
@@ -38,8 +42,15 @@ from typing import Any
 
 from model.protocol import events as E
 
+from .table import LogicalClock
+
 #: the footprint of an event dependent on every other
 ALL = None
+
+_ACK = E.DeliverAck
+_REQUEST = E.RequestInstant
+_SNAPSHOT = E.SnapshotTask
+_FLUSH = E.Flush
 
 
 def _tasks(prefix: str, n: int) -> frozenset:
@@ -218,28 +229,131 @@ def independent(a: E.Event, b: E.Event, k: Any) -> bool:
     return not (ca & rb or cb & ra)
 
 
+# ------------------------------------------------------------------------------ pairs decided at a state
+def at_state(a: E.Event, b: E.Event, k: Any) -> bool:
+    """Whether :func:`commute_at` may call ``a`` and ``b`` independent at some state though :func:`independent`
+    calls them dependent: the pairs it works out, under the settings its reasoning assumes (1.x instants started
+    on request and shared per key, no executor queue; snapshots and flushes handled by the coordinator at once,
+    sync delivery)."""
+    if k.coordinator_start or k.executor_queue or not k.share_instant_per_key:
+        return False
+    ka, kb = type(a), type(b)
+    if ka is _ACK and kb is _ACK:
+        return False
+    if ka is _ACK or kb is _ACK:
+        other = kb if ka is _ACK else ka
+        return other is _REQUEST or (k.event_delivery == "sync" and (other is _SNAPSHOT or other is _FLUSH))
+    if ka is _REQUEST and kb is _REQUEST:
+        return a.task != b.task
+    return (k.event_delivery == "sync" and (ka is _REQUEST or ka is _SNAPSHOT or ka is _FLUSH)
+            and (kb is _REQUEST or kb is _SNAPSHOT or kb is _FLUSH)
+            and a.task != b.task)  # (a task's request and its flush or snapshot are never enabled together)
+
+
+def commute_at(p: Any, a: E.Event, b: E.Event) -> bool:
+    """Whether ``a`` and ``b``, both enabled at the state ``p`` (an :class:`engine.System`), commute there --
+    each stays enabled after the other and both orders reach states of equal fingerprint -- for a pair
+    :func:`at_state` names, by what ``p`` holds (True only when shown below; False is always safe).
+
+    Write ``B`` for the coordinator's buffers at ``p`` (by checkpoint key), ``key(t)`` for task ``t``'s
+    ``checkpoint_id`` (the key its request asks with and its flush or snapshot writes under: ``WriteTask.flush``)
+    and ``rule`` for the commit rule (:func:`engine.coordinator._commit_rule`: an ack of ``n`` commits the keys
+    ``k`` of ``B`` with ``rule(k, n)``). Guards: a request reads its writer and the barrier (``would_block`` only
+    in blocking mode: whether any entry holds an event), a flush or snapshot its writer and the barrier, an ack
+    whether it is in flight (and the oldest); the events below change none of these for the other, except as
+    noted.
+
+    * ``request-instant(t)`` and ``request-instant(u)`` (``t != u``). If ``key(t) == key(u)``: the first to run
+      starts the key's instant (``handle_instant_request``: the clock, the timeline, a heartbeat, the entry, the
+      coordinator's ``instant`` and ``assigned``) or finds it in ``B``; the second shares it
+      (``shared_instant``). Either order leaves one entry, one instant (the clock's next requested time, the same
+      whoever asks) granted to both tasks. If ``key(t)`` is in ``B``: ``t``'s request only reads that entry's
+      instant, which ``u``'s request (an entry of another key, or none) leaves alone, and writes its own writer.
+      Symmetrically for ``key(u)``. (Two new keys: the instants' order depends on the order. Dependent.)
+    * ``request-instant(t)`` and ``deliver-ack(n)``, when ``not rule(key(t), n)``: the ack never commits the
+      request's entry (new or old) and reads no writer; its ``max_acked`` and ``last_ack`` are maxima no
+      request reads. If ``key(t)`` is in ``B`` the request only reads that entry's instant, which the ack leaves
+      (it removes only the entries it commits). If the ack commits nothing at ``p`` (no key of ``B`` under the
+      rule) it reads nothing the request writes and writes nothing but the acks and those maxima. Else (a new
+      instant started, other instants committed) the two change the table in ways that commute in the
+      fingerprint: ``startCommit`` takes the clock's next requested time (the same in either order with the
+      logical clock, :class:`engine.table.LogicalClock`) and adds an instant and a heartbeat; a commit
+      completes another instant (its completion time is left out of the fingerprint), writes its metadata and
+      ``last_key``, removes its heartbeat -- unless EAGER, where ``startCommit`` rolls back the pending
+      instants the ack would commit.
+    * ``deliver-ack(n)`` and ``flush(t)`` / ``snapshot-task(t)`` (sync delivery), when ``not rule(key(t), n)``
+      and (``key(t)`` is in ``B`` or the ack commits nothing at ``p``): the flush adds its event to the entry of
+      ``key(t)``, which the ack neither commits nor reads, creating it (``_entry_or_new``, which reads the table
+      only to observe) only when the ack commits nothing, so reads no table the ack writes; the snapshot also
+      acknowledges to the pending checkpoint, which the ack does not read.
+    * ``request-instant(t)`` and ``flush(u)`` / ``snapshot-task(u)`` (``t != u``, sync delivery), when
+      ``key(t)`` or ``key(u)`` is in ``B``. The flush changes only the slots of ``key(u)``'s entry (never its
+      instant) or, if new, makes it: a request sharing ``key(t)``'s instant reads only that instant. If
+      ``key(u)`` is in ``B`` the flush reads nothing a starting request writes (the entry of another key, the
+      table untouched) and the request reads no slot.
+    * two flushes or snapshots of tasks ``t != u`` (sync delivery), when ``key(t)`` and ``key(u)`` are both in
+      ``B``: each sets its own task's slot of an existing entry (the acknowledgements of a snapshot are its own
+      slot of the pending checkpoint and a count, an increment).
+
+    ``tests/test_sleep_sets.py`` checks each pair called independent against the engine, both orders applied, along
+    random runs of every variant; a variant of this function with a case widened is caught by it."""
+    ka: Any = type(a)
+    kb: Any = type(b)
+    if ka is _ACK:  # (the ack, if any, is ``b``)
+        a, b = b, a
+        ka, kb = kb, ka
+    c = p.coordinator
+    buffers: dict = c.buffers
+    writers: list = p.writers
+    key = writers[a.task].checkpoint_id
+    if kb is _ACK:
+        rule = c._rule
+        n = b.checkpoint
+        if rule(key, n):
+            return False
+        if key in buffers:
+            return True
+        commits = False
+        for k in buffers:
+            if rule(k, n):
+                commits = True
+                break
+        if not commits:
+            return True
+        return ka is _REQUEST and not p._k.eager and type(p.table.clock) is LogicalClock
+    other = writers[b.task].checkpoint_id
+    if ka is _REQUEST or kb is _REQUEST:
+        if ka is _REQUEST and kb is _REQUEST and key == other:
+            return True
+        return key in buffers or other in buffers
+    return key in buffers and other in buffers
+
+
 def relation(k: Any):
-    """``indep(a, b)``: :func:`independent` under the settings ``k``, each pair of event objects worked out
-    once (the explorer asks it when it stores a new state, per earlier sibling and inherited event;
+    """``indep(a, b, state)``: whether ``a`` and ``b``, both enabled at ``state``, commute there --
+    :func:`independent` under the settings ``k`` (whatever the state), else :func:`commute_at` for the pairs
+    :func:`at_state` names. Which of the three applies is worked out once per pair of event objects (the
+    explorer asks when it stores a new state, per earlier sibling and inherited event, at that state's parent;
     :meth:`engine.System.enabled_events` hands out one shared object per event value, so the pair is keyed by
-    the objects' ids: ``id(a)`` to a table of ``id(b)``; every object met is kept alive, so no id is reused
-    while the memo holds it)."""
-    memo: dict[int, dict[int, bool]] = {}
+    the objects' ids: ``id(a)`` to a table of ``id(b)``; every object met is kept alive, so no id is reused while
+    the memo holds it)."""
+    memo: dict[int, dict[int, int]] = {}  # 0: dependent, 1: independent, 2: decided at the state
     alive: list = []
 
-    def indep(a: E.Event, b: E.Event) -> bool:
+    def indep(a: E.Event, b: E.Event, state: Any) -> bool:
         row = memo.get(id(a))
         if row is None:
             row = memo[id(a)] = {}
             alive.append(a)
         hit = row.get(id(b))
-        if hit is not None:
-            return hit
-        out = independent(a, b, k)
-        if id(b) not in memo:
-            memo[id(b)] = {}
-            alive.append(b)
-        row[id(b)] = out
-        return out
+        if hit is None:
+            hit = 1 if independent(a, b, k) else 2 if at_state(a, b, k) else 0
+            if id(b) not in memo:
+                memo[id(b)] = {}
+                alive.append(b)
+            row[id(b)] = hit
+        if hit == 2:
+            return commute_at(state, a, b)
+        return hit == 1
 
     return indep
