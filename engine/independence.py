@@ -51,6 +51,9 @@ _ACK = E.DeliverAck
 _REQUEST = E.RequestInstant
 _SNAPSHOT = E.SnapshotTask
 _FLUSH = E.Flush
+_CLEAN = E.Clean
+_TRIGGER = E.TriggerCheckpoint
+_COMPLETE = E.CompleteCheckpoint
 
 
 def _tasks(prefix: str, n: int) -> frozenset:
@@ -196,13 +199,23 @@ def _special(a: E.Event, b: E.Event, k: Any) -> bool | None:
       request either shares the key's instant (the coordinator unchanged) or makes a new entry for a key
       that had none (with one instant per key, ``handle_instant_request`` only starts an instant for a key
       without an entry), which holds no event (all slots null): a coordinator-first trigger's
-      ``Coordinator.checkpoint`` leaves all-null entries out unless ``snapshot_all_null_entries``."""
+      ``Coordinator.checkpoint`` leaves all-null entries out unless ``snapshot_all_null_entries``.
+    * ``request-instant(t)`` and ``complete-checkpoint`` (1.x, no executor queue, instants shared per key): both
+      enabled means every task has snapshotted, so no barrier enables the request (a full buffer does), which
+      the completion leaves; the request reads no pending checkpoint or acks. The completion reads the
+      coordinator's buffers for its coverage check (the keys below it holding write statuses) and, tasks-first,
+      for its coordinator state (the entries whose every slot is null or a last batch, all-null ones left out
+      unless ``snapshot_all_null_entries``); the request either changes no buffer (sharing) or adds an entry
+      with no event, which neither reads."""
     ka, kb = type(a), type(b)
     if k.coordinator_start or k.executor_queue:
         return None
     if {ka, kb} == {E.Ingest, E.RequestInstant} and a.task == b.task:
         return True
     if {ka, kb} == {E.RequestInstant, E.Clean} and not k.eager:
+        return True
+    if ({ka, kb} == {E.RequestInstant, E.CompleteCheckpoint} and k.share_instant_per_key
+            and (k.snapshot_order == "coordinator-first" or not k.snapshot_all_null_entries)):
         return True
     if ({ka, kb} == {E.RequestInstant, E.TriggerCheckpoint} and k.share_instant_per_key
             and not (k.snapshot_order == "coordinator-first" and k.snapshot_all_null_entries)):
@@ -233,19 +246,26 @@ def independent(a: E.Event, b: E.Event, k: Any) -> bool:
 def at_state(a: E.Event, b: E.Event, k: Any) -> bool:
     """Whether :func:`commute_at` may call ``a`` and ``b`` independent at some state though :func:`independent`
     calls them dependent: the pairs it works out, under the settings its reasoning assumes (1.x instants started
-    on request and shared per key, no executor queue; snapshots and flushes handled by the coordinator at once,
-    sync delivery)."""
+    on request and shared per key, no executor queue; flushes and snapshots handled by the coordinator at once,
+    sync delivery, where they are named)."""
     if k.coordinator_start or k.executor_queue or not k.share_instant_per_key:
         return False
     ka, kb = type(a), type(b)
+    sync = k.event_delivery == "sync"
     if ka is _ACK and kb is _ACK:
         return False
     if ka is _ACK or kb is _ACK:
         other = kb if ka is _ACK else ka
-        return other is _REQUEST or (k.event_delivery == "sync" and (other is _SNAPSHOT or other is _FLUSH))
+        return other is _REQUEST or other is _CLEAN or (sync and (other is _SNAPSHOT or other is _FLUSH))
+    if ka is _FLUSH or kb is _FLUSH:
+        other = kb if ka is _FLUSH else ka
+        if other is _TRIGGER:
+            return sync and k.snapshot_order == "coordinator-first"
+        if other is _COMPLETE:
+            return sync and (k.snapshot_order == "coordinator-first" or not k.coordinator_snapshot)
     if ka is _REQUEST and kb is _REQUEST:
         return a.task != b.task
-    return (k.event_delivery == "sync" and (ka is _REQUEST or ka is _SNAPSHOT or ka is _FLUSH)
+    return (sync and (ka is _REQUEST or ka is _SNAPSHOT or ka is _FLUSH)
             and (kb is _REQUEST or kb is _SNAPSHOT or kb is _FLUSH)
             and a.task != b.task)  # (a task's request and its flush or snapshot are never enabled together)
 
@@ -294,6 +314,23 @@ def commute_at(p: Any, a: E.Event, b: E.Event) -> bool:
     * two flushes or snapshots of tasks ``t != u`` (sync delivery), when ``key(t)`` and ``key(u)`` are both in
       ``B``: each sets its own task's slot of an existing entry (the acknowledgements of a snapshot are its own
       slot of the pending checkpoint and a count, an increment).
+    * ``clean`` and ``deliver-ack(n)`` (a LAZY clean: every pending instant without heartbeat rolled back),
+      when every entry the ack commits goes to ``Table.commit`` (not all null, and with write statuses unless
+      empty commits are allowed: else its instant's heartbeat stops, making a failed write the clean would
+      roll back after the ack) and none of their instants is a failed write at ``p``. The commits complete,
+      find completed or find rolled back instants the clean leaves alone, stop only their own heartbeats and
+      make no instant a failed write; the clean rolls back the same failed writes either way (no time taken,
+      the timeline and heartbeats of other instants) and reads no coordinator.
+    * ``flush(t)`` and ``trigger-checkpoint`` (sync delivery, coordinator first), when ``key(t)``'s entry is
+      in the trigger's coordinator state (:meth:`engine.coordinator.Coordinator.checkpoint`: every slot null
+      or a last batch, all-null ones only with ``snapshot_all_null_entries``) neither before nor after the
+      flush: the flush's event is no last batch, so after it the entry is left out unless its slot ``t`` held
+      a last batch of the same instant (``mergeWith`` keeps the flag); a missing entry is made with that event.
+      The flush reads no pending checkpoint; the trigger reads the coordinator only there.
+    * ``flush(t)`` and ``complete-checkpoint`` (sync delivery; coordinator first, or no coordinator state),
+      when ``key(t)`` is at least the pending checkpoint's id or its entry already holds write statuses: the
+      completion's coverage check (``_check_coverage``) reads the keys below it whose entries hold write
+      statuses, which the flush (adding statuses to ``key(t)``'s entry) then leaves as they are.
 
     ``tests/test_sleep_sets.py`` checks each pair called independent against the engine, both orders applied, along
     random runs of every variant; a variant of this function with a case widened is caught by it."""
@@ -305,28 +342,63 @@ def commute_at(p: Any, a: E.Event, b: E.Event) -> bool:
     c = p.coordinator
     buffers: dict = c.buffers
     writers: list = p.writers
-    key = writers[a.task].checkpoint_id
     if kb is _ACK:
         rule = c._rule
         n = b.checkpoint
+        if ka is _CLEAN:
+            return _commits_no_failed_write(p, buffers, rule, n)
+        key = writers[a.task].checkpoint_id
         if rule(key, n):
             return False
-        if key in buffers:
-            return True
-        commits = False
-        for k in buffers:
-            if rule(k, n):
-                commits = True
-                break
-        if not commits:
+        if key in buffers or not _commits(buffers, rule, n):
             return True
         return ka is _REQUEST and not p._k.eager and type(p.table.clock) is LogicalClock
+    if ka is _TRIGGER or kb is _TRIGGER or ka is _COMPLETE or kb is _COMPLETE:  # (and a flush)
+        t = a.task if ka is _FLUSH else b.task
+        key = writers[t].checkpoint_id
+        entry = buffers.get(key)
+        if ka is _COMPLETE or kb is _COMPLETE:
+            return key >= p.pending_checkpoint.id or (entry is not None and entry.has_statuses())
+        if entry is None:
+            return True
+        if entry.all_completed() and (p._k.snapshot_all_null_entries or not entry.all_null()):
+            return False  # (in the coordinator state if the trigger runs first)
+        old = entry.slots[t]
+        return old is None or not old.last_batch or old.instant != writers[t].instant
+    key = writers[a.task].checkpoint_id
     other = writers[b.task].checkpoint_id
     if ka is _REQUEST or kb is _REQUEST:
         if ka is _REQUEST and kb is _REQUEST and key == other:
             return True
         return key in buffers or other in buffers
     return key in buffers and other in buffers
+
+
+def _commits(buffers: Any, rule: Any, n: Any) -> bool:
+    """Whether an ack of ``n`` commits an entry of ``buffers`` (a key under the commit rule)."""
+    for k in buffers:
+        if rule(k, n):
+            return True
+    return False
+
+
+def _commits_no_failed_write(p: Any, buffers: Any, rule: Any, n: Any) -> bool:
+    """Whether an ack of ``n`` at ``p`` commits (``Table.commit``) every entry it takes -- none is all null or,
+    unless empty commits are allowed, without write statuses (those stop the instant's heartbeat instead) --
+    and none of their instants is a failed write (a pending instant without heartbeat, which a clean rolls
+    back)."""
+    failed = None
+    allow_empty = p._k.allow_commit_on_empty_batch
+    for k, entry in buffers.items():
+        if not rule(k, n):
+            continue
+        if entry.all_null() or not (allow_empty or entry.has_statuses()):
+            return False
+        if failed is None:
+            failed = p.table.failed_writes()
+        if entry.instant in failed:
+            return False
+    return True
 
 
 def relation(k: Any):
