@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import operator
 
+from engine.system import canonical_fingerprint_hash_of, enabled_events_of, fingerprint_hash_of
+
 from .explorer import Discovery, Model, Property
 
 DRAIN_CHECKS = ("settled", "every", "off")
@@ -85,11 +87,11 @@ class SystemModel(Model):
         return [self._System(self.config, seed=self.seed)]
 
     #: ``actions(s)`` is ``s.enabled_events()``, ``fingerprint(s)`` is ``s.fingerprint()`` and
-    #: ``fingerprint_hash(s)`` is ``s.fingerprint_hash()`` (:class:`Refused` has all three);
-    #: C-level callers keep the per-transition overhead minimal.
-    actions = staticmethod(operator.methodcaller("enabled_events"))
+    #: ``fingerprint_hash(s)`` is ``s.fingerprint_hash()`` (:class:`Refused` has all three); the per-state
+    #: ones are the engine's compiled calls (:func:`engine.system.enabled_events_of`).
+    actions = staticmethod(enabled_events_of)
     fingerprint = staticmethod(operator.methodcaller("fingerprint"))
-    fingerprint_hash = staticmethod(operator.methodcaller("fingerprint_hash"))
+    fingerprint_hash = staticmethod(fingerprint_hash_of)
 
     def next_state(self, s, ev):
         """``s.clone()`` + ``apply(ev)``. The guard is not asked again for an event of
@@ -159,8 +161,8 @@ class SystemModel(Model):
                 or cls.fingerprint_hash is not SystemModel.fingerprint_hash):
             return None
 
-        # (a Refused dead end answers with its own fingerprints; C-level callers: this runs per successor)
-        return operator.methodcaller("canonical_fingerprint"), operator.methodcaller("canonical_fingerprint_hash")
+        # (a Refused dead end answers with its own fingerprints; the compact one is asked per successor)
+        return operator.methodcaller("canonical_fingerprint"), canonical_fingerprint_hash_of
 
     def format_action(self, ev) -> str:
         return str(ev)

@@ -63,9 +63,11 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     None and ``check_new(sid, state)`` checks each new state. The limits and ``progress`` are
     :func:`~checker.explorer.explore`'s.
 
-    ``indep`` (None: off) turns on sleep sets: ``indep(a, b, p)`` says whether two events enabled at the state
-    ``p`` commute there (each stays enabled and unrefused after the other, both orders reach equal fingerprints;
-    :mod:`engine.independence`), and ``live`` is the type of the successors that can be expanded (another
+    ``indep`` (None: off) turns on sleep sets: ``indep(ev, p, taken, before, inherited)`` gives the events of
+    ``taken[:before]`` and of ``inherited`` (a tuple or None) that commute with ``ev`` at the state ``p``, both
+    enabled there (each stays enabled and unrefused after the other, both orders reach equal fingerprints;
+    :func:`sleep_set_of` from a pairwise relation, or the relation's own ``sleep_set``:
+    :mod:`engine.independence`), as a tuple, or None when none does; and ``live`` is the type of the successors that can be expanded (another
     type, a dead end such as :class:`checker.protocol.Refused`, never puts its event to sleep). Expanding a
     state skips the events of its sleep set (``successors(state, acts, asleep)`` gives None in their place;
     counted in ``res.pruned``, not in transitions). The sleep set of a successor ``x = p·e_j`` stored by the
@@ -175,20 +177,10 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                     graph.add_edge(sid, seen[fp], action=model.format_action(acts[idx]))
                 continue
             if sleepq is not None:  # its sleep set: the live siblings taken before it and the parent's sleep set,
-                zj: Any = None      # each event independent of its own
-                if before or asleep is not None:
-                    ev = acts[idx]
-                    if before == 1 and asleep is None:
-                        e = news[0]
-                        if indep(e, ev, state):
-                            zj = (e,)
-                    else:
-                        sl = [e for e in news[:before] if indep(e, ev, state)] if before else []
-                        if asleep is not None:
-                            sl.extend([e for e in asleep if indep(e, ev, state)])
-                        if sl:
-                            zj = tuple(sl)
-                push_sleep(zj)
+                if before or asleep is not None:  # each event independent of its own at the parent
+                    push_sleep(indep(acts[idx], state, news, before, asleep))
+                else:
+                    push_sleep(None)
             nid = count
             count += 1
             seen[fp] = nid
@@ -226,3 +218,20 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     res.transitions, res.terminal_states, res.settled_states = transitions, terminal_states, settled_states
     res.max_depth = deepest
     res.pruned = pruned
+
+
+def sleep_set_of(indep: Any) -> Any:
+    """``sleep_set(ev, p, taken, before, inherited)`` for :func:`search` from a pairwise relation
+    ``indep(a, b, p)``: the relation's own ``sleep_set`` when it has one (one call per stored state), else
+    this loop."""
+    own = getattr(indep, "sleep_set", None)
+    if own is not None:
+        return own
+
+    def sleep_set(ev: Any, p: Any, taken: Any, before: Any, inherited: Any) -> tuple | None:
+        out = [e for e in taken[:before] if indep(e, ev, p)]
+        if inherited is not None:
+            out.extend([e for e in inherited if indep(e, ev, p)])
+        return tuple(out) if out else None
+
+    return sleep_set

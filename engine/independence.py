@@ -38,22 +38,27 @@ The parts (resource names):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from model.protocol import events as E
 
 from .table import LogicalClock
 
+if TYPE_CHECKING:  # (named for the compiled attribute access; at run time this module imports no System)
+    from .coordinator import Coordinator
+    from .system import System
+
 #: the footprint of an event dependent on every other
 ALL = None
 
-_ACK = E.DeliverAck
-_REQUEST = E.RequestInstant
-_SNAPSHOT = E.SnapshotTask
-_FLUSH = E.Flush
-_CLEAN = E.Clean
-_TRIGGER = E.TriggerCheckpoint
-_COMPLETE = E.CompleteCheckpoint
+# (Final: the compiled module reads them as constants, not from its globals)
+_ACK: Final = E.DeliverAck
+_REQUEST: Final = E.RequestInstant
+_SNAPSHOT: Final = E.SnapshotTask
+_FLUSH: Final = E.Flush
+_CLEAN: Final = E.Clean
+_TRIGGER: Final = E.TriggerCheckpoint
+_COMPLETE: Final = E.CompleteCheckpoint
 
 
 def _tasks(prefix: str, n: int) -> frozenset:
@@ -339,29 +344,30 @@ def commute_at(p: Any, a: E.Event, b: E.Event) -> bool:
     if ka is _ACK:  # (the ack, if any, is ``b``)
         a, b = b, a
         ka, kb = kb, ka
-    c = p.coordinator
+    sy: System = p  # (typed locals: the compiled module reads their fields natively)
+    c: Coordinator = sy.coordinator
     buffers: dict = c.buffers
-    writers: list = p.writers
+    writers: list = sy.writers
     if kb is _ACK:
         rule = c._rule
         n = b.checkpoint
         if ka is _CLEAN:
-            return _commits_no_failed_write(p, buffers, rule, n)
+            return _commits_no_failed_write(sy, buffers, rule, n)
         key = writers[a.task].checkpoint_id
         if rule(key, n):
             return False
         if key in buffers or not _commits(buffers, rule, n):
             return True
-        return ka is _REQUEST and not p._k.eager and type(p.table.clock) is LogicalClock
+        return ka is _REQUEST and not sy._k.eager and type(sy.table.clock) is LogicalClock
     if ka is _TRIGGER or kb is _TRIGGER or ka is _COMPLETE or kb is _COMPLETE:  # (and a flush)
         t = a.task if ka is _FLUSH else b.task
         key = writers[t].checkpoint_id
         entry = buffers.get(key)
         if ka is _COMPLETE or kb is _COMPLETE:
-            return key >= p.pending_checkpoint.id or (entry is not None and entry.has_statuses())
+            return key >= sy.pending_checkpoint.id or (entry is not None and entry.has_statuses())
         if entry is None:
             return True
-        if entry.all_completed() and (p._k.snapshot_all_null_entries or not entry.all_null()):
+        if entry.all_completed() and (sy._k.snapshot_all_null_entries or not entry.all_null()):
             return False  # (in the coordinator state if the trigger runs first)
         old = entry.slots[t]
         return old is None or not old.last_batch or old.instant != writers[t].instant
@@ -401,31 +407,68 @@ def _commits_no_failed_write(p: Any, buffers: Any, rule: Any, n: Any) -> bool:
     return True
 
 
-def relation(k: Any):
-    """``indep(a, b, state)``: whether ``a`` and ``b``, both enabled at ``state``, commute there --
+class Relation:
+    """``relation(a, b, state)``: whether ``a`` and ``b``, both enabled at ``state``, commute there --
     :func:`independent` under the settings ``k`` (whatever the state), else :func:`commute_at` for the pairs
     :func:`at_state` names. Which of the three applies is worked out once per pair of event objects (the
     explorer asks when it stores a new state, per earlier sibling and inherited event, at that state's parent;
     :meth:`engine.System.enabled_events` hands out one shared object per event value, so the pair is keyed by
     the objects' ids: ``id(a)`` to a table of ``id(b)``; every object met is kept alive, so no id is reused while
-    the memo holds it)."""
-    memo: dict[int, dict[int, int]] = {}  # 0: dependent, 1: independent, 2: decided at the state
-    alive: list = []
+    the memo holds it). :meth:`sleep_set` asks it for many events against one."""
 
-    def indep(a: E.Event, b: E.Event, state: Any) -> bool:
-        row = memo.get(id(a))
+    def __init__(self, k: Any) -> None:
+        self.k = k
+        self.memo: dict[int, dict[int, int]] = {}  # 0: dependent, 1: independent, 2: decided at the state
+        self.alive: list = []
+
+    def _row(self, a: Any) -> dict[int, int]:
+        row = self.memo.get(id(a))
         if row is None:
-            row = memo[id(a)] = {}
-            alive.append(a)
-        hit = row.get(id(b))
-        if hit is None:
-            hit = 1 if independent(a, b, k) else 2 if at_state(a, b, k) else 0
-            if id(b) not in memo:
-                memo[id(b)] = {}
-                alive.append(b)
-            row[id(b)] = hit
+            row = self.memo[id(a)] = {}
+            self.alive.append(a)
+        return row
+
+    def _holds(self, row: dict[int, int], a: Any, b: Any, state: Any) -> bool:
+        r: dict[int, int] = row  # (typed locals: the compiled module looks up and compares natively)
+        got = r.get(id(b))
+        hit: int
+        if got is None:
+            hit = 1 if independent(a, b, self.k) else 2 if at_state(a, b, self.k) else 0
+            self._row(b)
+            r[id(b)] = hit
+        else:
+            hit = got
         if hit == 2:
             return commute_at(state, a, b)
         return hit == 1
 
-    return indep
+    def __call__(self, a: Any, b: Any, state: Any) -> bool:
+        return self._holds(self._row(a), a, b, state)
+
+    def sleep_set(self, ev: Any, state: Any, taken: Any, before: Any, inherited: Any) -> tuple | None:
+        """The sleep set of ``state``'s successor by ``ev`` (:func:`engine.bfs.search`): the events of
+        ``taken[:before]`` and of ``inherited`` (a tuple, or None) independent of ``ev`` at ``state``, as a
+        tuple; None when there is none."""
+        row = self._row(ev)
+        out: list | None = None
+        n: int = before
+        for i in range(n):
+            e = taken[i]
+            if self._holds(row, ev, e, state):
+                if out is None:
+                    out = [e]
+                else:
+                    out.append(e)
+        if inherited is not None:
+            for e in inherited:
+                if self._holds(row, ev, e, state):
+                    if out is None:
+                        out = [e]
+                    else:
+                        out.append(e)
+        return tuple(out) if out is not None else None
+
+
+def relation(k: Any) -> Relation:
+    """The relation (:class:`Relation`) under the settings ``k``."""
+    return Relation(k)

@@ -767,9 +767,9 @@ class System:
         (only ``attempt > 0`` of its attempt is in the fingerprint, and a restart sets it alike from every
         state). A job restart also drops the acks in flight, the executor's jobs and the heartbeats, and makes
         the coordinator new or resets it to the checkpoint's state. What the restart reads or leaves as it is
-        is in the key: the table (its fingerprint, clock and last commit key), the last completed checkpoint,
-        the messages in flight (async delivery), the next checkpoint id, highest ack, crashes, whether faults
-        stopped and the rules observed so far; for a task restart also the heartbeats, the coordinator, the acks
+        is in the key: the table (its fingerprint hash, clock and last commit key), the last completed
+        checkpoint (its hash), the messages in flight (async delivery), the next checkpoint id, highest ack,
+        crashes, whether faults stopped and the rules observed so far; for a task restart also the heartbeats, the coordinator, the acks
         in flight and (single-task failover) the other writers -- and which task failed only then, since a
         region failover restarts every task alike. ``tests/test_engine_speedups.py`` checks that equal keys
         give equal successors."""
@@ -781,7 +781,14 @@ class System:
         clock = t.clock
         if type(clock) is not LogicalClock:
             return None
-        shared = (t.fingerprint_hash(), clock.created, clock.since, t.last_key, self.last_completed,
+        completed = self.last_completed  # (its hash, as the table's: hashed and compared deep, it cost 3,000
+        cached = self._checkpoints_hash  # instructions a look-up; kept like fingerprint_hash keeps it)
+        if cached is not None and cached[1] is completed:
+            done = cached[2]
+        else:
+            done = hash(completed)
+            self._checkpoints_hash = (_STALE, completed, done, None)
+        shared = (t.fingerprint_hash(), clock.created, clock.since, t.last_key, done,
                   self.next_checkpoint, self.last_ack, self.crashes, self.faults_stopped, self.observed_rules,
                   self.channels)
         if kind is _CRASH_COORDINATOR or (kind is _RESTART_JOB and not k.reset_keeps_memory):
@@ -1391,3 +1398,29 @@ def _preconditions(ev: E.Event) -> tuple:
 #: class alone: ``task`` is a field of the class or of none of its events); another class is asked.
 _PRECONDITIONS = {cls: (any(f.name == "task" for f in fields(cls)), cls.fault, _GUARDS[kind])
                   for kind, cls in E.EVENT_TYPES.items()}
+
+
+# ------------------------------------------------------------------- the explorers' calls per state
+def enabled_events_of(s: Any) -> Any:
+    """``s.enabled_events()`` (any state type: a dead end has its own), called directly for a :class:`System`
+    (``operator.methodcaller`` looked the method up by name and bound it per call)."""
+    if type(s) is System:
+        sy: System = s
+        return sy.enabled_events()
+    return s.enabled_events()
+
+
+def fingerprint_hash_of(s: Any) -> Any:
+    """``s.fingerprint_hash()``, likewise."""
+    if type(s) is System:
+        sy: System = s
+        return sy.fingerprint_hash()
+    return s.fingerprint_hash()
+
+
+def canonical_fingerprint_hash_of(s: Any) -> Any:
+    """``s.canonical_fingerprint_hash()``, likewise."""
+    if type(s) is System:
+        sy: System = s
+        return sy.canonical_fingerprint_hash()
+    return s.canonical_fingerprint_hash()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, Final, Iterable, Iterator, NamedTuple
 
 from model.errors import TimelineError
 from model.instant import (
@@ -36,6 +36,11 @@ from model.instant import (
 from model.timeline import LAYOUT_OF_VERSION, layout_for_version
 
 __all__ = ["Timeline", "LAYOUT_OF_VERSION", "layout_for_version"]
+
+# (Final: the compiled module reads the states as constants, not as attributes of the enum per use)
+_REQUESTED: Final = State.REQUESTED
+_INFLIGHT: Final = State.INFLIGHT
+_COMPLETED: Final = State.COMPLETED
 
 
 def as_action(value) -> Action:
@@ -94,7 +99,7 @@ class _Record:
     def fields(self) -> tuple:
         """``Instant``'s fields: the visible state, and the completion time once completed."""
         state = self.state
-        return self.requested_time, self.action, state, self.completion_time if state is State.COMPLETED else None
+        return self.requested_time, self.action, state, self.completion_time if state is _COMPLETED else None
 
     def view(self) -> Instant:
         return _instant(*self.fields())
@@ -171,14 +176,14 @@ class Timeline:
         key = _make_key(requested_time, action)  # a rebuild loads each identity once: no memo
         if key in self._records:
             raise TimelineError("I3.create-once", f"instant {requested_time}.{action.value} loaded twice")
-        if completion_time is not None and State.COMPLETED not in states:
+        if completion_time is not None and _COMPLETED not in states:
             raise TimelineError("I2.requested-before-completion",
                                 f"pending instant {requested_time}.{action.value} has a completion time")
         rec = _Record(requested_time, action, states, completion_time, self._token)
         self._records[key] = rec
         if action is Action.RESTORE:
             self._restores.add(key)
-        if State.COMPLETED not in states:
+        if _COMPLETED not in states:
             self._pending.add(key)
         return Instant(*rec.fields())
 
@@ -201,12 +206,12 @@ class Timeline:
                                 f"instant {requested_time}.{action.value} already exists ({self._records[key].view()})")
         if action in DATA_WRITE_ACTIONS and not allow_during_restore:
             pending_restore = sorted(k.requested_time for k in self._restores
-                                     if self._records[k].state is not State.COMPLETED)
+                                     if self._records[k].state is not _COMPLETED)
             if pending_restore:
                 raise TimelineError("I5.no-write-during-restore",
                                     f"cannot start {requested_time}.{action.value}: restore "
                                     f"{pending_restore[0]} is pending")
-        first = State.INFLIGHT if action in STARTS_INFLIGHT else State.REQUESTED
+        first = _INFLIGHT if action in STARTS_INFLIGHT else _REQUESTED
         rec = _Record(requested_time, action, {first}, owner=self._token)
         self._records[key] = rec
         if action is Action.RESTORE:
@@ -217,10 +222,10 @@ class Timeline:
     def transition_to_inflight(self, requested_time: str, action: Action) -> Instant:
         """``transitionRequestedToInflight``: the requested file must exist, the inflight must not."""
         rec = self._record(requested_time, action, "I3.legal-transition")
-        if rec.state is not State.REQUESTED:
+        if rec.state is not _REQUESTED:
             raise TimelineError("I3.legal-transition",
                                 f"{rec.view()} cannot move to inflight: it is {rec.state.label}, not requested")
-        rec.states.add(State.INFLIGHT)
+        rec.states.add(_INFLIGHT)
         return rec.view()
 
     def complete(self, requested_time: str, action: Action, completion_time: str) -> Instant:
@@ -232,9 +237,9 @@ class Timeline:
         never completed.
         """
         rec = self._record(requested_time, action, "I3.legal-transition")
-        if rec.state is State.COMPLETED:
+        if rec.state is _COMPLETED:
             raise TimelineError("I3.complete-once", f"{rec.view()} is already completed")
-        if rec.state is not State.INFLIGHT:
+        if rec.state is not _INFLIGHT:
             raise TimelineError("I3.legal-transition",
                                 f"{rec.view()} cannot complete: it is {rec.state.label}, not inflight")
         if not is_time(completion_time):
@@ -242,7 +247,7 @@ class Timeline:
         if not completion_time > requested_time:
             raise TimelineError("I2.requested-before-completion",
                                 f"completion time {completion_time} is not after requested time {requested_time}")
-        rec.states.add(State.COMPLETED)
+        rec.states.add(_COMPLETED)
         rec.completion_time = completion_time
         self._pending.discard(self._key(requested_time, action))
         return rec.view()
@@ -252,18 +257,18 @@ class Timeline:
         rec = self._record(requested_time, action, "I3.revert")
         if rec.action not in (Action.COMPACTION, Action.LOGCOMPACTION):
             raise TimelineError("I3.revert", f"only compaction/logcompaction revert to requested, not {rec.action.value}")
-        if rec.state is not State.INFLIGHT:
+        if rec.state is not _INFLIGHT:
             raise TimelineError("I3.revert", f"{rec.view()} is not inflight")
-        rec.states.discard(State.INFLIGHT)
-        rec.states.add(State.REQUESTED)
+        rec.states.discard(_INFLIGHT)
+        rec.states.add(_REQUESTED)
         return rec.view()
 
     def revert_to_inflight(self, requested_time: str, action: Action) -> Instant:
         """``revertToInflight``: make sure requested+inflight files exist, then delete the completed file."""
         rec = self._record(requested_time, action, "I3.revert")
-        if rec.state is not State.COMPLETED:
+        if rec.state is not _COMPLETED:
             raise TimelineError("I3.revert", f"{rec.view()} is not completed")
-        rec.states = {State.INFLIGHT} if rec.action in STARTS_INFLIGHT else {State.REQUESTED, State.INFLIGHT}
+        rec.states = {_INFLIGHT} if rec.action in STARTS_INFLIGHT else {_REQUESTED, _INFLIGHT}
         rec.completion_time = None
         self._pending.add(self._key(requested_time, action))
         return rec.view()
@@ -275,7 +280,7 @@ class Timeline:
         (``deleteCompletedRollback``, restore, archival).
         """
         key, rec = self._lookup(requested_time, action, "I3.delete")
-        if rec.state is State.COMPLETED and not allow_completed:
+        if rec.state is _COMPLETED and not allow_completed:
             raise TimelineError("I3.delete", f"{rec.view()} is completed; deleting it needs allow_completed")
         del self._records[key]
         self._restores.discard(key)
