@@ -19,14 +19,14 @@ numbers it falls in (a level's states are all numbered before its first one is e
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import deque
 from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
 _holds = attrgetter("holds")
+_NO_LIMIT: Final = 1 << 60
 
 
 def needs_judging(value) -> bool:
@@ -91,8 +91,11 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     ``successors``, without a ``boundary`` (which could refuse to expand ``r``) and without a graph (which
     wants every edge); with ``max_depth`` no state at the last depth is expanded, nor is ``x`` at a depth no
     smaller."""
-    limit: int = max_states if max_states is not None else sys.maxsize
-    next_report: int = progress_every if progress is not None else sys.maxsize
+    # (no limit: a bound no search reaches that the compiled loop still holds as a native int, unlike sys.maxsize,
+    # which it compared as a Python int at every new state)
+    limit: int = max_states if max_states is not None else _NO_LIMIT
+    next_report: int = progress_every if progress is not None else _NO_LIMIT
+    known: dict = seen  # (a typed local: the compiled loop looks up and stores natively)
     transitions = 0
     terminal_states = 0
     settled_states = 0
@@ -172,9 +175,9 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
             fp = form(nxt)
             if fp is None and fallback is not None:
                 fp = fallback(nxt)
-            if fp in seen:  # most transitions lead to a known state: keep this path short
+            if fp in known:  # most transitions lead to a known state: keep this path short
                 if graph is not None:
-                    graph.add_edge(sid, seen[fp], action=model.format_action(acts[idx]))
+                    graph.add_edge(sid, known[fp], action=model.format_action(acts[idx]))
                 continue
             if sleepq is not None:  # its sleep set: the live siblings taken before it and the parent's sleep set,
                 if before or asleep is not None:  # each event independent of its own at the parent
@@ -183,7 +186,7 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                     push_sleep(None)
             nid = count
             count += 1
-            seen[fp] = nid
+            known[fp] = nid
             append_parent(sid)
             append_via(idx)
             push(nxt)

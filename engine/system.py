@@ -158,7 +158,7 @@ class System:
                  "checkpoints_after_stop", "step_count", "observations", "observed_rules", "channels", "stalls_after_stop",
                  "executor", "expired_requests", "guard_deadlocks",
                  "_own_c", "_own_w", "_own_p", "_coordinator_hash", "_writers_hash", "_checkpoints_hash",
-                 "_canon_c", "_canon_w", "_canon_k", "_canon_ch", "__dict__")
+                 "_canon_c", "_canon_w", "_canon_k", "_canon_ch", "_canon_fp", "__dict__")
 
     def __init__(self, config: ProtocolConfig | None = None, *, time_source: TimeSource | None = None,
                  seed: int = 0, _blank: bool = False):
@@ -201,6 +201,9 @@ class System:
         self._canon_w: Any = None  # writers' (likewise)
         self._canon_k: Any = None   # (pending checkpoint, its part's, last completed, its part's, both parts')
         self._canon_ch: Any = None  # (channels, their part's)
+        #: canonical_fingerprint_hash(), kept until apply() (a restart successor kept by restart_key is met again
+        #: and again: its hash is asked each time)
+        self._canon_fp: Any = None
 
     # ------------------------------------------------------------ copy-on-write
     def clone(self) -> "System":
@@ -238,6 +241,7 @@ class System:
         s._writers_hash = self._writers_hash
         s._checkpoints_hash = self._checkpoints_hash
         s._canon_c, s._canon_w, s._canon_k, s._canon_ch = self._canon_c, self._canon_w, self._canon_k, self._canon_ch
+        s._canon_fp = None
         return s
 
     def _c(self) -> Coordinator:
@@ -245,7 +249,7 @@ class System:
         if not self._own_c:
             self.coordinator = self.coordinator.copy()
             self._own_c = True
-        self._coordinator_hash = self._canon_c = None
+        self._coordinator_hash = self._canon_c = self._canon_fp = None
         return self.coordinator
 
     def _w(self, t: int) -> WriterTask:
@@ -256,7 +260,7 @@ class System:
                 self.writers = list(self.writers)
             self.writers[t] = self.writers[t].copy()
             self._own_w = own + (t,)
-        self._writers_hash = self._canon_w = None
+        self._writers_hash = self._canon_w = self._canon_fp = None
         w = self.writers[t]
         w._canon = w._canon_h = w._key_hash = None
         return w
@@ -265,7 +269,7 @@ class System:
         """A new coordinator (a coordinator failover), owned by this System."""
         self.coordinator = coordinator
         self._own_c = True
-        self._coordinator_hash = self._canon_c = None
+        self._coordinator_hash = self._canon_c = self._canon_fp = None
 
     #: The parts failover (:mod:`engine.failover`) changes, copied first when shared.
     #: (methods, not aliases ``= _c``: mypyc compiles no class-level alias of a method)
@@ -281,6 +285,7 @@ class System:
         if not self._own_p:
             self.pending_checkpoint = self.pending_checkpoint.copy()
             self._own_p = True
+        self._canon_fp = None
         c = self._checkpoints_hash  # the completed checkpoint's hash stays; the pending one's is unknown
         if c is not None:
             self._checkpoints_hash = (_STALE, c[1], c[2], None)
@@ -696,6 +701,7 @@ class System:
             why = self.is_enabled(ev)
             if why is not None:
                 raise RuleViolation(f"{ev.kind}.not-enabled", f"{ev} is not enabled: {why}")
+        self._canon_fp = None
         table = self.table  # (an effect changes the table in place, never replaces it)
         before = table.observations  # observe() replaces the tuple: identity tells a new observation
         effect = _EFFECT_OF_CLASS.get(type(ev))
@@ -1179,7 +1185,7 @@ class System:
         for instant, statuses in self.table.metadata.items():
             meta[instant] = tuple(sorted(st(x) for x in statuses))
         s._coordinator_hash = s._writers_hash = s._checkpoints_hash = None
-        s._canon_c = s._canon_w = s._canon_k = s._canon_ch = None
+        s._canon_c = s._canon_w = s._canon_k = s._canon_ch = s._canon_fp = None
         return s
 
     # -------------------------------------------------------------- fingerprint
@@ -1279,6 +1285,9 @@ class System:
     def canonical_fingerprint_hash(self) -> int | None:
         """A hash of :meth:`canonical_fingerprint` (equal for renamings of a state; None likewise), from the
         parts' cached hashes: each task's column hash from its parts' hashes, sorted."""
+        kept = self._canon_fp
+        if kept is not None:
+            return kept
         if self.executor and self._executor_names_a_task():
             return None
         try:
@@ -1300,7 +1309,8 @@ class System:
             cols = (a, b) if a <= b else (b, a)
         else:
             cols = tuple(sorted([hash((tb[t], c[t], w[t], k[t], ch[t])) for t in range(n)]))
-        return hash((tbp[0], cp[0], kp[0], self._canonical_shared(), cols))
+        out = self._canon_fp = hash((tbp[0], cp[0], kp[0], self._canonical_shared(), cols))
+        return out
 
     def _pending_key(self) -> tuple | None:
         p = self.pending_checkpoint

@@ -335,13 +335,13 @@ def test_a_canonical_form_that_sorts_each_part_on_its_own_merges_orbits_and_is_c
 
 
 def fresh_canonical_fingerprint_hash(s) -> int | None:
-    """``s.canonical_fingerprint_hash()`` computed on a copy without any cached part (the System's, the
+    """``s.canonical_fingerprint_hash()`` computed on a copy without any cached part (the System's and its hash, the
     writers', the table's, the coordinator's buffers', the pending checkpoint's, the buffer entries'): what the
     cached value must equal."""
     from engine import canonical
 
     c = s.clone()
-    c._canon_c = c._canon_w = c._canon_k = c._canon_ch = None
+    c._canon_c = c._canon_w = c._canon_k = c._canon_ch = c._canon_fp = None
     c.writers = [w.copy() for w in c.writers]
     for w in c.writers:
         w._ctail = None
@@ -396,7 +396,7 @@ def test_a_stale_writer_column_is_caught_by_the_fresh_comparison():
     s = System(VARIANTS["hudi-1.1"].config(parallelism=2), seed=0)
     s.canonical_fingerprint_hash()
     s.writers[0].offset += 1  # no _w: the cached column is stale
-    s._canon_w = None
+    s._canon_w = s._canon_fp = None
     assert s.canonical_fingerprint_hash() != fresh_canonical_fingerprint_hash(s)
 
 
