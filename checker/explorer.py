@@ -355,13 +355,13 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     if getattr(boundary, "__func__", None) is Model.within_boundary:
         boundary = None
     settles = model.settles
-    indep = live = None
+    sleep_set = live = None
     if sleep_sets and graph is None and boundary is None and successors is not None:
         relation = model.independence()
         if relation is not None:
-            indep, live = relation
-            indep = sleep_set_of(indep)  # (what the search calls, once per stored state)
-    if indep is not None:
+            sleep_set = sleep_set_of(relation[0])  # (what the search calls, once per stored state)
+            live = relation[1]
+    if sleep_set is not None:
         # With sleep sets, computing the plain fingerprint of every successor cost more than the canonical forms
         # it spared (callgrind, 300,000-state prefix of the reference bound, 29 Nov 2026: 29,457M -> 28,842M
         # instructions without it): the canonical parts are cached per change, and 30 % of the repeats
@@ -439,7 +439,7 @@ def _explore(model: Model, max_states, max_depth, stop_on_violation, record_grap
     if not stop:
         search(res, queue, seen, parent, via, model, graph, actions_of, successors, step, boundary, settles, plain,
                form, fallback, terminal, inline, check_new, judge, max_depth, max_states, stop_on_violation,
-               progress, progress_every, t0, c0, indep, live)
+               progress, progress_every, t0, c0, sleep_set, live)
     res.states = len(parent)
     res.elapsed = time.perf_counter() - t0
     res.cpu = time.process_time() - c0

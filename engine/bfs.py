@@ -48,7 +48,7 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
            terminal: list, inline: Any, check_new: Any, judge: Any,
            max_depth: Any, max_states: Any, stop_on_violation: bool,
            progress: Any, progress_every: int, t0: float, c0: float,
-           indep: Any = None, live: Any = None) -> None:
+           sleep_set: Any = None, live: Any = None) -> None:
     """Expand the states of ``queue`` (numbered ``0 .. len(queue) - 1``: the initial states) breadth first,
     filling ``res`` (an :class:`~checker.explorer.ExploreResult`).
 
@@ -63,16 +63,16 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     None and ``check_new(sid, state)`` checks each new state. The limits and ``progress`` are
     :func:`~checker.explorer.explore`'s.
 
-    ``indep`` (None: off) turns on sleep sets: ``indep(ev, p, taken, before, inherited)`` gives the events of
-    ``taken[:before]`` and of ``inherited`` (a tuple or None) that commute with ``ev`` at the state ``p``, both
-    enabled there (each stays enabled and unrefused after the other, both orders reach equal fingerprints;
-    :func:`sleep_set_of` from a pairwise relation, or the relation's own ``sleep_set``:
-    :mod:`engine.independence`), as a tuple, or None when none does; and ``live`` is the type of the successors that can be expanded (another
-    type, a dead end such as :class:`checker.protocol.Refused`, never puts its event to sleep). Expanding a
+    ``sleep_set`` (None: off) turns on sleep sets: ``sleep_set(ev, p, taken, before, inherited)`` gives the
+    events of ``taken[:before]`` and of ``inherited`` (a tuple or None) that commute with ``ev`` at the state
+    ``p``, both enabled there (each stays enabled and unrefused after the other, both orders reach equal
+    fingerprints; :func:`sleep_set_of` makes it from a relation, :mod:`engine.independence`), as a tuple, or
+    None when none does; ``live`` is the type of the successors that can be expanded (another type, a dead end
+    such as :class:`checker.protocol.Refused`, never puts its event to sleep). Expanding a
     state skips the events of its sleep set (``successors(state, acts, asleep)`` gives None in their place;
     counted in ``res.pruned``, not in transitions). The sleep set of a successor ``x = p·e_j`` stored by the
-    expansion of ``p`` holds the events independent of ``e_j`` at ``p`` among: the events ``e_i`` (``i < j``) that
-    ``p`` took to a live successor ``s_i = p·e_i`` -- new or already known, under any naming -- and the
+    expansion of ``p`` holds the events independent of ``e_j`` at ``p`` among: the events ``e_i`` (``i < j``)
+    that ``p`` took to a live successor ``s_i = p·e_i`` -- new or already known, under any naming -- and the
     events asleep at ``p`` (inherited, as Godefroid's sleep sets pass them on).
 
     Why every state is still found, with the same number and parent. Claim: once a state ``x`` is expanded,
@@ -112,7 +112,7 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
     stop = False
     pruned = 0
     sleepq: Any = None        # with sleep sets: each queued state's sleep set (a tuple, None when empty)
-    if indep is not None:
+    if sleep_set is not None:
         sleepq = deque([None] * len(queue))
     pop_sleep: Any = sleepq.popleft if sleepq is not None else None
     push_sleep: Any = sleepq.append if sleepq is not None else None
@@ -181,7 +181,7 @@ def search(res: Any, queue: Any, seen: dict, parent: Any, via: Any, model: Any, 
                 continue
             if sleepq is not None:  # its sleep set: the live siblings taken before it and the parent's sleep set,
                 if before or asleep is not None:  # each event independent of its own at the parent
-                    push_sleep(indep(acts[idx], state, news, before, asleep))
+                    push_sleep(sleep_set(acts[idx], state, news, before, asleep))
                 else:
                     push_sleep(None)
             nid = count

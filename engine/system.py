@@ -775,10 +775,10 @@ class System:
         the coordinator new or resets it to the checkpoint's state. What the restart reads or leaves as it is
         is in the key: the table (its fingerprint hash, clock and last commit key), the last completed
         checkpoint (its hash), the messages in flight (async delivery), the next checkpoint id, highest ack,
-        crashes, whether faults stopped and the rules observed so far; for a task restart also the heartbeats, the coordinator, the acks
-        in flight and (single-task failover) the other writers -- and which task failed only then, since a
-        region failover restarts every task alike. ``tests/test_engine_speedups.py`` checks that equal keys
-        give equal successors."""
+        crashes, whether faults stopped and the rules observed so far; for a task restart also the heartbeats,
+        the coordinator, the acks in flight and (single-task failover) the other writers -- and which task
+        failed only then, since a region failover restarts every task alike. ``tests/test_engine_speedups.py``
+        checks that equal keys give equal successors."""
         kind = type(ev)
         if kind is not _CRASH_COORDINATOR and kind is not _RESTART_JOB and kind is not _CRASH_TASK:
             return None  # (most events: asked of every transition the explorer takes)
