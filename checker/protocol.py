@@ -114,7 +114,7 @@ class SystemModel(Model):
 
         from engine.settings import settings
 
-        return independence.relation(settings(self.config)), self._System
+        return independence.Relation(settings(self.config)), self._System
 
     def successors(self, s, events, asleep=None) -> list:
         """``[next_state(s, ev) for ev in events]`` in one compiled call (:meth:`engine.System.successors`):

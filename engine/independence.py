@@ -8,7 +8,7 @@ settings (:mod:`engine.settings`), never at a state. A few pairs it must call de
 where both are enabled (an ack that commits nothing, two requests of one key, a request whose key already has
 an instant); :func:`commute_at` decides those at the state (the explorer asks at the parent of the state whose
 sleep set it builds, which is where the sleep sets' argument needs the two events to commute), and
-:func:`relation` puts the two together. Each event has a *footprint* over the parts of a
+:class:`Relation` puts the two together. Each event has a *footprint* over the parts of a
 :class:`engine.System` -- what its guard and its effect read, what its effect writes, and what it updates in
 a way that commutes with other such updates -- and two events are independent when neither writes what the
 other reads or writes, and neither's commuting update is read by the other. An event whose footprint is not
@@ -467,8 +467,3 @@ class Relation:
                     else:
                         out.append(e)
         return tuple(out) if out is not None else None
-
-
-def relation(k: Any) -> Relation:
-    """The relation (:class:`Relation`) under the settings ``k``."""
-    return Relation(k)

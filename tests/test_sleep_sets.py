@@ -1,14 +1,16 @@
 """Sleep sets in the serial search (issue #20): ``explore(sleep_sets=True)`` skips a transition only when its target
-is certain to be generated at the same depth anyway, by the static independence relation of
-:mod:`engine.independence`.
+is certain to be generated at the same depth anyway, by the independence relation of :mod:`engine.independence`
+(static footprints, and a few pairs decided at the state).
 
-Shown four ways: (1) the relation against the engine along seeded random runs of every variant under several
+Shown five ways: (1) the relation against the engine along seeded random runs of every variant under several
 fault sets -- every pair it calls independent stays enabled after each other, is not refused and reaches equal
-fingerprints in both orders; (2) exhaustive searches of every variant at small bounds, plain and with symmetry,
+fingerprints in both orders; the pairs decided at the state also at every state of a breadth-first prefix of nine
+variants, each rule met; (2) exhaustive searches of every variant at small bounds, plain and with symmetry,
 find the same states, depth, verdicts and shortest counterexample lengths with and without sleep sets, and the
 transitions explored plus skipped are the transitions of the search without; (3) a broken relation (every pair
-independent, or one wrong pair) is caught by (1)'s check and by (2)'s comparison; (4) the CLI refuses
-``--sleep-sets`` with what it cannot honour.
+independent, or one wrong pair) and four widened state rules are caught by (1)'s check, and a broken relation by
+(2)'s comparison; (4) the CLI refuses ``--sleep-sets`` with what it cannot honour; (5) a model giving a pairwise
+relation without the engine's ``sleep_set`` gets the same search.
 """
 
 from __future__ import annotations
@@ -40,6 +42,21 @@ def _walk_configs(name: str) -> list:
             variant(name, parallelism=3, max_checkpoints=2, records=2, max_crashes=1, faults=RESTART_FAULTS)]
 
 
+def pair_failure(model: SystemModel, a, b, sa, sb) -> str | None:
+    """What is wrong with calling ``a`` and ``b`` (enabled at one state, leading to ``sa`` and ``sb``) independent:
+    one refused, one disabled by the other, or the two orders reaching different states; None if nothing."""
+    if isinstance(sa, Refused) or isinstance(sb, Refused):
+        return "refused"
+    if b not in model.actions(sa) or a not in model.actions(sb):
+        return "disabled"
+    ab, ba = model.next_state(sa, b), model.next_state(sb, a)
+    if isinstance(ab, Refused) or isinstance(ba, Refused):
+        return "refused"
+    if model.fingerprint(ab) != model.fingerprint(ba):
+        return "different states"
+    return None
+
+
 def commutation_failures(model: SystemModel, indep, seeds, steps: int = 60) -> tuple[list, int]:
     """Along one random run per seed, every pair of enabled events ``indep`` calls independent: each must stay
     enabled after the other (and not be refused) and both orders must reach equal fingerprints. Returns the
@@ -60,18 +77,9 @@ def commutation_failures(model: SystemModel, indep, seeds, steps: int = 60) -> t
                     if not indep(a, b, s):
                         continue
                     checked += 1
-                    sa, sb = succ[i], succ[j]
-                    if isinstance(sa, Refused) or isinstance(sb, Refused):
-                        bad.append((seed, step, "refused", a, b))
-                        continue
-                    if b not in model.actions(sa) or a not in model.actions(sb):
-                        bad.append((seed, step, "disabled", a, b))
-                        continue
-                    ab, ba = model.next_state(sa, b), model.next_state(sb, a)
-                    if isinstance(ab, Refused) or isinstance(ba, Refused):
-                        bad.append((seed, step, "refused", a, b))
-                    elif model.fingerprint(ab) != model.fingerprint(ba):
-                        bad.append((seed, step, "different states", a, b))
+                    what = pair_failure(model, a, b, succ[i], succ[j])
+                    if what is not None:
+                        bad.append((seed, step, what, a, b))
             s = succ[rnd.randrange(len(acts))]
             if isinstance(s, Refused):
                 break
@@ -119,7 +127,6 @@ def test_the_relation_covers_the_frequent_pairs():
         assert not rel(a, b) and not rel(b, a), (a, b)
 
 
-
 def _decided_at_the_state(k):
     """The relation's state-dependent part alone: pairs :func:`engine.independence.independent` calls dependent
     and :func:`engine.independence.commute_at` calls independent at the state."""
@@ -129,7 +136,7 @@ def _decided_at_the_state(k):
     return rel
 
 
-#: the kind pairs commute_at decides, each met along the random runs below
+#: the kind pairs commute_at decides, each met at the breadth-first states of hudi-1.1 below
 STATE_DECIDED = {frozenset(p) for p in [
     ("deliver-ack", "request-instant"), ("deliver-ack", "snapshot-task"), ("deliver-ack", "flush"),
     ("clean", "deliver-ack"), ("request-instant",),
@@ -155,8 +162,8 @@ def _states_breadth_first(model: SystemModel, limit: int) -> list:
 
 
 def state_rule_failures(model: SystemModel, indep, states) -> tuple[list, int]:
-    """:func:`commutation_failures`' check at each of ``states``: every pair of enabled events ``indep(a, b,
-    state)`` calls independent."""
+    """:func:`pair_failure` at each of ``states`` for every pair of enabled events ``indep(a, b, state)`` calls
+    independent. Returns the failures (state, what, a, b) and the number of pairs checked."""
     bad: list = []
     checked = 0
     for s in states:
@@ -169,14 +176,9 @@ def state_rule_failures(model: SystemModel, indep, states) -> tuple[list, int]:
                 checked += 1
                 if succ is None:
                     succ = dict(zip(acts, model.successors(s, acts)))
-                sa, sb = succ[a], succ[b]
-                if isinstance(sa, Refused) or isinstance(sb, Refused) or b not in model.actions(sa) \
-                        or a not in model.actions(sb):
-                    bad.append((s, "disabled or refused", a, b))
-                    continue
-                ab, ba = model.next_state(sa, b), model.next_state(sb, a)
-                if isinstance(ab, Refused) or isinstance(ba, Refused) or model.fingerprint(ab) != model.fingerprint(ba):
-                    bad.append((s, "different states", a, b))
+                what = pair_failure(model, a, b, succ[a], succ[b])
+                if what is not None:
+                    bad.append((s, what, a, b))
     return bad, checked
 
 
@@ -387,7 +389,7 @@ def _ingest_and_own_snapshot_independent(a, b, k, real=independence.independent)
     return real(a, b, k)
 
 
-@pytest.mark.pure_engine  # (compiled, engine.independence.relation calls independent directly: not patched)
+@pytest.mark.pure_engine  # (compiled, engine.independence.Relation calls independent directly: not patched)
 @pytest.mark.parametrize("broken", [_everything_independent, _ingest_and_own_snapshot_independent])
 def test_a_broken_relation_fails_the_commutation_check(monkeypatch, broken):
     monkeypatch.setattr(independence, "independent", broken)
@@ -402,6 +404,23 @@ def test_a_broken_relation_fails_the_search_comparison(monkeypatch):
     monkeypatch.setattr(independence, "independent", _everything_independent)
     assert differences(small_config("hudi-1.1")), "the broken relation was not caught"
 
+
+
+def test_a_pairwise_relation_without_sleep_set_gets_the_same_search():
+    """A model whose relation is a plain function ``indep(a, b, state)`` (no ``sleep_set`` of its own) is searched
+    through :func:`engine.bfs.sleep_set_of`'s loop: the same states, transitions and skips as the engine's
+    relation."""
+    class Pairwise(SystemModel):
+        def independence(self):
+            relation, live = super().independence()
+            return (lambda a, b, s: relation(a, b, s)), live
+
+    cfg = variant("hudi-1.1", parallelism=2, max_checkpoints=2, records=2, max_crashes=1, faults=RESTART_FAULTS)
+    runs = []
+    for cls in (SystemModel, Pairwise):
+        res = explore(cls(cfg), max_states=20_000, compact=True, sleep_sets=True)
+        runs.append((res.states, res.max_depth, res.transitions, res.pruned))
+    assert runs[0] == runs[1] and runs[0][3] > 0, runs
 
 # ------------------------------------------------------------------ (4) the CLI
 def _cli(*argv):
