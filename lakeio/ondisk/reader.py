@@ -405,10 +405,22 @@ def _clustering_groups(requested: dict | None) -> list[FileGroupId]:
 _COMMIT_LIKE = {Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT}
 
 
+class _Vanished(Exception):
+    """A listed timeline file was gone when read: the timeline changed under the read (another writer's rollback)."""
+
+
+#: how many times :func:`read_table` lists the timeline again when a listed file vanished before it was read
+_RELISTS = 5
+
+
 def _decode_file(path: Path, tf: fn.TimelineFile) -> Any:
-    """Decode one timeline file by what it is; ``None`` when empty."""
+    """Decode one timeline file by what it is; ``None`` when empty; :class:`_Vanished` when it is gone."""
     try:
         data = path.read_bytes()
+    except FileNotFoundError:
+        if os.path.lexists(path):  # (a dangling symlink is still a name: refused below as unreadable)
+            raise UserError(f"{path}: unreadable (dangling symlink)") from None
+        raise _Vanished(path) from None
     except OSError as exc:
         raise UserError(f"{path}: unreadable ({exc.strerror or exc})") from None
     if not data.strip():
@@ -482,18 +494,27 @@ def read_table(path: str | os.PathLike) -> Table:
     base = find_base_path(path)
     props, version, layout, tz = _read_facts(base)
     tdir = _timeline_dir(base, props, version)
-    names, mtimes, leftovers = _list_timeline(tdir, layout, tz)
+    # A file listed and gone before it is read (a rollback by another writer between the two) means the listing is
+    # stale: the timeline is listed and read again, as a reader listing after the delete would.
+    for _ in range(_RELISTS):
+        names, mtimes, leftovers = _list_timeline(tdir, layout, tz)
+        try:
+            timeline = fn.timeline_from_files(names, version, mtimes=mtimes)
+        except CodecError as exc:
+            raise UserError(f"{tdir / exc.name}: {exc.problem}") from None
+        content: dict[str, Any] = {}
+        parsed = {n: fn.parse_timeline_file(n, layout, mtime=mtimes.get(n)) for n in names}
+        try:
+            for n in names:
+                content[n] = _decode_file(tdir / n, parsed[n])
+        except _Vanished:
+            continue
+        break
+    else:
+        raise UserError(f"{tdir}: the timeline kept changing while it was read ({_RELISTS} listings, each with a "
+                        f"file gone before it was read)")
     leftover_temp = sorted({str((tdir / n).relative_to(base)).replace(os.sep, "/") for n in leftovers}
                            | set(_list_leftover_temp(base, layout)))
-    try:
-        timeline = fn.timeline_from_files(names, version, mtimes=mtimes)
-    except CodecError as exc:
-        raise UserError(f"{tdir / exc.name}: {exc.problem}") from None
-
-    content: dict[str, Any] = {}
-    parsed = {n: fn.parse_timeline_file(n, layout, mtime=mtimes.get(n)) for n in names}
-    for n in names:
-        content[n] = _decode_file(tdir / n, parsed[n])
 
     by_state = {(tf.key, tf.state): n for n, tf in parsed.items()}
 
